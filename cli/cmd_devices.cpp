@@ -1,0 +1,61 @@
+// SPDX-License-Identifier: MIT
+/** @file `hetopt devices`: what OpenCL sees, what hetopt would pick, and what is misconfigured. */
+#include <cstdio>
+#include <cstring>
+#include <string>
+
+#include "cli/commands.h"
+#include "cli/icd_doctor.h"
+#include "common/cl_select.h"
+#include "common/options.h"
+
+namespace hetopt::cli {
+
+int cmdDevices(int argc, char** argv) {
+  std::string filter;
+  for (int i = 1; i < argc; ++i) {
+    if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+      printf(
+          "usage: hetopt devices [--device FILTER]\n\n"
+          "Lists every OpenCL platform and device, marks the one hetopt commands and test apps\n"
+          "use, and diagnoses common set-up problems (vendor library without an ICD file, a CPU\n"
+          "platform listed before the GPU). FILTER is 'gpu', 'cpu' or a case-insensitive\n"
+          "substring of 'platform / device' (default: $HETOPT_DEVICE, else the first GPU, else\n"
+          "the first device). Exits 1 when no device matches.\n");
+      return 0;
+    }
+    if (!strcmp(argv[i], "--device") && i + 1 < argc) {
+      filter = argv[++i];
+    } else {
+      fprintf(stderr, "hetopt: devices: unknown argument %s\n", argv[i]);
+      return 2;
+    }
+  }
+  std::string error;
+  std::vector<ClDevice> devices = listClDevices(&error);
+  ClDevice chosen;
+  std::string selectError;
+  bool haveChoice = !devices.empty() && selectClDevice(filter, &chosen, &selectError);
+  unsigned lastPlatform = ~0u;
+  for (const ClDevice& d : devices) {
+    if (d.platformIndex != lastPlatform) {
+      printf("platform %u: %s (%s)\n", d.platformIndex, d.platformName.c_str(),
+             d.platformVersion.c_str());
+      lastPlatform = d.platformIndex;
+    }
+    bool picked = haveChoice && d.device == chosen.device;
+    printf("  %s device %u: %s [%s, driver %s, %.1f GiB]%s\n", picked ? "*" : " ", d.deviceIndex,
+           d.deviceName.c_str(), d.typeName().c_str(), d.driverVersion.c_str(),
+           static_cast<double>(d.globalMemBytes) / (1ull << 30), picked ? "  <- hetopt uses this" : "");
+  }
+  if (devices.empty()) printf("no OpenCL devices (%s)\n", error.c_str());
+  for (const IcdFinding& f : diagnoseIcdSetup(devices))
+    printf("%s %s\n", f.level == IcdFinding::Level::Warning ? "warning:" : "note:", f.text.c_str());
+  if (!haveChoice) {
+    if (!selectError.empty()) fprintf(stderr, "hetopt: %s\n", selectError.c_str());
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace hetopt::cli

@@ -1,0 +1,130 @@
+// SPDX-License-Identifier: MIT
+/** @file Program launching; see launch.h. */
+#include "cli/launch.h"
+
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <climits>
+#include <cstdlib>
+#include <cstring>
+
+#include "common/log.h"
+#include "common/paths.h"
+
+namespace hetopt::cli {
+namespace {
+
+pid_t s_child = -1;
+
+void forwardSignal(int sig) {
+  if (s_child > 0) kill(s_child, sig);
+}
+
+// Appends `value` to a ':'-separated list variable unless already present.
+void appendToList(const char* name, const std::string& value) {
+  const char* old = getenv(name);
+  std::string list = old ? old : "";
+  if ((":" + list + ":").find(":" + value + ":") != std::string::npos) return;
+  list = list.empty() ? value : value + ":" + list;
+  setenv(name, list.c_str(), 1);
+}
+
+bool prepareEnvironment(const Launch& launch, std::string* error) {
+  for (const auto& [k, v] : launch.env) setenv(k.c_str(), v.c_str(), 1);
+  if (!launch.preloadShim) return true;
+  std::string shim = shimPath(error);
+  if (shim.empty()) return false;
+  // LD_PRELOAD sees programs linked to libOpenCL and the malloc family; the OpenCL layer sees
+  // programs that dlopen() libOpenCL. The shim makes sure no call is recorded twice.
+  appendToList("LD_PRELOAD", shim);
+  appendToList("OPENCL_LAYERS", shim);
+  return true;
+}
+
+}  // namespace
+
+std::string shimPath(std::string* error) {
+  char exe[PATH_MAX];
+  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  if (n <= 0) {
+    *error = "cannot find the hetopt executable (/proc/self/exe)";
+    return {};
+  }
+  exe[n] = '\0';
+  std::string candidate = dirName(dirName(exe)) + "/lib/libhetopt_shim.so";
+  struct stat st;
+  if (stat(candidate.c_str(), &st) != 0) {
+    *error = "shim library not found at " + candidate;
+    return {};
+  }
+  return candidate;
+}
+
+int execProgram(const Launch& launch) {
+  std::string error;
+  if (!prepareEnvironment(launch, &error)) {
+    warn("%s", error.c_str());
+    return 2;
+  }
+  std::vector<char*> args;
+  for (const std::string& a : launch.argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  execvp(args[0], args.data());
+  warn("cannot run %s: %s", args[0], strerror(errno));
+  return errno == ENOENT ? 127 : 126;
+}
+
+int runProgram(const Launch& launch, std::string* error) {
+  pid_t pid = fork();
+  if (pid < 0) {
+    *error = std::string("fork failed: ") + strerror(errno);
+    return -1;
+  }
+  if (pid == 0) _exit(execProgram(launch));
+  s_child = pid;
+  // Like system(): the terminal delivers SIGINT/SIGQUIT to the child too; hetopt outlives it to
+  // write its summary. SIGTERM/SIGHUP aimed at hetopt alone are passed on.
+  struct sigaction ignore {}, forward {}, oldInt {}, oldQuit {}, oldTerm {}, oldHup {};
+  ignore.sa_handler = SIG_IGN;
+  forward.sa_handler = forwardSignal;
+  sigaction(SIGINT, &ignore, &oldInt);
+  sigaction(SIGQUIT, &ignore, &oldQuit);
+  sigaction(SIGTERM, &forward, &oldTerm);
+  sigaction(SIGHUP, &forward, &oldHup);
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0) {
+    if (errno != EINTR) {
+      *error = std::string("waitpid failed: ") + strerror(errno);
+      status = -1;
+      break;
+    }
+  }
+  sigaction(SIGINT, &oldInt, nullptr);
+  sigaction(SIGQUIT, &oldQuit, nullptr);
+  sigaction(SIGTERM, &oldTerm, nullptr);
+  sigaction(SIGHUP, &oldHup, nullptr);
+  s_child = -1;
+  return status;
+}
+
+void exitLikeChild(int waitStatus) {
+  if (WIFEXITED(waitStatus)) exit(WEXITSTATUS(waitStatus));
+  if (WIFSIGNALED(waitStatus)) {
+    int sig = WTERMSIG(waitStatus);
+    signal(sig, SIG_DFL);
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, sig);
+    sigprocmask(SIG_UNBLOCK, &set, nullptr);
+    fflush(nullptr);
+    raise(sig);
+    exit(128 + sig);  // the signal's default action did not end us (e.g. SIGCHLD-like)
+  }
+  exit(2);
+}
+
+}  // namespace hetopt::cli

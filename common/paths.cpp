@@ -1,0 +1,74 @@
+// SPDX-License-Identifier: MIT
+/** @file Paths and permission checks. */
+#include "common/paths.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+
+#include "common/options.h"
+
+namespace hetopt {
+
+std::string defaultDbPath() {
+  const char* db = getenv(optionInfo(Option::DB).envName);
+  if (db && *db) return db;
+  const char* xdg = getenv("XDG_DATA_HOME");
+  if (xdg && *xdg == '/') return std::string(xdg) + "/hetopt/hetopt.db";
+  const char* home = getenv("HOME");
+  return std::string(home && *home ? home : ".") + "/.local/share/hetopt/hetopt.db";
+}
+
+bool makePrivateDirs(const std::string& dir, std::string* error) {
+  if (dir.empty()) return true;
+  std::string partial;
+  size_t pos = 0;
+  while (pos != std::string::npos) {
+    pos = dir.find('/', pos + 1);
+    partial = dir.substr(0, pos);
+    if (partial.empty()) continue;
+    if (mkdir(partial.c_str(), 0700) != 0 && errno != EEXIST) {
+      if (error) *error = "cannot create directory " + partial + ": " + strerror(errno);
+      return false;
+    }
+  }
+  struct stat st;
+  if (stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+    if (error) *error = dir + " is not a directory";
+    return false;
+  }
+  return true;
+}
+
+bool isSafeToRead(const std::string& path, std::string* error) {
+  struct stat st;
+  if (stat(path.c_str(), &st) != 0) {
+    if (error) *error = path + ": " + strerror(errno);
+    return false;
+  }
+  if (st.st_uid != getuid() && st.st_uid != 0) {
+    if (error) *error = path + " is owned by another user; refusing to use it";
+    return false;
+  }
+  if (st.st_mode & (S_IWGRP | S_IWOTH)) {
+    if (error) *error = path + " is writable by others; refusing to use it (chmod 600 it)";
+    return false;
+  }
+  return true;
+}
+
+std::string dirName(const std::string& path) {
+  size_t slash = path.rfind('/');
+  if (slash == std::string::npos) return ".";
+  return slash == 0 ? "/" : path.substr(0, slash);
+}
+
+std::string baseName(const std::string& path) {
+  size_t slash = path.rfind('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+}  // namespace hetopt

@@ -1,0 +1,23 @@
+// SPDX-License-Identifier: MIT
+/** @file Where hetopt keeps its files, and the permission rules for them (0600 files, 0700 dirs). */
+#pragma once
+#include <string>
+
+namespace hetopt {
+
+/// $HETOPT_DB, else $XDG_DATA_HOME/hetopt/hetopt.db, else ~/.local/share/hetopt/hetopt.db.
+std::string defaultDbPath();
+
+/// mkdir -p with mode 0700 for every created component. False with *error on failure.
+bool makePrivateDirs(const std::string& dir, std::string* error);
+
+/// Refuses files that others can write (group/world-writable file or parent dir without sticky bit)
+/// or that another user owns: such a file could steer what the shim does inside a process.
+bool isSafeToRead(const std::string& path, std::string* error);
+
+/// Directory part of a path ("." when none).
+std::string dirName(const std::string& path);
+/// Last path component.
+std::string baseName(const std::string& path);
+
+}  // namespace hetopt
