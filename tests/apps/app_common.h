@@ -15,47 +15,23 @@
  *    transfer carries the comment `// hetopt:transfer` on its line; host-only allocations of at
  *    least 4 KiB carry `// hetopt:host-only`. Tests compare the analyzer's symbolized candidate
  *    sites with these markers.
+ *
+ * This half needs the OpenCL loader linked (ClEnv, PinnedHostMemory); app_util.h is the half that
+ * does not, for apps that dlopen() it.
  */
 #pragma once
 #include <CL/cl.h>
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "common/cl_select.h"
+#include "tests/apps/app_util.h"
 
 namespace hetopt::apps {
-
-[[noreturn]] void failCl(cl_int status, const char* expr, const char* file, int line);
-[[noreturn]] void failCheck(const char* what, const char* file, int line);
-
-#define APP_CL(expr)                                                         \
-  do {                                                                       \
-    cl_int app_cl_status_ = (expr);                                          \
-    if (app_cl_status_ != CL_SUCCESS)                                        \
-      ::hetopt::apps::failCl(app_cl_status_, #expr, __FILE__, __LINE__);     \
-  } while (0)
-
-/// Self-check of a computed result; exits 1 (wrong result) when false.
-#define APP_CHECK(cond)                                                    \
-  do {                                                                     \
-    if (!(cond)) ::hetopt::apps::failCheck(#cond, __FILE__, __LINE__);     \
-  } while (0)
-
-struct Options {
-  size_t sizeBytes = 1 << 20;  ///< working-set size; apps document how they use it
-  int iters = 10;
-  bool pinned = false;  ///< hand-pinned variant
-  std::vector<std::string> rest;
-};
-
-/// Parses --size/--iters/--pinned (plus --help). Unknown args go to `rest`.
-Options parseOptions(int argc, char** argv, size_t defaultSize, int defaultIters);
-
-/// Parses "64M", "4K", "1G", "123" (bytes). Returns 0 on garbage.
-size_t parseSize(const std::string& s);
 
 /// A device picked by hetopt's one rule (HETOPT_DEVICE; first GPU else first device), a context
 /// and in-order queues on it. Prints "device: <platform> / <device>" on stdout.
@@ -74,6 +50,8 @@ class ClEnv {
   /// Builds `source` for the device; on failure prints the build log and exits 2.
   cl_program build(const char* source, const char* options = "") const;
   cl_kernel kernel(cl_program program, const char* name) const;
+  /// clCreateBuffer with the status checked.
+  cl_mem buffer(cl_mem_flags flags, size_t bytes, void* hostPtr = nullptr) const;
 
  private:
   ClDevice m_device;
@@ -85,7 +63,8 @@ class ClEnv {
 /// the mapped pointer is the host memory used for transfers. Unmapped and released in the dtor.
 class PinnedHostMemory {
  public:
-  PinnedHostMemory(const ClEnv& env, size_t bytes);
+  /// Maps through queue `queueIndex` (threads that own a queue pin through it).
+  PinnedHostMemory(const ClEnv& env, size_t bytes, int queueIndex = 0);
   ~PinnedHostMemory();
   PinnedHostMemory(const PinnedHostMemory&) = delete;
   PinnedHostMemory& operator=(const PinnedHostMemory&) = delete;
@@ -95,24 +74,31 @@ class PinnedHostMemory {
   size_t size() const { return m_bytes; }
 
  private:
-  const ClEnv& m_env;
+  cl_command_queue m_queue = nullptr;
   cl_mem m_buffer = nullptr;
   void* m_ptr = nullptr;
   size_t m_bytes = 0;
 };
 
-/// Deterministic, non-trivial data: a small LCG so runs are reproducible and never all-zero.
-void fillPattern(float* data, size_t n, uint32_t seed);
-void fillPattern(int32_t* data, size_t n, uint32_t seed);
+/// The --pinned variant's host memory for one transfer allocation: a PinnedHostMemory when
+/// `pinned`, else null and the app uses the allocation it marks `// hetopt:transfer`. The
+/// allocation itself stays in the app so its marker sits on the line that allocates.
+std::unique_ptr<PinnedHostMemory> pinnedIf(bool pinned, const ClEnv& env, size_t bytes,
+                                           int queueIndex = 0);
 
-/// Order-sensitive checksum printed in "result:" lines (identical across modes).
-uint64_t checksum(const void* data, size_t bytes);
+/// clSetKernelArg for every argument in order, each status checked. Pass cl_mem handles and
+/// scalars by value: `setKernelArgs(k, buf, 0.5f, cl_uint(n))`.
+template <typename... Args>
+void setKernelArgs(cl_kernel kernel, const Args&... args) {
+  cl_uint index = 0;
+  auto set = [&](const auto& arg) {
+    APP_CL(clSetKernelArg(kernel, index++, sizeof(arg), &arg));
+  };
+  (set(args), ...);
+}
 
-/// Relative-error comparison; prints the first mismatch to stderr.
-bool nearlyEqual(const float* got, const float* want, size_t n, float relTol = 1e-5f);
-
-/// Monotonic milliseconds; apps print "elapsed_ms=" with it on stderr.
-double nowMs();
-void reportElapsed(double startMs);
+/// Enqueues `kernel` over `n` work-items (global size rounded up to 64; kernels bound-check).
+void enqueue1D(cl_command_queue queue, cl_kernel kernel, size_t n, cl_uint numWait = 0,
+               const cl_event* waitList = nullptr, cl_event* done = nullptr);
 
 }  // namespace hetopt::apps
