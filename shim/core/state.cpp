@@ -1,0 +1,124 @@
+// SPDX-License-Identifier: MIT
+/** @file Mode selection, activation, fork and exit handling of the shim. */
+#include "shim/core/state.h"
+
+#include <pthread.h>
+#include <sys/auxv.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#include "common/log.h"
+#include "common/options.h"
+#include "shim/core/count_interceptor.h"
+#include "shim/core/interceptor.h"
+
+namespace hetopt::shim {
+
+std::atomic<Interceptor*> g_interceptor{nullptr};
+HETOPT_TLS unsigned t_depth = 0;
+
+namespace {
+
+void forkPrepare() { ++t_depth; }
+void forkParent() { --t_depth; }
+void forkChild() {
+  --t_depth;
+  if (Interceptor* i = interceptor()) {
+    ScopedInternal internal;
+    i->forkChild();
+  }
+}
+
+void atExit() {
+  if (Interceptor* i = interceptor()) {
+    ScopedInternal internal;
+    i->processExit();
+  }
+  deactivate();
+}
+
+// Removes `entry` from a ':'-separated list variable (children then run untouched).
+void removeFromList(const char* name, const char* entry) {
+  const char* v = getenv(name);
+  if (!v || !entry) return;
+  std::string list = v, out;
+  size_t start = 0;
+  while (start <= list.size()) {
+    size_t end = list.find(':', start);
+    std::string item = list.substr(start, end == std::string::npos ? std::string::npos : end - start);
+    if (!item.empty() && item != entry) out += (out.empty() ? "" : ":") + item;
+    if (end == std::string::npos) break;
+    start = end + 1;
+  }
+  if (out.empty())
+    unsetenv(name);
+  else
+    setenv(name, out.c_str(), 1);
+}
+
+}  // namespace
+
+const char* modeName(Mode mode) {
+  switch (mode) {
+    case Mode::Off: return "off";
+    case Mode::Count: return "count";
+    case Mode::Trace: return "trace";
+    case Mode::Optimize: return "optimize";
+  }
+  return "?";
+}
+
+Mode modeFromEnvironment() {
+  // Secure-execution programs (setuid/setgid/capabilities) are never touched.
+  if (getauxval(AT_SECURE)) return Mode::Off;
+  const char* v = optionString(Option::MODE);
+  for (Mode m : {Mode::Off, Mode::Count, Mode::Trace, Mode::Optimize})
+    if (!strcmp(v, modeName(m))) return m;
+  warn("ignoring HETOPT_MODE=%s (expected off, count, trace or optimize); running unmodified", v);
+  return Mode::Off;
+}
+
+void activate(Mode mode) {
+  ScopedInternal internal;
+  Interceptor* created = nullptr;
+  switch (mode) {
+    case Mode::Off:
+      return;
+    case Mode::Count:
+      created = new CountInterceptor();
+      break;
+    case Mode::Trace:
+    case Mode::Optimize:
+      warn("HETOPT_MODE=%s is not available in this build; running unmodified", modeName(mode));
+      return;
+  }
+  g_interceptor.store(created, std::memory_order_release);
+  debug("shim active in %s mode", modeName(mode));
+}
+
+void deactivate() {
+  Interceptor* old = g_interceptor.exchange(nullptr, std::memory_order_acq_rel);
+  // Leaked on purpose: another thread may still be inside a callback of it; process exit frees it.
+  (void)old;
+}
+
+}  // namespace hetopt::shim
+
+extern "C" HETOPT_EXPORT void hetopt_shim_init(const char* selfPath) {
+  using namespace hetopt;
+  using namespace hetopt::shim;
+  static bool done = false;
+  if (done) return;
+  done = true;
+  if (!optionFlag(Option::FOLLOW_CHILDREN)) {
+    removeFromList("LD_PRELOAD", selfPath);
+    removeFromList("OPENCL_LAYERS", selfPath);
+  }
+  Mode mode = modeFromEnvironment();
+  if (mode == Mode::Off) return;
+  pthread_atfork(forkPrepare, forkParent, forkChild);
+  activate(mode);
+  atexit(atExit);
+}

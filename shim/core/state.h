@@ -1,0 +1,52 @@
+// SPDX-License-Identifier: MIT
+/**
+ * @file Process-wide shim state: the active interceptor and the per-thread nesting depth.
+ *
+ * The depth is how one call is never seen twice and how the shim's own work stays invisible: it is
+ * raised while an intercepted OpenCL call runs (so the OpenCL layer route, driver-internal mallocs
+ * and nested entry points pass straight through) and while the shim works for itself.
+ */
+#pragma once
+#include <atomic>
+
+#define HETOPT_LIKELY(x) __builtin_expect(!!(x), 1)
+#define HETOPT_UNLIKELY(x) __builtin_expect(!!(x), 0)
+#define HETOPT_EXPORT __attribute__((visibility("default")))
+// Initial-exec TLS: no allocation on first access (a dynamic TLS block would call malloc).
+#define HETOPT_TLS __attribute__((tls_model("initial-exec"))) thread_local
+
+namespace hetopt::shim {
+
+class Interceptor;
+
+enum class Mode : unsigned char { Off, Count, Trace, Optimize };
+
+/// Null in pass-through mode: every entry point then forwards at once.
+extern std::atomic<Interceptor*> g_interceptor;
+extern HETOPT_TLS unsigned t_depth;
+
+inline bool interceptActive() { return g_interceptor.load(std::memory_order_relaxed) != nullptr; }
+inline bool insideInterceptedCall() { return t_depth != 0; }
+inline Interceptor* interceptor() { return g_interceptor.load(std::memory_order_acquire); }
+
+/// Marks the shim's own work on this thread: OpenCL calls and allocations made inside are not the
+/// application's and are neither recorded nor redirected.
+class ScopedInternal {
+ public:
+  ScopedInternal() { ++t_depth; }
+  ~ScopedInternal() { --t_depth; }
+  ScopedInternal(const ScopedInternal&) = delete;
+  ScopedInternal& operator=(const ScopedInternal&) = delete;
+};
+
+/// Parsed HETOPT_MODE; Off for unknown values (with one warning).
+Mode modeFromEnvironment();
+const char* modeName(Mode mode);
+
+/// Creates and installs the interceptor for `mode` (no-op for Off). Called once from the shim's
+/// constructor; tests call it directly.
+void activate(Mode mode);
+/// Uninstalls and tears down (atexit, or tests).
+void deactivate();
+
+}  // namespace hetopt::shim

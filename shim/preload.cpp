@@ -1,0 +1,258 @@
+// SPDX-License-Identifier: MIT
+/**
+ * @file The malloc-family entry points of the preloaded shim, and its constructor. Only entry
+ * points and dlsym(RTLD_NEXT) live here (style habit 3); what a mode does with an allocation lives
+ * behind the Interceptor in shim/core.
+ *
+ * Hot path (pass-through or untracked size): one byte load, one indirect call. No lock, no
+ * allocation, no syscall.
+ * Bootstrap: dlsym() itself allocates, so until the real functions are known, requests are served
+ * from a static buffer that free() recognises and ignores (heaptrack's DummyPool).
+ */
+#include <dlfcn.h>
+#include <malloc.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+
+#include "common/log.h"
+#include "common/options.h"
+#include "shim/core/callsite.h"
+#include "shim/core/interceptor.h"
+#include "shim/core/state.h"
+
+extern "C" void hetopt_shim_init(const char* selfPath);
+
+namespace {
+
+using namespace hetopt::shim;
+
+struct RealAllocator {
+  void* (*malloc)(size_t);
+  void (*free)(void*);
+  void* (*calloc)(size_t, size_t);
+  void* (*realloc)(void*, size_t);
+  int (*posix_memalign)(void**, size_t, size_t);
+  void* (*aligned_alloc)(size_t, size_t);
+  void* (*memalign)(size_t, size_t);
+  void* (*valloc)(size_t);
+  void* (*pvalloc)(size_t);
+  size_t (*malloc_usable_size)(void*);
+};
+RealAllocator s_real;
+
+enum : unsigned char { kUnresolved, kResolving, kReady };
+std::atomic<unsigned char> s_state{kUnresolved};
+size_t s_minTracked = 4096;
+unsigned s_siteDepth = 4;
+
+// ---- bootstrap buffer --------------------------------------------------------------------------
+constexpr size_t kBootstrapBytes = 256 * 1024;
+alignas(64) char s_bootstrap[kBootstrapBytes];
+std::atomic<size_t> s_bootstrapUsed{0};
+constexpr size_t kHeader = 16;  // keeps the block size in front of each block (for realloc)
+
+inline bool inBootstrap(const void* p) {
+  return p >= s_bootstrap && p < s_bootstrap + kBootstrapBytes;
+}
+
+void* bootstrapAlloc(size_t size, size_t alignment = 16) {
+  alignment = std::max<size_t>(alignment, 16);
+  size_t used = s_bootstrapUsed.load(std::memory_order_relaxed);
+  for (;;) {
+    uintptr_t base = reinterpret_cast<uintptr_t>(s_bootstrap) + used + kHeader;
+    uintptr_t aligned = (base + alignment - 1) & ~(alignment - 1);
+    size_t end = aligned + size - reinterpret_cast<uintptr_t>(s_bootstrap);
+    if (end > kBootstrapBytes) {
+      static const char msg[] = "hetopt: bootstrap allocation buffer exhausted\n";
+      ssize_t w = write(2, msg, sizeof msg - 1);
+      (void)w;
+      abort();
+    }
+    if (s_bootstrapUsed.compare_exchange_weak(used, end, std::memory_order_relaxed)) {
+      reinterpret_cast<size_t*>(aligned)[-1] = size;
+      return reinterpret_cast<void*>(aligned);  // static storage: already zero (calloc-safe)
+    }
+  }
+}
+
+inline size_t bootstrapSize(const void* p) { return static_cast<const size_t*>(p)[-1]; }
+
+template <typename Fn>
+void resolveOne(Fn*& slot, const char* name) {
+  slot = reinterpret_cast<Fn*>(dlsym(RTLD_NEXT, name));
+  if (!slot) {
+    // Style habit 4: a missing required symbol is fatal, with a message that needs no malloc.
+    static const char msg[] = "hetopt: cannot find the system allocator (dlsym RTLD_NEXT)\n";
+    ssize_t w = write(2, msg, sizeof msg - 1);
+    (void)w;
+    abort();
+  }
+}
+
+// Returns true when the real allocator is usable; false while this thread is resolving it.
+bool ensureResolved() {
+  unsigned char st = s_state.load(std::memory_order_acquire);
+  if (HETOPT_LIKELY(st == kReady)) return true;
+  unsigned char expected = kUnresolved;
+  if (!s_state.compare_exchange_strong(expected, kResolving, std::memory_order_acq_rel))
+    return s_state.load(std::memory_order_acquire) == kReady;  // another thread is resolving
+  resolveOne(s_real.malloc, "malloc");
+  resolveOne(s_real.free, "free");
+  resolveOne(s_real.calloc, "calloc");
+  resolveOne(s_real.realloc, "realloc");
+  resolveOne(s_real.posix_memalign, "posix_memalign");
+  resolveOne(s_real.aligned_alloc, "aligned_alloc");
+  resolveOne(s_real.memalign, "memalign");
+  resolveOne(s_real.valloc, "valloc");
+  resolveOne(s_real.pvalloc, "pvalloc");
+  resolveOne(s_real.malloc_usable_size, "malloc_usable_size");
+  s_state.store(kReady, std::memory_order_release);
+  return true;
+}
+
+// ---- hooked paths (an interceptor is installed) -----------------------------------------------
+
+__attribute__((noinline)) void noteAllocation(AllocFn fn, void* ptr, size_t size, size_t alignment,
+                                              void* oldPtr) {
+  ScopedInternal internal;
+  Interceptor* i = interceptor();
+  if (!i) return;
+  CallSite site;
+  const CallSite* sitePtr = nullptr;
+  if (size >= s_minTracked) {
+    captureCallSite(&site, s_siteDepth);
+    if (site.fromDriver && fn != AllocFn::Realloc) return;  // the driver's own memory
+    sitePtr = site.fromDriver ? nullptr : &site;
+  }
+  i->allocated(AllocEvent{fn, ptr, size, alignment, oldPtr, sitePtr});
+}
+
+// Tracked: the application's own (not the shim's, not inside an OpenCL call) and large enough.
+inline bool tracked(size_t size) {
+  return HETOPT_UNLIKELY(interceptActive()) && size >= s_minTracked && t_depth == 0;
+}
+
+__attribute__((noinline)) void noteFree(void* ptr) {
+  ScopedInternal internal;
+  if (Interceptor* i = interceptor()) i->freeing(ptr);
+}
+
+}  // namespace
+
+// ---- exported entry points ---------------------------------------------------------------------
+
+extern "C" {
+
+HETOPT_EXPORT void* malloc(size_t size) {
+  if (HETOPT_UNLIKELY(!ensureResolved())) return bootstrapAlloc(size);
+  void* p = s_real.malloc(size);
+  if (tracked(size) && p) noteAllocation(AllocFn::Malloc, p, size, 0, nullptr);
+  return p;
+}
+
+HETOPT_EXPORT void free(void* ptr) {
+  if (HETOPT_UNLIKELY(ptr == nullptr || inBootstrap(ptr))) return;
+  // Recorded before the real free: no other thread can reuse the address in between.
+  if (HETOPT_UNLIKELY(interceptActive()) && t_depth == 0) noteFree(ptr);
+  s_real.free(ptr);
+}
+
+HETOPT_EXPORT void* calloc(size_t count, size_t size) {
+  if (HETOPT_UNLIKELY(!ensureResolved())) {
+    size_t bytes;
+    if (__builtin_mul_overflow(count, size, &bytes)) return nullptr;
+    return bootstrapAlloc(bytes);
+  }
+  void* p = s_real.calloc(count, size);
+  size_t bytes = count * size;  // no overflow: calloc succeeded
+  if (p && tracked(bytes)) noteAllocation(AllocFn::Calloc, p, bytes, 0, nullptr);
+  return p;
+}
+
+HETOPT_EXPORT void* realloc(void* ptr, size_t size) {
+  if (HETOPT_UNLIKELY(inBootstrap(ptr))) {
+    void* p = malloc(size);
+    if (p) memcpy(p, ptr, std::min(size, bootstrapSize(ptr)));
+    return p;
+  }
+  if (HETOPT_UNLIKELY(!ensureResolved())) return bootstrapAlloc(size);
+  if (HETOPT_LIKELY(!interceptActive()) || t_depth != 0) return s_real.realloc(ptr, size);
+  if (ptr && size == 0) {  // glibc frees the block and returns null
+    noteFree(ptr);
+    return s_real.realloc(ptr, 0);
+  }
+  void* p = s_real.realloc(ptr, size);
+  // Every application realloc is reported (a tracked block may shrink below the tracked size).
+  if (p) noteAllocation(AllocFn::Realloc, p, size, 0, ptr);
+  return p;
+}
+
+HETOPT_EXPORT int posix_memalign(void** out, size_t alignment, size_t size) {
+  if (HETOPT_UNLIKELY(!ensureResolved())) {
+    *out = bootstrapAlloc(size, alignment);
+    return 0;
+  }
+  int rc = s_real.posix_memalign(out, alignment, size);
+  if (rc == 0 && tracked(size)) noteAllocation(AllocFn::PosixMemalign, *out, size, alignment, nullptr);
+  return rc;
+}
+
+HETOPT_EXPORT void* aligned_alloc(size_t alignment, size_t size) {
+  if (HETOPT_UNLIKELY(!ensureResolved())) return bootstrapAlloc(size, alignment);
+  void* p = s_real.aligned_alloc(alignment, size);
+  if (p && tracked(size)) noteAllocation(AllocFn::AlignedAlloc, p, size, alignment, nullptr);
+  return p;
+}
+
+HETOPT_EXPORT void* memalign(size_t alignment, size_t size) {
+  if (HETOPT_UNLIKELY(!ensureResolved())) return bootstrapAlloc(size, alignment);
+  void* p = s_real.memalign(alignment, size);
+  if (p && tracked(size)) noteAllocation(AllocFn::Memalign, p, size, alignment, nullptr);
+  return p;
+}
+
+HETOPT_EXPORT void* valloc(size_t size) {
+  if (HETOPT_UNLIKELY(!ensureResolved())) return bootstrapAlloc(size, 4096);
+  void* p = s_real.valloc(size);
+  if (p && tracked(size)) noteAllocation(AllocFn::Valloc, p, size, 4096, nullptr);
+  return p;
+}
+
+HETOPT_EXPORT void* pvalloc(size_t size) {
+  if (HETOPT_UNLIKELY(!ensureResolved())) return bootstrapAlloc((size + 4095) & ~size_t{4095}, 4096);
+  void* p = s_real.pvalloc(size);
+  if (p && tracked(size)) noteAllocation(AllocFn::Pvalloc, p, size, 4096, nullptr);
+  return p;
+}
+
+HETOPT_EXPORT size_t malloc_usable_size(void* ptr) {
+  if (ptr == nullptr) return 0;
+  if (inBootstrap(ptr)) return bootstrapSize(ptr);
+  if (HETOPT_UNLIKELY(!ensureResolved())) return 0;
+  return s_real.malloc_usable_size(ptr);
+}
+
+}  // extern "C"
+
+namespace {
+
+__attribute__((constructor)) void shimConstructor() {
+  ensureResolved();
+  bool sizeOk = true, depthOk = true;
+  s_minTracked = hetopt::optionUnsigned(hetopt::Option::MIN_TRACKED_SIZE, 1, ~0ull >> 1, &sizeOk);
+  s_siteDepth = static_cast<unsigned>(
+      hetopt::optionUnsigned(hetopt::Option::SITE_DEPTH, 1, kMaxSiteDepth, &depthOk));
+  if (!sizeOk) hetopt::warn("ignoring invalid HETOPT_MIN_TRACKED_SIZE; using %zu", s_minTracked);
+  if (!depthOk) hetopt::warn("ignoring invalid HETOPT_SITE_DEPTH (1-16); using %u", s_siteDepth);
+  Dl_info info{};
+  dladdr(reinterpret_cast<void*>(&shimConstructor), &info);
+  hetopt_shim_init(info.dli_fname);
+}
+
+}  // namespace

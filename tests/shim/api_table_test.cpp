@@ -1,0 +1,73 @@
+// SPDX-License-Identifier: MIT
+/** @file The generated API table says what the design needs about the calls that move data. */
+#include "api_table.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+using namespace hetopt::api;
+
+namespace {
+int argIndex(const ApiInfo& info, const char* name) {
+  for (int i = 0; i < info.numArgs; ++i)
+    if (!strcmp(info.args[i].name, name)) return i;
+  return -1;
+}
+}  // namespace
+
+TEST(ApiTable, NamesRoundTrip) {
+  for (size_t i = 0; i < kApiCount; ++i) {
+    ApiId id;
+    ASSERT_TRUE(apiIdByName(apiInfo(static_cast<ApiId>(i)).name, &id));
+    EXPECT_EQ(static_cast<size_t>(id), i);
+  }
+  ApiId id;
+  EXPECT_FALSE(apiIdByName("clNotAFunction", &id));
+}
+
+TEST(ApiTable, CoversTheOpenCL30CoreAndMemoryExtensions) {
+  size_t core = 0, ext = 0;
+  for (size_t i = 0; i < kApiCount; ++i) (apiInfo(static_cast<ApiId>(i)).extension ? ext : core)++;
+  EXPECT_GE(core, 110u);  // every entry point of CL/cl.h 3.0
+  ApiId id;
+  for (const char* e : {"clSVMAllocARM", "clEnqueueSVMMemcpyARM", "clHostMemAllocINTEL",
+                        "clEnqueueMemcpyINTEL", "clCreateCommandQueueWithPropertiesKHR",
+                        "clEnqueueMigrateMemObjectEXT"}) {
+    ASSERT_TRUE(apiIdByName(e, &id)) << e;
+    EXPECT_TRUE(apiInfo(id).extension) << e;
+  }
+  EXPECT_GT(ext, 20u);
+}
+
+TEST(ApiTable, WriteBufferRolesNameHostSegmentAndSize) {
+  const ApiInfo& w = apiInfo(ApiId::clEnqueueWriteBuffer);
+  EXPECT_EQ(w.kind, ApiKind::H2d);
+  int ptr = argIndex(w, "ptr");
+  ASSERT_GE(ptr, 0);
+  EXPECT_EQ(w.args[ptr].role, ArgRole::HostRead);
+  ASSERT_EQ(w.args[ptr].numRefs, 1);
+  EXPECT_EQ(w.args[ptr].refs[0], argIndex(w, "size"));
+  EXPECT_EQ(w.args[argIndex(w, "buffer")].role, ArgRole::Writes);
+  EXPECT_EQ(w.args[argIndex(w, "buffer")].cls, ArgClass::Mem);
+  EXPECT_EQ(w.args[argIndex(w, "event")].role, ArgRole::EventOut);
+  EXPECT_EQ(w.args[argIndex(w, "event_wait_list")].role, ArgRole::Wait);
+
+  const ApiInfo& r = apiInfo(ApiId::clEnqueueReadBufferRect);
+  EXPECT_EQ(r.kind, ApiKind::D2h);
+  EXPECT_EQ(r.args[argIndex(r, "ptr")].role, ArgRole::HostWriteRect);
+  EXPECT_EQ(r.args[argIndex(r, "ptr")].numRefs, 4);
+}
+
+TEST(ApiTable, CreatorsAndMapsDescribeTheirResults) {
+  const ApiInfo& cb = apiInfo(ApiId::clCreateBuffer);
+  EXPECT_EQ(cb.returnRole, ReturnRole::New);
+  EXPECT_EQ(cb.returnClass, ArgClass::Mem);
+  EXPECT_EQ(cb.args[argIndex(cb, "host_ptr")].role, ArgRole::HostInit);
+  EXPECT_EQ(cb.args[argIndex(cb, "errcode_ret")].role, ArgRole::Errcode);
+  const ApiInfo& map = apiInfo(ApiId::clEnqueueMapBuffer);
+  EXPECT_EQ(map.returnRole, ReturnRole::Mapped);
+  EXPECT_EQ(map.returnClass, ArgClass::Pointer);
+  EXPECT_EQ(apiInfo(ApiId::clEnqueueNDRangeKernel).kind, ApiKind::Launch);
+  EXPECT_EQ(apiInfo(ApiId::clSetKernelArg).args[0].role, ArgRole::Writes);
+}
