@@ -17,6 +17,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdlib>
 #include <cstring>
 #include <iterator>
 #include <type_traits>
@@ -95,6 +96,7 @@ inline void* preloadNext(ApiId id) {
 
 _cl_icd_dispatch s_layerNext;   // the next layer's (or the loader's) table
 _cl_icd_dispatch s_layerTable;  // ours: the next table with intercepted entries replaced
+std::atomic<bool> s_layerInstalled{false};
 
 // ---- extension functions -------------------------------------------------------------------
 
@@ -195,5 +197,20 @@ extern "C" HETOPT_EXPORT cl_int CL_API_CALL clInitLayer(cl_uint num_entries,
   installLayerWrappers(&s_layerTable);
   *layer_dispatch = &s_layerTable;
   *num_entries_ret = kEntries;
+  s_layerInstalled.store(true, std::memory_order_release);
   return CL_SUCCESS;
+}
+
+// Loaders without layer support (e.g. the CUDA toolkit's libOpenCL.so.1) never call clInitLayer:
+// then calls of code that dlopen()s libOpenCL bypass the shim. Returns the loader's path in that
+// case (OpenCL was used through the preload route, layers were asked for, none was installed),
+// else null. Called at exit to warn once.
+extern "C" HETOPT_EXPORT const char* hetopt_shim_layer_missing() {
+  using namespace hetopt::shim;
+  const char* layers = getenv("OPENCL_LAYERS");
+  if (!layers || !*layers || s_layerInstalled.load(std::memory_order_acquire)) return nullptr;
+  void* used = s_preloadNext[static_cast<size_t>(hetopt::api::ApiId::clGetPlatformIDs)].load();
+  if (!used) return nullptr;
+  Dl_info info{};
+  return dladdr(used, &info) && info.dli_fname ? info.dli_fname : "the OpenCL loader";
 }

@@ -123,7 +123,11 @@ struct UnwindState {
   unsigned want;
   ModuleMap* map;
   unsigned skip;  ///< captureCallSite's own frame (it is in the shim's module only in the .so)
+  unsigned seen = 0;
 };
+
+// How far to look for driver frames beyond the site's own depth.
+constexpr unsigned kDriverScanFrames = 12;
 
 _Unwind_Reason_Code unwindStep(_Unwind_Context* ctx, void* arg) {
   auto* st = static_cast<UnwindState*>(arg);
@@ -135,12 +139,14 @@ _Unwind_Reason_Code unwindStep(_Unwind_Context* ctx, void* arg) {
   }
   const Module* m = st->map->find(pc);
   if (m && m->skipped) return _URC_NO_REASON;  // still inside malloc/new/the shim
-  if (st->site->depth == 0 && m && m->driver) {
+  // Driver threads allocate through helper libraries (PoCL -> hwloc): a driver frame anywhere in
+  // the first frames makes the allocation the driver's own.
+  if (m && m->driver) {
     st->site->fromDriver = true;
     return _URC_END_OF_STACK;
   }
-  st->site->pcs[st->site->depth++] = pc;
-  return st->site->depth >= st->want ? _URC_END_OF_STACK : _URC_NO_REASON;
+  if (st->site->depth < st->want) st->site->pcs[st->site->depth++] = pc;
+  return ++st->seen >= kDriverScanFrames ? _URC_END_OF_STACK : _URC_NO_REASON;
 }
 
 }  // namespace

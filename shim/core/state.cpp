@@ -31,10 +31,19 @@ void forkChild() {
   }
 }
 
+// Defined by the shim library's entry points; absent when the core is linked alone (tests).
+extern "C" __attribute__((weak)) const char* hetopt_shim_layer_missing();
+
 void atExit() {
   if (Interceptor* i = interceptor()) {
     ScopedInternal internal;
     i->processExit();
+  }
+  if (hetopt_shim_layer_missing) {
+    if (const char* loader = hetopt_shim_layer_missing())
+      warn("the OpenCL loader %s does not support layers (OPENCL_LAYERS): calls of code that "
+           "dlopen()s libOpenCL were not seen; ocl-icd's loader supports them",
+           loader);
   }
   deactivate();
 }
