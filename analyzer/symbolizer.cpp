@@ -1,0 +1,157 @@
+// SPDX-License-Identifier: MIT
+/** @file Site symbolization through LLVM's symbolizer; see symbolizer.h. */
+#include "analyzer/symbolizer.h"
+
+#include <cinttypes>
+#include <cstdio>
+
+#include "common/paths.h"
+#include "common/program_identity.h"
+
+#if HETOPT_HAVE_LLVM
+#include <llvm/DebugInfo/Symbolize/Symbolize.h>
+#include <llvm/Support/Error.h>
+#endif
+
+namespace hetopt::analyzer {
+
+#if HETOPT_HAVE_LLVM
+struct Symbolizer::Impl {
+  llvm::symbolize::LLVMSymbolizer llvm{makeOptions()};
+  static llvm::symbolize::LLVMSymbolizer::Options makeOptions() {
+    llvm::symbolize::LLVMSymbolizer::Options o;
+    o.Demangle = true;
+    o.UseSymbolTable = true;  // function names even for code without DWARF
+    return o;
+  }
+};
+bool Symbolizer::available() { return true; }
+#else
+struct Symbolizer::Impl {};
+bool Symbolizer::available() { return false; }
+#endif
+
+namespace {
+// LLVM's placeholder for unknown names and files.
+std::string clean(const std::string& s) { return s == "<invalid>" ? std::string() : s; }
+}  // namespace
+
+std::string SiteLocation::describe(bool shortFile) const {
+  char off[32];
+  snprintf(off, sizeof off, "+0x%" PRIx64, offset);
+  if (hasSource) {
+    std::string s = source.function.empty() ? std::string("?") : source.function;
+    s += " at " + (shortFile ? baseName(source.file) : source.file);
+    if (source.line) s += ":" + std::to_string(source.line);
+    return s;
+  }
+  std::string s = baseName(modulePath) + off;
+  if (!source.function.empty()) s += " [" + source.function + "]";
+  return s;
+}
+
+Symbolizer::Symbolizer() : Symbolizer(Options{}) {}
+Symbolizer::Symbolizer(Options options)
+    : m_options(std::move(options)), m_impl(std::make_unique<Impl>()) {}
+Symbolizer::~Symbolizer() = default;
+
+bool Symbolizer::isSystemFile(const std::string& file) const {
+  for (const std::string& p : m_options.systemPrefixes)
+    if (file.compare(0, p.size(), p) == 0) return true;
+  return false;
+}
+
+const std::string& Symbolizer::moduleProblem(const ModulePc& pc) {
+  std::string key = pc.modulePath + '\n' + pc.buildId;
+  auto it = m_moduleProblems.find(key);
+  if (it != m_moduleProblems.end()) return it->second;
+  std::string problem;
+  if (!available()) {
+    problem = "built without LLVM: no symbolization";
+  } else {
+    std::string onDisk, error;
+    if (!readElfBuildId(pc.modulePath, &onDisk, &error)) {
+      problem = error;
+    } else if (!pc.buildId.empty() && onDisk != pc.buildId) {
+      // Symbols of another build would name wrong lines with full confidence: refuse them.
+      problem = "binary changed since the trace (build id " + (onDisk.empty() ? "none" : onDisk) +
+                ", traced " + pc.buildId + ")";
+    }
+  }
+  return m_moduleProblems.emplace(key, problem).first->second;
+}
+
+bool Symbolizer::frames(const ModulePc& pc, std::vector<SourceFrame>* out, std::string* note) {
+  out->clear();
+  const std::string& problem = moduleProblem(pc);
+  if (!problem.empty()) {
+    *note = problem;
+    return false;
+  }
+#if HETOPT_HAVE_LLVM
+  uint64_t address = pc.returnAddress && pc.offset > 0 ? pc.offset - 1 : pc.offset;
+  auto result = m_impl->llvm.symbolizeInlinedCode(
+      pc.modulePath, {address, llvm::object::SectionedAddress::UndefSection});
+  if (!result) {
+    *note = llvm::toString(result.takeError());
+    return false;
+  }
+  for (uint32_t i = 0; i < result->getNumberOfFrames(); ++i) {
+    const llvm::DILineInfo& li = result->getFrame(i);
+    SourceFrame f;
+    f.function = clean(li.FunctionName);
+    f.file = clean(li.FileName);
+    f.line = li.Line;
+    f.column = li.Column;
+    if (f.function.empty() && f.file.empty()) continue;
+    out->push_back(std::move(f));
+  }
+  if (out->empty()) {
+    *note = "no symbols";
+    return false;
+  }
+  return true;
+#else
+  *note = problem;
+  return false;
+#endif
+}
+
+SiteLocation Symbolizer::locate(const std::vector<ModulePc>& site) {
+  SiteLocation loc;
+  if (site.empty()) {
+    loc.note = "no call stack recorded";
+    return loc;
+  }
+  loc.modulePath = site[0].modulePath;
+  loc.offset = site[0].offset;
+  bool haveFallbackName = false;
+  for (const ModulePc& pc : site) {
+    std::vector<SourceFrame> chain;
+    std::string note;
+    if (!frames(pc, &chain, &note)) {
+      if (loc.note.empty()) loc.note = baseName(pc.modulePath) + ": " + note;
+      continue;
+    }
+    for (const SourceFrame& f : chain) {
+      if (!f.file.empty() && f.line != 0 && !isSystemFile(f.file)) {
+        loc.hasSource = true;
+        loc.source = f;
+        loc.modulePath = pc.modulePath;
+        loc.offset = pc.offset;
+        loc.note.clear();
+        return loc;
+      }
+    }
+    // Only library code (or no line info) at this address: remember the innermost function name
+    // for the module+offset form, and keep walking outwards.
+    if (!haveFallbackName) {
+      loc.source.function = chain.back().function;
+      haveFallbackName = true;
+    }
+  }
+  if (loc.note.empty()) loc.note = "no frame in the program's own source (no debug info?)";
+  return loc;
+}
+
+}  // namespace hetopt::analyzer

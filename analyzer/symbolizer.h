@@ -1,0 +1,84 @@
+// SPDX-License-Identifier: MIT
+/**
+ * @file Allocation sites from raw return addresses to source lines (style habit 7: the shim records
+ * raw PCs and a module map; only the analyzer symbolizes).
+ *
+ * A site is a few return addresses, innermost first, already past libc/libstdc++/the shim. Its
+ * innermost addresses often still point into library templates inlined into the caller
+ * (std::vector's allocator, in /usr/include/c++): the location reported is the first frame, walking
+ * inlined frames inner to outer and then the outer return addresses, whose file is in the program's
+ * own source, so a `std::vector<float> v(n)` names the user's line. A module is only trusted when
+ * the file on disk has the build id the trace recorded; otherwise (or without debug info, or
+ * without LLVM in this build) a site is reported as module+offset.
+ */
+#pragma once
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace hetopt::analyzer {
+
+struct SourceFrame {
+  std::string function;  ///< demangled; empty when unknown
+  std::string file;      ///< absolute when the debug info says so; empty when unknown
+  uint32_t line = 0;
+  uint32_t column = 0;
+};
+
+/// One return address: the module it lies in (as the trace's module map recorded it) and its
+/// offset in that file's address space (pc - load bias).
+struct ModulePc {
+  std::string modulePath;
+  std::string buildId;  ///< hex; empty when the trace recorded none (nothing to verify)
+  uint64_t offset = 0;
+  bool returnAddress = true;  ///< look up offset-1, inside the call instruction
+};
+
+struct SiteLocation {
+  bool hasSource = false;  ///< `source` is a frame in the program's own source
+  SourceFrame source;
+  std::string modulePath;  ///< module of the return address that gave the location
+  uint64_t offset = 0;
+  std::string note;  ///< why there is no source line ("no debug info", "binary changed", ...)
+  /// "function at file:line" (file shortened to its base name when `shortFile`), else
+  /// "module+0xoffset [function]".
+  std::string describe(bool shortFile = true) const;
+};
+
+class Symbolizer {
+ public:
+  struct Options {
+    /// Files under these prefixes are library code, never "the program's own source".
+    std::vector<std::string> systemPrefixes = {"/usr/include/", "/usr/lib/gcc/", "/usr/lib/llvm",
+                                               "/usr/local/include/", "/usr/src/"};
+  };
+  Symbolizer();
+  explicit Symbolizer(Options options);
+  ~Symbolizer();
+  Symbolizer(const Symbolizer&) = delete;
+  Symbolizer& operator=(const Symbolizer&) = delete;
+
+  /// True when this build can read debug info (linked with LLVM).
+  static bool available();
+
+  /// The inlining chain at one address, innermost first. False with *note when the module is
+  /// missing, changed since the trace, or has no symbols for that address.
+  bool frames(const ModulePc& pc, std::vector<SourceFrame>* out, std::string* note);
+
+  /// The location of a site (return addresses innermost first); see the file comment.
+  SiteLocation locate(const std::vector<ModulePc>& site);
+
+  bool isSystemFile(const std::string& file) const;
+
+ private:
+  /// Empty when the module may be used, else why not (cached per path + build id).
+  const std::string& moduleProblem(const ModulePc& pc);
+  struct Impl;
+  Options m_options;
+  std::unique_ptr<Impl> m_impl;
+  std::map<std::string, std::string> m_moduleProblems;
+};
+
+}  // namespace hetopt::analyzer

@@ -1,0 +1,267 @@
+// SPDX-License-Identifier: MIT
+/** @file Program identity (ELF build id or SHA-256); see program_identity.h. */
+#include "common/program_identity.h"
+
+#include <elf.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <climits>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+namespace hetopt {
+namespace {
+
+constexpr uint32_t kSha256K[64] = {
+    0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5,
+    0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe, 0x9bdc06a7, 0xc19bf174,
+    0xe49b69c1, 0xefbe4786, 0x0fc19dc6, 0x240ca1cc, 0x2de92c6f, 0x4a7484aa, 0x5cb0a9dc, 0x76f988da,
+    0x983e5152, 0xa831c66d, 0xb00327c8, 0xbf597fc7, 0xc6e00bf3, 0xd5a79147, 0x06ca6351, 0x14292967,
+    0x27b70a85, 0x2e1b2138, 0x4d2c6dfc, 0x53380d13, 0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85,
+    0xa2bfe8a1, 0xa81a664b, 0xc24b8b70, 0xc76c51a3, 0xd192e819, 0xd6990624, 0xf40e3585, 0x106aa070,
+    0x19a4c116, 0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a, 0x5b9cca4f, 0x682e6ff3,
+    0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7, 0xc67178f2};
+
+inline uint32_t rotr(uint32_t x, int n) { return (x >> n) | (x << (32 - n)); }
+
+std::string toHex(const unsigned char* p, size_t n) {
+  static const char kHex[] = "0123456789abcdef";
+  std::string s;
+  s.reserve(2 * n);
+  for (size_t i = 0; i < n; ++i) {
+    s += kHex[p[i] >> 4];
+    s += kHex[p[i] & 15];
+  }
+  return s;
+}
+
+bool readWholeFile(const std::string& path, std::vector<unsigned char>* out, std::string* error) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    *error = path + ": " + strerror(errno);
+    return false;
+  }
+  struct stat st;
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    *error = path + " is not a regular file";
+    ::close(fd);
+    return false;
+  }
+  out->resize(static_cast<size_t>(st.st_size));
+  size_t got = 0;
+  while (got < out->size()) {
+    ssize_t n = ::read(fd, out->data() + got, out->size() - got);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      *error = path + ": read failed";
+      ::close(fd);
+      return false;
+    }
+    got += static_cast<size_t>(n);
+  }
+  ::close(fd);
+  return true;
+}
+
+// Little-endian ELF only (every platform hetopt targets); fields are read with memcpy because the
+// file buffer has no alignment guarantee.
+template <typename T>
+bool readAt(const std::vector<unsigned char>& f, uint64_t off, T* out) {
+  if (off > f.size() || f.size() - off < sizeof(T)) return false;
+  memcpy(out, f.data() + off, sizeof(T));
+  return true;
+}
+
+// Walks one note area [off, off+size) for NT_GNU_BUILD_ID.
+bool findBuildIdNote(const std::vector<unsigned char>& f, uint64_t off, uint64_t size,
+                     std::string* buildId) {
+  if (off > f.size() || size > f.size() - off) return false;
+  uint64_t p = off, end = off + size;
+  while (end - p >= sizeof(Elf64_Nhdr)) {
+    Elf64_Nhdr nh;  // Elf32_Nhdr has the same layout
+    memcpy(&nh, f.data() + p, sizeof nh);
+    uint64_t name = p + sizeof nh;
+    uint64_t desc = name + ((uint64_t(nh.n_namesz) + 3) & ~uint64_t(3));
+    uint64_t next = desc + ((uint64_t(nh.n_descsz) + 3) & ~uint64_t(3));
+    if (desc > end || next > end || desc + nh.n_descsz > end) return false;
+    if (nh.n_type == NT_GNU_BUILD_ID && nh.n_namesz == 4 && memcmp(&f[name], "GNU", 4) == 0 &&
+        nh.n_descsz > 0) {
+      *buildId = toHex(&f[desc], nh.n_descsz);
+      return true;
+    }
+    p = next;
+  }
+  return false;
+}
+
+template <typename Ehdr, typename Phdr, typename Shdr>
+bool elfBuildId(const std::vector<unsigned char>& f, const std::string& path, std::string* buildId,
+                std::string* error) {
+  Ehdr eh;
+  if (!readAt(f, 0, &eh)) {
+    *error = path + ": truncated ELF header";
+    return false;
+  }
+  buildId->clear();
+  // Program headers first: executables and shared libraries keep the note in a PT_NOTE segment,
+  // which is also what the shim reads at run time.
+  if (eh.e_phoff != 0 && eh.e_phentsize == sizeof(Phdr)) {
+    for (unsigned i = 0; i < eh.e_phnum; ++i) {
+      Phdr ph;
+      if (!readAt(f, eh.e_phoff + uint64_t(i) * sizeof(Phdr), &ph)) {
+        *error = path + ": truncated ELF program headers";
+        return false;
+      }
+      if (ph.p_type == PT_NOTE && findBuildIdNote(f, ph.p_offset, ph.p_filesz, buildId))
+        return true;
+    }
+  }
+  if (eh.e_shoff != 0 && eh.e_shentsize == sizeof(Shdr)) {
+    for (unsigned i = 0; i < eh.e_shnum; ++i) {
+      Shdr sh;
+      if (!readAt(f, eh.e_shoff + uint64_t(i) * sizeof(Shdr), &sh)) {
+        *error = path + ": truncated ELF section headers";
+        return false;
+      }
+      if (sh.sh_type == SHT_NOTE && findBuildIdNote(f, sh.sh_offset, sh.sh_size, buildId))
+        return true;
+    }
+  }
+  return true;
+}
+
+bool isElf(const std::vector<unsigned char>& f) {
+  return f.size() >= EI_NIDENT && memcmp(f.data(), ELFMAG, SELFMAG) == 0;
+}
+
+bool buildIdOfBytes(const std::vector<unsigned char>& f, const std::string& path,
+                    std::string* buildId, std::string* error) {
+  if (!isElf(f)) {
+    *error = path + " is not an ELF file";
+    return false;
+  }
+  if (f[EI_DATA] != ELFDATA2LSB) {
+    *error = path + ": big-endian ELF is not supported";
+    return false;
+  }
+  if (f[EI_CLASS] == ELFCLASS64) return elfBuildId<Elf64_Ehdr, Elf64_Phdr, Elf64_Shdr>(f, path, buildId, error);
+  if (f[EI_CLASS] == ELFCLASS32) return elfBuildId<Elf32_Ehdr, Elf32_Phdr, Elf32_Shdr>(f, path, buildId, error);
+  *error = path + ": unknown ELF class";
+  return false;
+}
+
+}  // namespace
+
+Sha256::Sha256()
+    : m_h{0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab,
+          0x5be0cd19} {}
+
+void Sha256::block(const unsigned char* p) {
+  uint32_t w[64];
+  for (int i = 0; i < 16; ++i)
+    w[i] = uint32_t(p[4 * i]) << 24 | uint32_t(p[4 * i + 1]) << 16 | uint32_t(p[4 * i + 2]) << 8 |
+           uint32_t(p[4 * i + 3]);
+  for (int i = 16; i < 64; ++i) {
+    uint32_t s0 = rotr(w[i - 15], 7) ^ rotr(w[i - 15], 18) ^ (w[i - 15] >> 3);
+    uint32_t s1 = rotr(w[i - 2], 17) ^ rotr(w[i - 2], 19) ^ (w[i - 2] >> 10);
+    w[i] = w[i - 16] + s0 + w[i - 7] + s1;
+  }
+  uint32_t a = m_h[0], b = m_h[1], c = m_h[2], d = m_h[3], e = m_h[4], f = m_h[5], g = m_h[6],
+           h = m_h[7];
+  for (int i = 0; i < 64; ++i) {
+    uint32_t t1 = h + (rotr(e, 6) ^ rotr(e, 11) ^ rotr(e, 25)) + ((e & f) ^ (~e & g)) +
+                  kSha256K[i] + w[i];
+    uint32_t t2 = (rotr(a, 2) ^ rotr(a, 13) ^ rotr(a, 22)) + ((a & b) ^ (a & c) ^ (b & c));
+    h = g;
+    g = f;
+    f = e;
+    e = d + t1;
+    d = c;
+    c = b;
+    b = a;
+    a = t1 + t2;
+  }
+  m_h[0] += a;
+  m_h[1] += b;
+  m_h[2] += c;
+  m_h[3] += d;
+  m_h[4] += e;
+  m_h[5] += f;
+  m_h[6] += g;
+  m_h[7] += h;
+}
+
+void Sha256::update(const void* data, size_t size) {
+  const unsigned char* p = static_cast<const unsigned char*>(data);
+  m_totalBytes += size;
+  while (size > 0) {
+    if (m_bufLen == 0 && size >= 64) {
+      block(p);
+      p += 64;
+      size -= 64;
+      continue;
+    }
+    size_t take = std::min(size, 64 - m_bufLen);
+    memcpy(m_buf + m_bufLen, p, take);
+    m_bufLen += take;
+    p += take;
+    size -= take;
+    if (m_bufLen == 64) {
+      block(m_buf);
+      m_bufLen = 0;
+    }
+  }
+}
+
+std::string Sha256::hexDigest() {
+  uint64_t bits = m_totalBytes * 8;
+  unsigned char pad = 0x80;
+  update(&pad, 1);
+  unsigned char zero = 0;
+  while (m_bufLen != 56) update(&zero, 1);
+  unsigned char len[8];
+  for (int i = 0; i < 8; ++i) len[i] = static_cast<unsigned char>(bits >> (56 - 8 * i));
+  update(len, 8);
+  unsigned char out[32];
+  for (int i = 0; i < 8; ++i)
+    for (int j = 0; j < 4; ++j) out[4 * i + j] = static_cast<unsigned char>(m_h[i] >> (24 - 8 * j));
+  return toHex(out, sizeof out);
+}
+
+std::string ProgramIdentity::key() const {
+  return buildId.empty() ? "sha256:" + contentHash : "build-id:" + buildId;
+}
+
+bool readElfBuildId(const std::string& path, std::string* buildId, std::string* error) {
+  std::vector<unsigned char> bytes;
+  if (!readWholeFile(path, &bytes, error)) return false;
+  return buildIdOfBytes(bytes, path, buildId, error);
+}
+
+bool programIdentity(const std::string& path, ProgramIdentity* out, std::string* error) {
+  char resolved[PATH_MAX];
+  if (!realpath(path.c_str(), resolved)) {
+    *error = path + ": " + strerror(errno);
+    return false;
+  }
+  std::vector<unsigned char> bytes;
+  if (!readWholeFile(resolved, &bytes, error)) return false;
+  *out = ProgramIdentity{};
+  out->path = resolved;
+  std::string ignored;
+  if (isElf(bytes) && buildIdOfBytes(bytes, out->path, &out->buildId, &ignored) &&
+      !out->buildId.empty())
+    return true;
+  // No build id (or not ELF, or an ELF we cannot parse): the bytes themselves identify it.
+  Sha256 sha;
+  sha.update(bytes.data(), bytes.size());
+  out->contentHash = sha.hexDigest();
+  return true;
+}
+
+}  // namespace hetopt
