@@ -127,8 +127,11 @@ __attribute__((noinline)) void noteAllocation(AllocFn fn, void* ptr, size_t size
   const CallSite* sitePtr = nullptr;
   if (size >= s_minTracked) {
     captureCallSite(&site, s_siteDepth);
-    if (site.fromDriver && fn != AllocFn::Realloc) return;  // the driver's own memory
-    sitePtr = site.fromDriver ? nullptr : &site;
+    // The driver's own memory, or the runtime's (no frame outside libc/libstdc++/ld.so, e.g.
+    // libstdc++'s exception pool at start-up): not an application allocation.
+    bool foreign = site.fromDriver || site.depth == 0;
+    if (foreign && fn != AllocFn::Realloc) return;
+    sitePtr = foreign ? nullptr : &site;
   }
   i->allocated(AllocEvent{fn, ptr, size, alignment, oldPtr, sitePtr});
 }

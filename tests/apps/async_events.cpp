@@ -91,7 +91,12 @@ int main(int argc, char** argv) {
     dOut[s] = env.buffer(CL_MEM_WRITE_ONLY, chunkN * sizeof(float));
   }
   cl_program prog = env.build(kSource);
-  cl_kernel k = env.kernel(prog, "affine");
+  // One kernel object per slot, and its arguments are set only once the slot's previous launch
+  // has run: on NVIDIA (driver 580, H100) re-setting a shared kernel's arguments while an earlier
+  // launch still waited on events of another queue gave wrong results under load, although the
+  // spec says arguments are captured at enqueue time. The test is about hetopt, not that.
+  std::array<cl_kernel, kSlots> kernels{};
+  for (cl_kernel& kk : kernels) kk = env.kernel(prog, "affine");
 
   std::array<EventSlot, kSlots> kernelDone, readDone;  // last use of each device slot
   std::array<EventSlot, kChunks> chunkRead;            // last read into each host chunk
@@ -116,6 +121,8 @@ int main(int argc, char** argv) {
 
       std::vector<cl_event> waitKernel{written};
       readDone[s].addTo(waitKernel);  // the slot's output has been drained
+      cl_kernel k = kernels[s];
+      if (cl_event prev = kernelDone[s].get()) APP_CL(clWaitForEvents(1, &prev));
       setKernelArgs(k, dIn[s], dOut[s], passScale(pass), passOffset(pass),
                     static_cast<cl_uint>(count));
       cl_event computed = nullptr;
@@ -150,7 +157,7 @@ int main(int argc, char** argv) {
   for (EventSlot& e : kernelDone) e.reset(nullptr);
   for (EventSlot& e : readDone) e.reset(nullptr);
   for (EventSlot& e : chunkRead) e.reset(nullptr);
-  clReleaseKernel(k);
+  for (cl_kernel kk : kernels) clReleaseKernel(kk);
   clReleaseProgram(prog);
   for (int s = 0; s < kSlots; ++s) {
     clReleaseMemObject(dIn[s]);
