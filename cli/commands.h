@@ -8,5 +8,6 @@ namespace hetopt::cli {
 // process exit status: the program's own for trace/run, 0/1 for tools, 2 for hetopt's own errors.
 int cmdDevices(int argc, char** argv);
 int cmdRun(int argc, char** argv);
+int cmdCharacterize(int argc, char** argv);
 
 }  // namespace hetopt::cli

@@ -21,6 +21,8 @@ constexpr Command kCommands[] = {
      "list OpenCL platforms/devices, show which one hetopt picks, diagnose ICD set-up problems"},
     {"run", hetopt::cli::cmdRun,
      "run a program, serving its transfer-feeding allocations from pinned memory (every run)"},
+    {"characterize", hetopt::cli::cmdCharacterize,
+     "measure this machine's allocation policies and transfers once; fit, store, plot (once per machine)"},
 };
 
 void usage(FILE* out) {

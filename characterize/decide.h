@@ -1,0 +1,48 @@
+// SPDX-License-Identifier: MIT
+/**
+ * @file From samples to fitted curves, and from curves to the decision table: for each size range,
+ * which policy moves data fastest and whether its allocation needs a pool.
+ *
+ * The rules follow the source (design notes sec. 2), made explicit:
+ *  1. Only policies usable at the size count (available, or partial up to their largest size).
+ *  2. Transfer times within `similarRel` (or `similarAbsNs`) of the fastest are "similar".
+ *  3. Among similar ones, prefer in this order: standard (nothing to do, nothing pinned); a policy
+ *     that needs no pool, i.e. whose extra allocation+free cost over malloc is repaid by the time one
+ *     transfer saves; a pool policy whose allocation can overlap OpenCL context creation; any other.
+ *     Within one class the cheaper wins (transfer time, plus the allocation for direct ones). The
+ *     result must also beat standard by the margin, else standard it is.
+ *  4. The allocation mode is Direct when one transfer repays the allocation, else Pool. One transfer
+ *     per allocation is the worst case; the analyzer, which knows a site's transfer count, may be
+ *     less strict.
+ */
+#pragma once
+#include <string>
+#include <vector>
+
+#include "characterize/model.h"
+
+namespace hetopt::characterize {
+
+/// Fits every (measure, policy, concurrency) group of run.samples into run.fits (replacing them).
+void fitSamples(CharacterizationRun* run);
+
+struct DecisionRules {
+  /// Pinning holds a scarce resource and costs allocation time: a policy must beat another by more
+  /// than this to count as faster (20% is also above the run-to-run noise of a shared CPU device).
+  double similarRel = 0.20;
+  double similarAbsNs = 500;  ///< differences below this are noise for any size
+  uint64_t minSize = 1024;    ///< first range starts at 0, its reference point here
+  uint64_t maxSize = 0;       ///< last range ends at infinity; 0: largest measured transfer size
+};
+
+/// The decision table for H2D, D2H and round trips at concurrency 1, from run.fits and
+/// run.policies. Adjacent ranges with the same choice are merged. Empty when standard has no fit.
+std::vector<Decision> decide(const CharacterizationRun& run, const DecisionRules& rules = {});
+
+/// The table as printed by `hetopt characterize` and `--show` (several lines, ends with '\n').
+std::string formatDecisionTable(const CharacterizationRun& run);
+
+/// One line per policy with its availability and, for the unavailable ones, why.
+std::string formatPolicySummary(const CharacterizationRun& run);
+
+}  // namespace hetopt::characterize

@@ -1,0 +1,76 @@
+// SPDX-License-Identifier: MIT
+/** @file Terminal progress bar / plain progress lines; see progress.h. */
+#include "characterize/progress.h"
+
+#include <algorithm>
+#include <chrono>
+
+namespace hetopt::characterize {
+
+double monotonicSeconds() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+Progress::Progress(FILE* out, bool tty) : m_out(out), m_tty(tty) {}
+
+void Progress::start(double totalWork) {
+  m_total = totalWork > 0 ? totalWork : 1;
+  m_done = 0;
+  m_startS = m_phaseStartS = monotonicSeconds();
+  m_lastDrawS = -1;
+  m_phase.clear();
+  m_detail.clear();
+}
+
+void Progress::phase(const std::string& what) {
+  double now = monotonicSeconds();
+  if (!m_tty && !m_phase.empty())
+    fprintf(m_out, "  %-22s done in %.1f s\n", m_phase.c_str(), now - m_phaseStartS);
+  m_phase = what;
+  m_detail.clear();
+  m_phaseStartS = now;
+  draw(true);
+}
+
+void Progress::advance(double work, const std::string& detail) {
+  m_done = std::min(m_total, m_done + work);
+  if (!detail.empty()) m_detail = detail;
+  draw(false);
+}
+
+void Progress::note(const std::string& text) {
+  if (m_tty) fprintf(m_out, "\r\033[K");
+  fprintf(m_out, "  note: %s\n", text.c_str());
+  draw(true);
+}
+
+void Progress::finish() {
+  if (m_tty) {
+    fprintf(m_out, "\r\033[K");
+  } else if (!m_phase.empty()) {
+    fprintf(m_out, "  %-22s done in %.1f s\n", m_phase.c_str(), monotonicSeconds() - m_phaseStartS);
+  }
+  m_phase.clear();
+  fflush(m_out);
+}
+
+double Progress::elapsedS() const { return monotonicSeconds() - m_startS; }
+
+void Progress::draw(bool force) {
+  if (!m_tty) return;
+  double now = monotonicSeconds();
+  // Redrawing costs a write(2); ten times a second is smooth and stays out of the measurements.
+  if (!force && now - m_lastDrawS < 0.1) return;
+  m_lastDrawS = now;
+  const int width = 30;
+  double frac = m_done / m_total;
+  int filled = static_cast<int>(frac * width);
+  char bar[width + 1];
+  for (int i = 0; i < width; ++i) bar[i] = i < filled ? '#' : '.';
+  bar[width] = '\0';
+  fprintf(m_out, "\r\033[K  [%s] %3d%%  %-22s %-14s %5.1f s", bar, static_cast<int>(frac * 100),
+          m_phase.c_str(), m_detail.c_str(), now - m_startS);
+  fflush(m_out);
+}
+
+}  // namespace hetopt::characterize

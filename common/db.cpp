@@ -1,0 +1,249 @@
+// SPDX-License-Identifier: MIT
+/** @file SQLite access with hetopt's file rules and schema versioning; see db.h. */
+#include "common/db.h"
+
+#include <fcntl.h>
+#include <sqlite3.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#include "common/paths.h"
+#include "hetopt/version.h"
+
+namespace hetopt {
+namespace {
+
+constexpr const char* kMetaTable =
+    "CREATE TABLE IF NOT EXISTS hetopt_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)";
+
+std::string movedAwayHint() {
+  return "move it away (or use --db / HETOPT_DB for another file) and re-run `hetopt characterize`";
+}
+
+}  // namespace
+
+std::unique_ptr<Db> Db::open(const std::string& path, Mode mode, std::string* error) {
+  if (path.empty()) {
+    *error = "no DB path given";
+    return nullptr;
+  }
+  struct stat st;
+  if (stat(path.c_str(), &st) != 0) {
+    if (errno != ENOENT || mode == Mode::ReadOnly) {
+      *error = errno == ENOENT ? "no hetopt DB at " + path + " (run `hetopt characterize` first)"
+                               : path + ": " + strerror(errno);
+      return nullptr;
+    }
+    if (!makePrivateDirs(dirName(path), error)) return nullptr;
+    // Created here with 0600 because SQLite would create it 0644 (minus umask); its journal files
+    // copy the database file's mode.
+    int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd < 0 && errno != EEXIST) {
+      *error = "cannot create " + path + ": " + strerror(errno);
+      return nullptr;
+    }
+    if (fd >= 0) ::close(fd);
+  } else if (!S_ISREG(st.st_mode)) {
+    *error = path + " is not a regular file";
+    return nullptr;
+  }
+  if (!isSafeToRead(path, error)) return nullptr;
+
+  sqlite3* handle = nullptr;
+  int flags = mode == Mode::ReadOnly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE;
+  int rc = sqlite3_open_v2(path.c_str(), &handle, flags, nullptr);
+  if (rc != SQLITE_OK) {
+    *error = "cannot open " + path + ": " + sqlite3_errstr(rc);
+    sqlite3_close(handle);
+    return nullptr;
+  }
+  sqlite3_extended_result_codes(handle, 1);
+  // Two hetopt commands may write at once (characterize on two devices, a trace analysis).
+  sqlite3_busy_timeout(handle, 10000);
+  std::unique_ptr<Db> db(new Db(handle, path));
+  if (!db->checkOrInitialize(mode, error)) return nullptr;
+  std::string err;
+  if (!db->exec("PRAGMA foreign_keys = ON", &err)) {
+    *error = path + ": " + err;
+    return nullptr;
+  }
+  return db;
+}
+
+bool Db::checkOrInitialize(Mode mode, std::string* error) {
+  auto corrupt = [&](const std::string& what) {
+    *error = m_path + " is not a readable hetopt DB (" + what + "); " + movedAwayHint();
+    return false;
+  };
+  // The first real read: a file that is not SQLite at all fails here (SQLITE_NOTADB).
+  int64_t tables = 0;
+  {
+    DbStatement q(*this, "SELECT count(*) FROM sqlite_master");
+    if (!q.ok() || q.step() != DbStatement::Step::Row) return corrupt(q.error());
+    tables = q.columnInt(0);
+  }
+  int64_t appId = 0;
+  {
+    DbStatement q(*this, "PRAGMA application_id");
+    if (!q.ok() || q.step() != DbStatement::Step::Row) return corrupt(q.error());
+    appId = q.columnInt(0);
+  }
+  if (tables == 0 && appId == 0) {
+    if (mode == Mode::ReadOnly) {
+      *error = m_path + " is an empty DB (run `hetopt characterize` first)";
+      return false;
+    }
+    std::string sql = std::string("BEGIN IMMEDIATE; PRAGMA application_id = ") +
+                      std::to_string(kDbApplicationId) + "; " + kMetaTable + "; " +
+                      "INSERT OR IGNORE INTO hetopt_meta VALUES ('schema_version', '" +
+                      std::to_string(kDbSchemaVersion) + "'); " +
+                      "INSERT OR IGNORE INTO hetopt_meta VALUES ('created_by', 'hetopt " +
+                      HETOPT_VERSION_STRING + "'); COMMIT;";
+    std::string err;
+    if (!exec(sql, &err)) {
+      exec("ROLLBACK", nullptr);
+      *error = "cannot initialize " + m_path + ": " + err;
+      return false;
+    }
+    return true;
+  }
+  if (appId != kDbApplicationId) {
+    char buf[160];
+    snprintf(buf, sizeof buf, "an SQLite file with application_id 0x%08llx, expected 0x%08x",
+             static_cast<unsigned long long>(appId), static_cast<unsigned>(kDbApplicationId));
+    *error = m_path + " is not a hetopt DB (" + buf + "); refusing to touch it";
+    return false;
+  }
+  int64_t version = -1;
+  std::string createdBy = "an unknown hetopt";
+  {
+    DbStatement q(*this, "SELECT key, value FROM hetopt_meta");
+    if (!q.ok()) return corrupt(q.error());
+    DbStatement::Step s;
+    while ((s = q.step()) == DbStatement::Step::Row) {
+      std::string key = q.columnText(0);
+      if (key == "schema_version") version = strtoll(q.columnText(1).c_str(), nullptr, 10);
+      if (key == "created_by") createdBy = q.columnText(1);
+    }
+    if (s == DbStatement::Step::Error) return corrupt(q.error());
+  }
+  if (version < 0) return corrupt("no schema_version in hetopt_meta");
+  if (version != kDbSchemaVersion) {
+    *error = m_path + " has DB schema version " + std::to_string(version) + " (created by " +
+             createdBy + "), but this hetopt " + HETOPT_VERSION_STRING + " uses schema version " +
+             std::to_string(kDbSchemaVersion) + "; " +
+             (version > kDbSchemaVersion ? "use the newer hetopt, or " : "") + movedAwayHint();
+    return false;
+  }
+  // Cheap on a DB of this size, and it turns a damaged page into one clear line now rather than a
+  // wrong answer later.
+  DbStatement check(*this, "PRAGMA quick_check");
+  if (!check.ok() || check.step() != DbStatement::Step::Row) return corrupt(check.error());
+  std::string verdict = check.columnText(0);
+  if (verdict != "ok") return corrupt("integrity check: " + verdict);
+  return true;
+}
+
+Db::~Db() { sqlite3_close_v2(m_db); }
+
+bool Db::exec(const std::string& sql, std::string* error) {
+  char* msg = nullptr;
+  int rc = sqlite3_exec(m_db, sql.c_str(), nullptr, nullptr, &msg);
+  if (rc != SQLITE_OK) {
+    if (error) *error = msg ? msg : sqlite3_errstr(rc);
+    sqlite3_free(msg);
+    return false;
+  }
+  return true;
+}
+
+int64_t Db::lastInsertRowId() const { return sqlite3_last_insert_rowid(m_db); }
+
+std::string Db::errorText() const { return sqlite3_errmsg(m_db); }
+
+DbStatement::DbStatement(Db& db, const char* sql) : m_db(db) {
+  int rc = sqlite3_prepare_v2(db.handle(), sql, -1, &m_stmt, nullptr);
+  if (rc != SQLITE_OK) {
+    m_error = db.errorText();
+    sqlite3_finalize(m_stmt);
+    m_stmt = nullptr;
+  }
+}
+
+DbStatement::~DbStatement() { sqlite3_finalize(m_stmt); }
+
+DbStatement& DbStatement::bind(int index, int64_t value) {
+  if (m_stmt && sqlite3_bind_int64(m_stmt, index, value) != SQLITE_OK) m_error = m_db.errorText();
+  return *this;
+}
+
+DbStatement& DbStatement::bind(int index, double value) {
+  if (m_stmt && sqlite3_bind_double(m_stmt, index, value) != SQLITE_OK) m_error = m_db.errorText();
+  return *this;
+}
+
+DbStatement& DbStatement::bind(int index, const std::string& value) {
+  if (m_stmt && sqlite3_bind_text(m_stmt, index, value.data(), static_cast<int>(value.size()),
+                                  SQLITE_TRANSIENT) != SQLITE_OK)
+    m_error = m_db.errorText();
+  return *this;
+}
+
+DbStatement& DbStatement::bindNull(int index) {
+  if (m_stmt && sqlite3_bind_null(m_stmt, index) != SQLITE_OK) m_error = m_db.errorText();
+  return *this;
+}
+
+DbStatement::Step DbStatement::step() {
+  if (!ok()) {
+    if (m_error.empty()) m_error = "statement not prepared";
+    return Step::Error;
+  }
+  int rc = sqlite3_step(m_stmt);
+  if (rc == SQLITE_ROW) return Step::Row;
+  if (rc == SQLITE_DONE) return Step::Done;
+  m_error = m_db.errorText();
+  return Step::Error;
+}
+
+bool DbStatement::run() {
+  Step s = step();
+  if (s == Step::Row) m_error = "statement returned rows";
+  return s == Step::Done;
+}
+
+void DbStatement::reset() {
+  if (m_stmt) sqlite3_reset(m_stmt);
+}
+
+int64_t DbStatement::columnInt(int col) const { return sqlite3_column_int64(m_stmt, col); }
+double DbStatement::columnDouble(int col) const { return sqlite3_column_double(m_stmt, col); }
+std::string DbStatement::columnText(int col) const {
+  const unsigned char* t = sqlite3_column_text(m_stmt, col);
+  return t ? std::string(reinterpret_cast<const char*>(t)) : std::string();
+}
+bool DbStatement::columnIsNull(int col) const {
+  return sqlite3_column_type(m_stmt, col) == SQLITE_NULL;
+}
+
+DbTransaction::DbTransaction(Db& db, std::string* error) : m_db(db) {
+  m_open = db.exec("BEGIN IMMEDIATE", error);
+}
+
+DbTransaction::~DbTransaction() {
+  if (m_open) m_db.exec("ROLLBACK", nullptr);
+}
+
+bool DbTransaction::commit(std::string* error) {
+  if (!m_open) return false;
+  bool ok = m_db.exec("COMMIT", error);
+  if (ok) m_open = false;
+  return ok;
+}
+
+}  // namespace hetopt

@@ -1,0 +1,202 @@
+// SPDX-License-Identifier: MIT
+/**
+ * @file `hetopt characterize` end to end on the machine's OpenCL device (PoCL in CI): a quick run
+ * fills the DB, prints the decision table and writes plots; a second run reuses the DB; --show
+ * prints it; a locked-memory limit makes locked/hybrid unavailable without failing the run; a
+ * corrupt DB is one clear error.
+ */
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "characterize/plot.h"
+#include "characterize/records.h"
+#include "tests/characterize/test_util.h"
+
+namespace hetopt::characterize {
+namespace {
+
+using testing::TempDir;
+
+struct Result {
+  int status = -1;
+  std::string out, err;
+};
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// Runs `prefix hetopt characterize args` through the shell, capturing both streams.
+Result characterize(const TempDir& tmp, const std::string& args, const std::string& prefix = "") {
+  std::string cmd = prefix + " " HETOPT_BIN " characterize " + args + " >" + tmp.file("out") +
+                    " 2>" + tmp.file("err");
+  int rc = std::system(cmd.c_str());
+  Result r;
+  r.status = WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+  r.out = slurp(tmp.file("out"));
+  r.err = slurp(tmp.file("err"));
+  return r;
+}
+
+bool contains(const std::string& hay, const std::string& needle) {
+  return hay.find(needle) != std::string::npos;
+}
+
+std::vector<CharacterizationRun> loadRuns(const std::string& path) {
+  std::string error;
+  auto db = Db::open(path, Db::Mode::ReadOnly, &error);
+  EXPECT_TRUE(db) << error;
+  std::vector<CharacterizationRun> runs;
+  if (db) {
+    EXPECT_TRUE(loadAllRuns(*db, &runs, &error)) << error;
+  }
+  return runs;
+}
+
+TEST(CharacterizeCli, QuickRunFillsDbPrintsDecisionsWritesPlots) {
+  TempDir tmp;
+  const std::string db = tmp.file("db/hetopt.db"), plots = tmp.file("plots");
+  Result r = characterize(tmp, "--quick --db " + db + " --plots " + plots);
+  ASSERT_EQ(r.status, 0) << r.out << r.err;
+  // The platform and device each measurement ran on.
+  EXPECT_TRUE(contains(r.out, "device 0.0: ")) << r.out;
+  EXPECT_TRUE(contains(r.out, " / ")) << r.out;
+  EXPECT_TRUE(contains(r.out, "decisions")) << r.out;
+  for (const char* d : {"h2d ", "d2h ", "roundtrip "}) EXPECT_TRUE(contains(r.out, d)) << r.out;
+  EXPECT_TRUE(contains(r.out, "total ")) << r.out;
+  EXPECT_FALSE(contains(r.err, "\r")) << "no progress bar when stderr is not a terminal";
+  EXPECT_TRUE(contains(r.err, "transfers")) << r.err;
+
+  std::vector<CharacterizationRun> runs = loadRuns(db);
+  ASSERT_EQ(runs.size(), 1u);
+  const CharacterizationRun& run = runs[0];
+  EXPECT_TRUE(run.info.quick);
+  EXPECT_TRUE(contains(r.out, run.info.key.deviceName));
+  EXPECT_EQ(run.policies.size(), static_cast<size_t>(kPolicyCount));
+  const PolicyAvailability* standard = run.findPolicy(PolicyKind::Standard);
+  ASSERT_NE(standard, nullptr);
+  EXPECT_EQ(standard->state, PolicyAvailability::State::Available);
+  // Every available policy has every measure, and transfers at every concurrency.
+  for (const PolicyAvailability& p : run.policies) {
+    if (p.state == PolicyAvailability::State::Unavailable) continue;
+    for (Measure m : {Measure::Alloc, Measure::Free, Measure::H2D, Measure::D2H}) {
+      int maxC = m == Measure::H2D || m == Measure::D2H ? 4 : 1;
+      for (int c = 1; c <= maxC; ++c) {
+        const Fit* f = run.findFit(m, p.policy, c);
+        ASSERT_NE(f, nullptr) << policyName(p.policy) << " " << measureName(m) << " x" << c;
+        EXPECT_GE(f->fn.points, 10);
+      }
+    }
+  }
+  for (const Sample& s : run.samples) {
+    EXPECT_GE(s.timesNs.size(), 3u);
+    EXPECT_GT(s.medianNs, 0);
+    EXPECT_LE(s.q1Ns, s.medianNs);
+    EXPECT_LE(s.medianNs, s.q3Ns);
+  }
+  // Decisions cover all sizes in each direction, without gaps.
+  for (Direction d : {Direction::H2D, Direction::D2H, Direction::RoundTrip}) {
+    uint64_t next = 0;
+    for (const Decision& x : run.decisions) {
+      if (x.direction != d) continue;
+      EXPECT_EQ(x.sizeLo, next) << directionName(d);
+      next = x.sizeHi;
+    }
+    EXPECT_EQ(next, UINT64_MAX) << directionName(d);
+  }
+
+  const std::string slug = plotSlug(run);
+  EXPECT_FALSE(slurp(plots + "/" + slug + ".dat").empty());
+  std::string gp = slurp(plots + "/" + slug + ".gp");
+  EXPECT_TRUE(contains(gp, "logscale")) << gp;
+  if (!findGnuplot().empty()) {
+    for (const char* kind : {"-alloc.png", "-transfer.png", "-concurrency.png"}) {
+      std::string png = slurp(plots + "/" + slug + kind);
+      ASSERT_GT(png.size(), 1000u) << kind;
+      EXPECT_EQ(png.substr(1, 3), "PNG") << kind;
+    }
+  }
+
+  // Unchanged key: reused, not measured again.
+  Result again = characterize(tmp, "--quick --no-plots --db " + db);
+  ASSERT_EQ(again.status, 0) << again.out << again.err;
+  EXPECT_TRUE(contains(again.out, "using the stored characterization")) << again.out;
+  EXPECT_EQ(loadRuns(db)[0].id, run.id);
+
+  Result shown = characterize(tmp, "--show --db " + db);
+  ASSERT_EQ(shown.status, 0) << shown.out << shown.err;
+  EXPECT_TRUE(contains(shown.out, run.info.key.deviceName));
+  EXPECT_TRUE(contains(shown.out, "roundtrip"));
+  Result none = characterize(tmp, "--show --device no-such-device --db " + db);
+  EXPECT_EQ(none.status, 1) << none.out << none.err;
+}
+
+TEST(CharacterizeCli, LockedMemoryLimitMakesMlockPoliciesUnavailable) {
+  // Root keeps CAP_IPC_LOCK, which ignores RLIMIT_MEMLOCK: drop it for the child as well.
+  std::string prefix = "prlimit --memlock=0";
+  if (geteuid() == 0) prefix = "setpriv --inh-caps=-ipc_lock --bounding-set=-ipc_lock " + prefix;
+  if (std::system(("command -v prlimit >/dev/null && command -v setpriv >/dev/null")) != 0)
+    GTEST_SKIP() << "needs prlimit and setpriv (util-linux)";
+  TempDir tmp;
+  const std::string db = tmp.file("hetopt.db");
+  Result r = characterize(tmp, "--quick --max-size 64K --no-plots --db " + db, prefix);
+  ASSERT_EQ(r.status, 0) << r.out << r.err;
+  EXPECT_TRUE(contains(r.out, "locked: unavailable")) << r.out;
+  EXPECT_TRUE(contains(r.out, "hybrid: unavailable")) << r.out;
+  std::vector<CharacterizationRun> runs = loadRuns(db);
+  ASSERT_EQ(runs.size(), 1u);
+  for (PolicyKind p : {PolicyKind::Locked, PolicyKind::Hybrid}) {
+    const PolicyAvailability* a = runs[0].findPolicy(p);
+    ASSERT_NE(a, nullptr);
+    EXPECT_EQ(a->state, PolicyAvailability::State::Unavailable) << policyName(p);
+    EXPECT_TRUE(contains(a->reason, "RLIMIT_MEMLOCK")) << a->reason;
+    EXPECT_EQ(runs[0].findFit(Measure::H2D, p, 1), nullptr);
+  }
+  EXPECT_EQ(runs[0].findPolicy(PolicyKind::Standard)->state, PolicyAvailability::State::Available);
+  EXPECT_EQ(runs[0].info.memlockLimit, 0u);
+  for (const Decision& d : runs[0].decisions) {
+    EXPECT_NE(d.policy, PolicyKind::Locked);
+    EXPECT_NE(d.policy, PolicyKind::Hybrid);
+  }
+}
+
+TEST(CharacterizeCli, CorruptDbIsOneClearErrorBeforeMeasuring) {
+  TempDir tmp;
+  const std::string db = tmp.file("hetopt.db");
+  {
+    std::ofstream out(db, std::ios::binary);
+    out << std::string(4096, '\x5a');
+  }
+  chmod(db.c_str(), 0600);
+  Result r = characterize(tmp, "--quick --no-plots --db " + db);
+  EXPECT_EQ(r.status, 2);
+  EXPECT_TRUE(contains(r.err, db)) << r.err;
+  EXPECT_TRUE(contains(r.err, "not a readable hetopt DB")) << r.err;
+  EXPECT_FALSE(contains(r.out, "decisions")) << r.out;
+  Result shown = characterize(tmp, "--show --db " + db);
+  EXPECT_EQ(shown.status, 2);
+}
+
+TEST(CharacterizeCli, BadArgumentsExit2AndHelpExits0) {
+  TempDir tmp;
+  EXPECT_EQ(characterize(tmp, "--max-size lots").status, 2);
+  EXPECT_EQ(characterize(tmp, "--plot-format gif").status, 2);
+  EXPECT_EQ(characterize(tmp, "--frobnicate").status, 2);
+  Result nodev = characterize(tmp, "--device no-such-device --db " + tmp.file("x.db"));
+  EXPECT_EQ(nodev.status, 2);
+  EXPECT_TRUE(contains(nodev.err, "no OpenCL device matches")) << nodev.err;
+  Result help = characterize(tmp, "--help");
+  EXPECT_EQ(help.status, 0);
+  EXPECT_TRUE(contains(help.out, "--quick"));
+}
+
+}  // namespace
+}  // namespace hetopt::characterize

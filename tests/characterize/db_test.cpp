@@ -1,0 +1,174 @@
+// SPDX-License-Identifier: MIT
+/** @file hetopt's DB file: permissions, schema versions, foreign and corrupt files. */
+#include "common/db.h"
+
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <string>
+
+#include "hetopt/version.h"
+#include "tests/characterize/test_util.h"
+
+namespace hetopt {
+namespace {
+
+using characterize::testing::TempDir;
+
+mode_t modeOf(const std::string& path) {
+  struct stat st;
+  return stat(path.c_str(), &st) == 0 ? (st.st_mode & 07777) : 0;
+}
+
+void writeBytes(const std::string& path, const std::string& bytes, mode_t mode = 0600) {
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, mode);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(::write(fd, bytes.data(), bytes.size()), static_cast<ssize_t>(bytes.size()));
+  ::close(fd);
+  chmod(path.c_str(), mode);
+}
+
+TEST(Db, CreatesPrivateDirsAndFileThenReopens) {
+  TempDir tmp;
+  std::string path = tmp.file("a/b/hetopt.db");
+  std::string error;
+  {
+    auto db = Db::open(path, Db::Mode::ReadWriteCreate, &error);
+    ASSERT_TRUE(db) << error;
+    ASSERT_TRUE(db->exec("CREATE TABLE t (x INTEGER); INSERT INTO t VALUES (42)", &error)) << error;
+  }
+  EXPECT_EQ(modeOf(tmp.file("a")), 0700u);
+  EXPECT_EQ(modeOf(tmp.file("a/b")), 0700u);
+  EXPECT_EQ(modeOf(path), 0600u);
+  auto db = Db::open(path, Db::Mode::ReadOnly, &error);
+  ASSERT_TRUE(db) << error;
+  DbStatement q(*db, "SELECT x FROM t");
+  ASSERT_EQ(q.step(), DbStatement::Step::Row);
+  EXPECT_EQ(q.columnInt(0), 42);
+  DbStatement meta(*db, "SELECT value FROM hetopt_meta WHERE key = 'schema_version'");
+  ASSERT_EQ(meta.step(), DbStatement::Step::Row);
+  EXPECT_EQ(meta.columnText(0), std::to_string(kDbSchemaVersion));
+  // Read-only really is read-only.
+  EXPECT_FALSE(db->exec("INSERT INTO t VALUES (1)", &error));
+}
+
+TEST(Db, MissingFileInReadOnlyModeSaysWhatToDo) {
+  TempDir tmp;
+  std::string error;
+  EXPECT_FALSE(Db::open(tmp.file("none.db"), Db::Mode::ReadOnly, &error));
+  EXPECT_NE(error.find("hetopt characterize"), std::string::npos) << error;
+  EXPECT_NE(error.find(tmp.file("none.db")), std::string::npos) << error;
+}
+
+TEST(Db, RefusesAFileOthersCanWrite) {
+  TempDir tmp;
+  std::string path = tmp.file("shared.db");
+  std::string error;
+  ASSERT_TRUE(Db::open(path, Db::Mode::ReadWriteCreate, &error)) << error;
+  chmod(path.c_str(), 0666);
+  EXPECT_FALSE(Db::open(path, Db::Mode::ReadWriteCreate, &error));
+  EXPECT_NE(error.find("writable by others"), std::string::npos) << error;
+}
+
+TEST(Db, GarbageFileIsOneClearError) {
+  TempDir tmp;
+  std::string path = tmp.file("garbage.db");
+  writeBytes(path, std::string(8192, 'x'));
+  std::string error;
+  EXPECT_FALSE(Db::open(path, Db::Mode::ReadWriteCreate, &error));
+  EXPECT_NE(error.find("not a readable hetopt DB"), std::string::npos) << error;
+  EXPECT_NE(error.find(path), std::string::npos) << error;
+  EXPECT_EQ(error.find('\n'), std::string::npos) << error;
+}
+
+TEST(Db, DamagedPagesAreCaught) {
+  TempDir tmp;
+  std::string path = tmp.file("damaged.db");
+  std::string error;
+  {
+    auto db = Db::open(path, Db::Mode::ReadWriteCreate, &error);
+    ASSERT_TRUE(db) << error;
+    ASSERT_TRUE(db->exec("CREATE TABLE t (x TEXT); CREATE INDEX ti ON t(x)", &error));
+    for (int i = 0; i < 200; ++i)
+      ASSERT_TRUE(db->exec("INSERT INTO t VALUES ('" + std::string(100, 'a' + i % 26) + "')", &error));
+  }
+  // Keep the 100-byte header intact, overwrite everything after the first page.
+  std::string bytes;
+  {
+    std::ifstream in(path, std::ios::binary);
+    bytes.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  ASSERT_GT(bytes.size(), 8192u);
+  for (size_t i = 4096; i < bytes.size(); ++i) bytes[i] = static_cast<char>(i * 131);
+  writeBytes(path, bytes);
+  EXPECT_FALSE(Db::open(path, Db::Mode::ReadWriteCreate, &error));
+  EXPECT_NE(error.find("not a readable hetopt DB"), std::string::npos) << error;
+}
+
+TEST(Db, ForeignSqliteFileIsNotTouched) {
+  TempDir tmp;
+  std::string path = tmp.file("other.db");
+  std::string error;
+  {
+    auto db = Db::open(path, Db::Mode::ReadWriteCreate, &error);
+    ASSERT_TRUE(db) << error;
+    ASSERT_TRUE(db->exec("PRAGMA application_id = 12345", &error));
+  }
+  EXPECT_FALSE(Db::open(path, Db::Mode::ReadWriteCreate, &error));
+  EXPECT_NE(error.find("not a hetopt DB"), std::string::npos) << error;
+}
+
+TEST(Db, OtherSchemaVersionsNameBothVersions) {
+  for (int other : {kDbSchemaVersion + 1, kDbSchemaVersion - 1}) {
+    TempDir tmp;
+    std::string path = tmp.file("v.db");
+    std::string error;
+    {
+      auto db = Db::open(path, Db::Mode::ReadWriteCreate, &error);
+      ASSERT_TRUE(db) << error;
+      ASSERT_TRUE(db->exec("UPDATE hetopt_meta SET value = '" + std::to_string(other) +
+                               "' WHERE key = 'schema_version'; UPDATE hetopt_meta SET value = "
+                               "'hetopt 9.9.9' WHERE key = 'created_by'",
+                           &error))
+          << error;
+    }
+    EXPECT_FALSE(Db::open(path, Db::Mode::ReadWriteCreate, &error));
+    EXPECT_NE(error.find("schema version " + std::to_string(other)), std::string::npos) << error;
+    EXPECT_NE(error.find("schema version " + std::to_string(kDbSchemaVersion)), std::string::npos)
+        << error;
+    EXPECT_NE(error.find("hetopt 9.9.9"), std::string::npos) << error;
+    EXPECT_NE(error.find(HETOPT_VERSION_STRING), std::string::npos) << error;
+    EXPECT_EQ(error.find("newer hetopt") != std::string::npos, other > kDbSchemaVersion) << error;
+  }
+}
+
+TEST(Db, TransactionRollsBackUnlessCommitted) {
+  TempDir tmp;
+  std::string error;
+  auto db = Db::open(tmp.file("tx.db"), Db::Mode::ReadWriteCreate, &error);
+  ASSERT_TRUE(db) << error;
+  ASSERT_TRUE(db->exec("CREATE TABLE t (x INTEGER)", &error));
+  {
+    DbTransaction tx(*db, &error);
+    ASSERT_TRUE(tx.ok()) << error;
+    ASSERT_TRUE(db->exec("INSERT INTO t VALUES (1)", &error));
+  }
+  {
+    DbTransaction tx(*db, &error);
+    ASSERT_TRUE(db->exec("INSERT INTO t VALUES (2)", &error));
+    ASSERT_TRUE(tx.commit(&error)) << error;
+  }
+  DbStatement q(*db, "SELECT group_concat(x) FROM t");
+  ASSERT_EQ(q.step(), DbStatement::Step::Row);
+  EXPECT_EQ(q.columnText(0), "2");
+  DbStatement bad(*db, "SELECT nope FROM t");
+  EXPECT_FALSE(bad.ok());
+  EXPECT_EQ(bad.step(), DbStatement::Step::Error);
+  EXPECT_FALSE(bad.error().empty());
+}
+
+}  // namespace
+}  // namespace hetopt
