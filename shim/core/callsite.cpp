@@ -11,14 +11,10 @@
 #include <algorithm>
 #include <cstring>
 
+#include "common/site_key.h"
+
 namespace hetopt::shim {
 namespace {
-
-uint64_t fnv1a(const void* data, size_t n, uint64_t h = 1469598103934665603ull) {
-  const unsigned char* p = static_cast<const unsigned char*>(data);
-  for (size_t i = 0; i < n; ++i) h = (h ^ p[i]) * 1099511628211ull;
-  return h;
-}
 
 // The C/C++ runtime, the dynamic loader and the shim itself (libhetopt_shim): frames there are
 // malloc/new/wrappers, never the site.
@@ -92,8 +88,7 @@ int collectModule(dl_phdr_info* info, size_t, void* data) {
   m.buildId = readBuildId(info);
   m.skipped = isRuntimeLibrary(m.path);
   m.driver = !m.skipped && isOpenClDriver(m.path);
-  const std::string& key = m.buildId.empty() ? m.path : m.buildId;
-  m.identity = fnv1a(key.data(), key.size());
+  m.identity = moduleIdentity(m.buildId, m.path);
   ctx->out->push_back(std::move(m));
   return 0;
 }
@@ -198,14 +193,13 @@ __attribute__((noinline)) void captureCallSite(CallSite* site, unsigned depth) {
 }
 
 uint64_t siteKey(const CallSite& site) {
-  uint64_t h = 1469598103934665603ull;
+  uint64_t key = kSiteKeySeed;
   ModuleMap& map = ModuleMap::instance();
   for (unsigned i = 0; i < site.depth; ++i) {
     const Module* m = map.find(site.pcs[i]);
-    uint64_t parts[2] = {m ? m->identity : 0, m ? site.pcs[i] - m->bias : site.pcs[i]};
-    h = fnv1a(parts, sizeof parts, h);
+    key = siteKeyFold(key, m ? m->identity : 0, m ? site.pcs[i] - m->bias : site.pcs[i]);
   }
-  return h;
+  return key;
 }
 
 }  // namespace hetopt::shim
