@@ -1,0 +1,161 @@
+// SPDX-License-Identifier: MIT
+/** @file Breakdown plots with gnuplot; see plots.h. */
+#include "analyzer/plots.h"
+
+#include <fcntl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cctype>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#include "common/paths.h"
+
+namespace hetopt::analyzer {
+namespace {
+
+bool writePrivateFile(const std::string& path, const std::string& content, std::string* error) {
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0) {
+    *error = "cannot write " + path + ": " + strerror(errno);
+    return false;
+  }
+  size_t done = 0;
+  while (done < content.size()) {
+    ssize_t n = ::write(fd, content.data() + done, content.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      *error = "cannot write " + path + ": " + strerror(errno);
+      ::close(fd);
+      return false;
+    }
+    done += static_cast<size_t>(n);
+  }
+  return ::close(fd) == 0 || (*error = "cannot write " + path, false);
+}
+
+std::string findOnPath(const char* name) {
+  const char* path = getenv("PATH");
+  std::string p = path ? path : "/usr/bin:/bin";
+  size_t start = 0;
+  while (start <= p.size()) {
+    size_t end = p.find(':', start);
+    if (end == std::string::npos) end = p.size();
+    std::string candidate = p.substr(start, end - start) + "/" + name;
+    if (end > start && access(candidate.c_str(), X_OK) == 0) return candidate;
+    start = end + 1;
+  }
+  return {};
+}
+
+// gnuplot strings in double quotes: escape what gnuplot would interpret.
+std::string gpQuote(const std::string& s) {
+  std::string r = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') r += '\\';
+    if (c == '\n') {
+      r += ' ';
+      continue;
+    }
+    r += c;
+  }
+  return r + "\"";
+}
+
+bool runGnuplot(const std::string& gnuplot, const std::string& script, std::string* error) {
+  pid_t pid = fork();
+  if (pid < 0) {
+    *error = std::string("fork failed: ") + strerror(errno);
+    return false;
+  }
+  if (pid == 0) {
+    if (chdir(dirName(script).c_str()) != 0) _exit(126);
+    int devnull = ::open("/dev/null", O_WRONLY);
+    if (devnull >= 0) dup2(devnull, 1);  // gnuplot's chatter is not ours to print
+    std::string base = baseName(script);
+    execl(gnuplot.c_str(), "gnuplot", base.c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0) {
+    if (errno != EINTR) {
+      *error = std::string("waitpid failed: ") + strerror(errno);
+      return false;
+    }
+  }
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    *error = "gnuplot " + script + " failed";
+    return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+std::string programSlug(const std::string& programPath) {
+  std::string base = baseName(programPath), slug;
+  for (char c : base) slug += (isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_') ? c : '_';
+  return slug.empty() ? "program" : slug;
+}
+
+bool writeBreakdownPlot(const std::string& dir, const std::string& slug, const std::string& title,
+                        const std::vector<BreakdownBar>& bars, PlotOutput* out, std::string* error) {
+  *out = PlotOutput{};
+  if (!makePrivateDirs(dir, error)) return false;
+  const std::string stem = slug + "-breakdown";
+  out->data = dir + "/" + stem + ".dat";
+  out->script = dir + "/" + stem + ".gp";
+
+  std::string dat = "# label kernel_s communication_s cpu_sync_s total_s\n";
+  for (const BreakdownBar& b : bars) {
+    char line[256];
+    snprintf(line, sizeof line, "%s %.9g %.9g %.9g %.9g\n", gpQuote(b.label).c_str(),
+             b.breakdown.kernelNs / 1e9, b.breakdown.communicationNs / 1e9,
+             b.breakdown.cpuSyncNs / 1e9, b.breakdown.totalNs / 1e9);
+    dat += line;
+  }
+  if (!writePrivateFile(out->data, dat, error)) return false;
+
+  std::string gp;
+  gp += "# hetopt execution breakdown: " + title + "\n";
+  gp += "# Render: cd " + dir + " && gnuplot " + stem + ".gp\n";
+  gp += "set terminal svg size 720,480 dynamic font \"sans,11\" noenhanced\n";
+  gp += "set output " + gpQuote(stem + ".svg") + "\n";
+  gp += "set title " + gpQuote(title) + " noenhanced\n";
+  gp += R"GP(set style data histograms
+set style histogram rowstacked
+set style fill solid 0.85 border -1
+set boxwidth 0.6
+set ylabel "time (s)"
+set yrange [0:*]
+set grid ytics
+set key outside right top box
+set border 3
+set tics nomirror
+)GP";
+  gp += "plot " + gpQuote(stem + ".dat") +
+        " using 2:xtic(1) title \"kernel\" lc rgb \"#4e79a7\", \\\n"
+        "     '' using 3 title \"communication\" lc rgb \"#e15759\", \\\n"
+        "     '' using 4 title \"cpu+sync\" lc rgb \"#bab0ac\"\n";
+  if (!writePrivateFile(out->script, gp, error)) return false;
+
+  std::string gnuplot = findOnPath("gnuplot");
+  if (gnuplot.empty()) {
+    out->note = "gnuplot not found; render with: cd " + dir + " && gnuplot " + stem + ".gp";
+    return true;
+  }
+  std::string err;
+  // gnuplot would create the image with the umask's mode; an existing file keeps 0600.
+  if (!writePrivateFile(dir + "/" + stem + ".svg", "", error)) return false;
+  if (!runGnuplot(gnuplot, out->script, &err)) {
+    out->note = err;
+    return true;
+  }
+  out->image = dir + "/" + stem + ".svg";
+  return true;
+}
+
+}  // namespace hetopt::analyzer

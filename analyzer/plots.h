@@ -1,0 +1,38 @@
+// SPDX-License-Identifier: MIT
+/**
+ * @file gnuplot plots of an application profile: the execution breakdown (kernel / communication /
+ * cpu+sync) as stacked bars, one bar per run. With one bar it shows the traced run; with the
+ * standard and the optimized run side by side it is the source's figure 4.10 for this app on this
+ * machine. Data and script are always written (render elsewhere with `cd DIR && gnuplot X.gp`);
+ * they are rendered here when gnuplot is on PATH.
+ */
+#pragma once
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "analyzer/profile.h"
+
+namespace hetopt::analyzer {
+
+struct BreakdownBar {
+  std::string label;  ///< "traced", "standard", "optimized"
+  Breakdown breakdown;
+};
+
+struct PlotOutput {
+  std::string data, script;
+  std::string image;  ///< empty when not rendered
+  std::string note;   ///< why not rendered (no gnuplot, gnuplot failed)
+};
+
+/// Writes DIR/SLUG-breakdown.{dat,gp} (DIR created 0700) and renders DIR/SLUG-breakdown.svg
+/// when gnuplot is available. Bars show seconds; the key names each part. False with *error only
+/// when the files cannot be written.
+bool writeBreakdownPlot(const std::string& dir, const std::string& slug, const std::string& title,
+                        const std::vector<BreakdownBar>& bars, PlotOutput* out, std::string* error);
+
+/// A file-name-safe slug of a program path ("loop_wkr").
+std::string programSlug(const std::string& programPath);
+
+}  // namespace hetopt::analyzer

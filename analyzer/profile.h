@@ -1,0 +1,117 @@
+// SPDX-License-Identifier: MIT
+/**
+ * @file The application profile: what the analysis of one trace decided and why. Stored in the DB
+ * under the program's identity (profile_store.h), printed as a report or JSON (report.h), plotted
+ * (plots.h). `hetopt run` reads the candidate sites back by their ASLR-independent site keys.
+ */
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "analyzer/symbolizer.h"
+#include "common/program_identity.h"
+
+namespace hetopt::analyzer {
+
+/// Transfers of one direction: how many, how much, and their sizes.
+struct TransferStats {
+  uint64_t transfers = 0;
+  uint64_t bytes = 0;
+  uint64_t typicalBytes = 0;  ///< the size that carries the most bytes (what the policy is chosen for)
+  uint64_t maxBytes = 0;
+  double deviceNs = 0;  ///< device time of these transfers as traced (0 without profiling info)
+  /// Distinct sizes with their counts, largest volume first. Predictions use all of them; the DB
+  /// keeps the first kStoredSizes (the totals above stay exact).
+  struct SizeCount {
+    uint64_t bytes = 0;
+    uint64_t count = 0;
+  };
+  static constexpr size_t kStoredSizes = 8;
+  std::vector<SizeCount> sizes;
+
+  void add(uint64_t size, uint64_t count, double ns);
+  /// Sorts `sizes` and sets typicalBytes (call once after the last add()).
+  void finish();
+};
+
+/// What the characterized curves predict for a site on this machine.
+struct GainPrediction {
+  bool known = false;
+  std::string note;          ///< why not known, or which characterization was used
+  std::string policy;        ///< policy for the site's typical transfer size ("hybrid", ...)
+  std::string allocMode;     ///< "pool", "direct", "plain"
+  double standardNs = 0;     ///< predicted transfer time of the site's transfers with malloc memory
+  double optimizedNs = 0;    ///< ... with the chosen policy, plus allocation overhead when direct
+  double savingNs() const { return standardNs - optimizedNs; }
+};
+
+/// One allocation site whose memory feeds host<->device transfers.
+struct CandidateSite {
+  uint64_t siteKey = 0;            ///< the shim's siteKey(): stable across runs of this binary
+  std::vector<ModulePc> frames;    ///< return addresses, innermost first
+  SiteLocation location;           ///< symbolized (or module+offset)
+  std::string allocator;           ///< "malloc", "calloc", "realloc", "new[]", ...
+  uint64_t allocations = 0;        ///< allocations made at this site
+  uint64_t feedingAllocations = 0; ///< ... of which at least one version was transferred
+  uint64_t minAllocBytes = 0, maxAllocBytes = 0, typicalAllocBytes = 0;
+  uint64_t peakLiveBytes = 0;      ///< most bytes from this site alive at once (sizes the pool)
+  uint64_t peakLiveBlocks = 0;
+  TransferStats h2d, d2h;
+  GainPrediction gain;
+};
+
+/// Transferred memory that no tracked allocation made: the run phase can only register it in place.
+struct UntrackedMemory {
+  enum class Kind : uint8_t { Static, Stack, Mmap, Heap, Unknown };
+  Kind kind = Kind::Unknown;
+  std::string what;  ///< "g_weights (static_mmap.cpp:32)", "anonymous mapping", ...
+  std::string modulePath;  ///< for static data: the module holding it
+  uint64_t regionBytes = 0;  ///< size of the region when known
+  TransferStats h2d, d2h;
+};
+const char* untrackedKindName(UntrackedMemory::Kind k);  ///< "static", "stack", "mmap", ...
+
+/// Where the traced time went. The three parts sum to totalNs: kernel = time the device ran a
+/// kernel; communication = time a transfer ran and no kernel did; cpuSync = the rest (host work,
+/// API overhead, waiting). The overhead terms are sums over operations (they may overlap).
+struct Breakdown {
+  double totalNs = 0;
+  double kernelNs = 0;
+  double communicationNs = 0;
+  double cpuSyncNs = 0;
+  double h2dNs = 0;           ///< device time of host->device transfers
+  double d2hNs = 0;           ///< device time of device->host transfers
+  double launchNs = 0;        ///< kernel launch latency: submit -> start on the device
+  double dispatchSyncNs = 0;  ///< host time inside OpenCL calls (enqueueing and waiting)
+  uint64_t kernels = 0;
+  bool hasDeviceTimes = false;  ///< the trace carried profiling timestamps
+  double fraction(double ns) const { return totalNs > 0 ? ns / totalNs : 0; }
+};
+
+struct Eligibility {
+  double communicationNs = 0;  ///< cumulative host<->device transfer time
+  double computationNs = 0;    ///< cumulative kernel time
+  double ratio = 0;            ///< communication / computation (infinite when no kernel ran)
+  double threshold = 0.1;      ///< the source's threshold (configurable)
+  bool eligible = false;
+  std::string reason;          ///< one line: the numbers and the verdict
+};
+
+struct AppProfile {
+  ProgramIdentity program;
+  std::string traceFile;
+  std::string device;          ///< "platform / device" the trace ran on
+  std::string createdUtc;
+  std::string hetoptVersion;
+  Eligibility eligibility;
+  Breakdown breakdown;
+  std::vector<CandidateSite> candidates;  ///< most valuable first
+  uint64_t hostOnlySites = 0;        ///< tracked allocation sites none of whose memory crossed
+  uint64_t hostOnlyAllocations = 0;
+  uint64_t trackedAllocations = 0;
+  std::vector<UntrackedMemory> untracked;
+  std::vector<std::string> warnings;  ///< shown in the report, kept in the DB
+};
+
+}  // namespace hetopt::analyzer

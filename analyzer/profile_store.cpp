@@ -1,0 +1,448 @@
+// SPDX-License-Identifier: MIT
+/** @file Storing and loading application profiles; see profile_store.h and docs/DB.md. */
+#include "analyzer/profile_store.h"
+
+#include <cmath>
+#include <cstring>
+
+namespace hetopt::analyzer {
+namespace {
+
+// uint64 values (site keys, offsets) are stored bit-for-bit in SQLite's signed INTEGER.
+constexpr const char* kTables = R"SQL(
+CREATE TABLE IF NOT EXISTS app_profiles (
+  id INTEGER PRIMARY KEY,
+  program_path TEXT NOT NULL, program_key TEXT NOT NULL, build_id TEXT NOT NULL,
+  content_hash TEXT NOT NULL, device TEXT NOT NULL, trace_file TEXT NOT NULL,
+  created_utc TEXT NOT NULL, hetopt_version TEXT NOT NULL,
+  eligible INTEGER NOT NULL, ratio REAL, threshold REAL NOT NULL,
+  communication_ns REAL NOT NULL, computation_ns REAL NOT NULL, reason TEXT NOT NULL,
+  has_device_times INTEGER NOT NULL, total_ns REAL NOT NULL, kernel_ns REAL NOT NULL,
+  comm_part_ns REAL NOT NULL, cpu_sync_ns REAL NOT NULL, h2d_ns REAL NOT NULL,
+  d2h_ns REAL NOT NULL, launch_ns REAL NOT NULL, dispatch_sync_ns REAL NOT NULL,
+  kernels INTEGER NOT NULL, host_only_sites INTEGER NOT NULL,
+  host_only_allocations INTEGER NOT NULL, tracked_allocations INTEGER NOT NULL,
+  warnings TEXT NOT NULL,
+  UNIQUE (program_path, program_key));
+CREATE TABLE IF NOT EXISTS app_sites (
+  profile_id INTEGER NOT NULL REFERENCES app_profiles(id) ON DELETE CASCADE,
+  rank INTEGER NOT NULL, site_key INTEGER NOT NULL,
+  has_source INTEGER NOT NULL, function TEXT NOT NULL, file TEXT NOT NULL, line INTEGER NOT NULL,
+  module TEXT NOT NULL, module_offset INTEGER NOT NULL, location_note TEXT NOT NULL,
+  allocator TEXT NOT NULL, allocations INTEGER NOT NULL, feeding_allocations INTEGER NOT NULL,
+  min_alloc_bytes INTEGER NOT NULL, max_alloc_bytes INTEGER NOT NULL,
+  typical_alloc_bytes INTEGER NOT NULL, peak_live_bytes INTEGER NOT NULL,
+  peak_live_blocks INTEGER NOT NULL,
+  h2d_transfers INTEGER NOT NULL, h2d_bytes INTEGER NOT NULL, h2d_typical INTEGER NOT NULL,
+  h2d_max INTEGER NOT NULL, h2d_ns REAL NOT NULL,
+  d2h_transfers INTEGER NOT NULL, d2h_bytes INTEGER NOT NULL, d2h_typical INTEGER NOT NULL,
+  d2h_max INTEGER NOT NULL, d2h_ns REAL NOT NULL,
+  gain_known INTEGER NOT NULL, gain_note TEXT NOT NULL, policy TEXT NOT NULL,
+  alloc_mode TEXT NOT NULL, standard_ns REAL NOT NULL, optimized_ns REAL NOT NULL,
+  PRIMARY KEY (profile_id, rank));
+CREATE INDEX IF NOT EXISTS app_sites_by_key ON app_sites(site_key);
+CREATE TABLE IF NOT EXISTS app_site_frames (
+  profile_id INTEGER NOT NULL REFERENCES app_profiles(id) ON DELETE CASCADE,
+  rank INTEGER NOT NULL, depth INTEGER NOT NULL,
+  module TEXT NOT NULL, build_id TEXT NOT NULL, module_offset INTEGER NOT NULL,
+  PRIMARY KEY (profile_id, rank, depth));
+CREATE TABLE IF NOT EXISTS app_transfer_sizes (
+  profile_id INTEGER NOT NULL REFERENCES app_profiles(id) ON DELETE CASCADE,
+  owner TEXT NOT NULL, owner_rank INTEGER NOT NULL, direction TEXT NOT NULL, idx INTEGER NOT NULL,
+  bytes INTEGER NOT NULL, count INTEGER NOT NULL,
+  PRIMARY KEY (profile_id, owner, owner_rank, direction, idx));
+CREATE TABLE IF NOT EXISTS app_untracked (
+  profile_id INTEGER NOT NULL REFERENCES app_profiles(id) ON DELETE CASCADE,
+  rank INTEGER NOT NULL, kind TEXT NOT NULL, what TEXT NOT NULL, module TEXT NOT NULL,
+  region_bytes INTEGER NOT NULL,
+  h2d_transfers INTEGER NOT NULL, h2d_bytes INTEGER NOT NULL, h2d_typical INTEGER NOT NULL,
+  h2d_max INTEGER NOT NULL, h2d_ns REAL NOT NULL,
+  d2h_transfers INTEGER NOT NULL, d2h_bytes INTEGER NOT NULL, d2h_typical INTEGER NOT NULL,
+  d2h_max INTEGER NOT NULL, d2h_ns REAL NOT NULL,
+  PRIMARY KEY (profile_id, rank));
+CREATE TABLE IF NOT EXISTS app_run_breakdowns (
+  profile_id INTEGER NOT NULL REFERENCES app_profiles(id) ON DELETE CASCADE,
+  label TEXT NOT NULL, total_ns REAL NOT NULL, kernel_ns REAL NOT NULL,
+  comm_part_ns REAL NOT NULL, cpu_sync_ns REAL NOT NULL,
+  PRIMARY KEY (profile_id, label));
+)SQL";
+
+int64_t asInt(uint64_t v) {
+  int64_t r;
+  memcpy(&r, &v, sizeof r);
+  return r;
+}
+uint64_t asUnsigned(int64_t v) {
+  uint64_t r;
+  memcpy(&r, &v, sizeof r);
+  return r;
+}
+
+bool fail(std::string* error, const std::string& what, const std::string& detail) {
+  *error = what + ": " + detail;
+  return false;
+}
+
+std::string joinLines(const std::vector<std::string>& lines) {
+  std::string s;
+  for (const std::string& l : lines) s += l + "\n";
+  return s;
+}
+
+std::vector<std::string> splitLines(const std::string& text) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (start < text.size()) {
+    size_t end = text.find('\n', start);
+    if (end == std::string::npos) end = text.size();
+    out.push_back(text.substr(start, end - start));
+    start = end + 1;
+  }
+  return out;
+}
+
+bool tablesExist(Db& db, bool* exist, std::string* error) {
+  DbStatement q(db, "SELECT count(*) FROM sqlite_master WHERE type='table' AND name='app_profiles'");
+  if (!q.ok() || q.step() != DbStatement::Step::Row) return fail(error, db.path(), q.error());
+  *exist = q.columnInt(0) > 0;
+  return true;
+}
+
+// Binds the five columns of one direction's TransferStats starting at `first`.
+void bindTransfers(DbStatement& s, int first, const TransferStats& t) {
+  s.bind(first, asInt(t.transfers)).bind(first + 1, asInt(t.bytes));
+  s.bind(first + 2, asInt(t.typicalBytes)).bind(first + 3, asInt(t.maxBytes));
+  s.bind(first + 4, t.deviceNs);
+}
+void readTransfers(DbStatement& s, int first, TransferStats* t) {
+  t->transfers = asUnsigned(s.columnInt(first));
+  t->bytes = asUnsigned(s.columnInt(first + 1));
+  t->typicalBytes = asUnsigned(s.columnInt(first + 2));
+  t->maxBytes = asUnsigned(s.columnInt(first + 3));
+  t->deviceNs = s.columnDouble(first + 4);
+}
+
+bool storeSizes(Db& db, int64_t profileId, const char* owner, int rank, const char* direction,
+                const TransferStats& t, std::string* error) {
+  DbStatement s(db,
+                "INSERT INTO app_transfer_sizes (profile_id, owner, owner_rank, direction, idx, "
+                "bytes, count) VALUES (?,?,?,?,?,?,?)");
+  for (size_t i = 0; i < t.sizes.size() && i < TransferStats::kStoredSizes; ++i) {
+    s.reset();
+    s.bind(1, profileId).bind(2, std::string(owner)).bind(3, int64_t{rank});
+    s.bind(4, std::string(direction)).bind(5, static_cast<int64_t>(i));
+    s.bind(6, asInt(t.sizes[i].bytes)).bind(7, asInt(t.sizes[i].count));
+    if (!s.run()) return fail(error, "storing transfer sizes", s.error());
+  }
+  return true;
+}
+
+bool loadSizes(Db& db, int64_t profileId, const char* owner, int rank, const char* direction,
+               TransferStats* t, std::string* error) {
+  DbStatement q(db,
+                "SELECT bytes, count FROM app_transfer_sizes WHERE profile_id=? AND owner=? AND "
+                "owner_rank=? AND direction=? ORDER BY idx");
+  q.bind(1, profileId).bind(2, std::string(owner)).bind(3, int64_t{rank});
+  q.bind(4, std::string(direction));
+  DbStatement::Step st;
+  while ((st = q.step()) == DbStatement::Step::Row)
+    t->sizes.push_back({asUnsigned(q.columnInt(0)), asUnsigned(q.columnInt(1))});
+  return st == DbStatement::Step::Done || fail(error, "loading transfer sizes", q.error());
+}
+
+}  // namespace
+
+bool ensureProfileTables(Db& db, std::string* error) {
+  std::string err;
+  if (!db.exec(kTables, &err)) return fail(error, "creating the profile tables in " + db.path(), err);
+  return true;
+}
+
+bool storeProfile(Db& db, const AppProfile& p, int64_t* idOut, std::string* error) {
+  if (!ensureProfileTables(db, error)) return false;
+  DbTransaction tx(db, error);
+  if (!tx.ok()) return false;
+  {
+    // Cascades to the sites, frames, sizes, untracked memory and run breakdowns of the old one.
+    DbStatement del(db, "DELETE FROM app_profiles WHERE program_path=? AND program_key=?");
+    del.bind(1, p.program.path).bind(2, p.program.key());
+    if (!del.run()) return fail(error, "replacing the profile", del.error());
+  }
+  int64_t id = 0;
+  {
+    DbStatement s(db,
+                  "INSERT INTO app_profiles (program_path, program_key, build_id, content_hash, "
+                  "device, trace_file, created_utc, hetopt_version, eligible, ratio, threshold, "
+                  "communication_ns, computation_ns, reason, has_device_times, total_ns, kernel_ns, "
+                  "comm_part_ns, cpu_sync_ns, h2d_ns, d2h_ns, launch_ns, dispatch_sync_ns, kernels, "
+                  "host_only_sites, host_only_allocations, tracked_allocations, warnings) VALUES "
+                  "(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
+    const Eligibility& e = p.eligibility;
+    const Breakdown& b = p.breakdown;
+    s.bind(1, p.program.path).bind(2, p.program.key()).bind(3, p.program.buildId);
+    s.bind(4, p.program.contentHash).bind(5, p.device).bind(6, p.traceFile);
+    s.bind(7, p.createdUtc).bind(8, p.hetoptVersion).bind(9, int64_t{e.eligible});
+    // An infinite ratio (no kernel time) is stored as NULL: SQLite has no infinity literal.
+    if (std::isfinite(e.ratio)) s.bind(10, e.ratio);
+    else s.bindNull(10);
+    s.bind(11, e.threshold).bind(12, e.communicationNs).bind(13, e.computationNs);
+    s.bind(14, e.reason).bind(15, int64_t{b.hasDeviceTimes}).bind(16, b.totalNs);
+    s.bind(17, b.kernelNs).bind(18, b.communicationNs).bind(19, b.cpuSyncNs).bind(20, b.h2dNs);
+    s.bind(21, b.d2hNs).bind(22, b.launchNs).bind(23, b.dispatchSyncNs);
+    s.bind(24, asInt(b.kernels)).bind(25, asInt(p.hostOnlySites));
+    s.bind(26, asInt(p.hostOnlyAllocations)).bind(27, asInt(p.trackedAllocations));
+    s.bind(28, joinLines(p.warnings));
+    if (!s.run()) return fail(error, "storing the profile", s.error());
+    id = db.lastInsertRowId();
+  }
+  DbStatement site(db,
+                   "INSERT INTO app_sites (profile_id, rank, site_key, has_source, function, file, "
+                   "line, module, module_offset, location_note, allocator, allocations, "
+                   "feeding_allocations, min_alloc_bytes, max_alloc_bytes, typical_alloc_bytes, "
+                   "peak_live_bytes, peak_live_blocks, h2d_transfers, h2d_bytes, h2d_typical, "
+                   "h2d_max, h2d_ns, d2h_transfers, d2h_bytes, d2h_typical, d2h_max, d2h_ns, "
+                   "gain_known, gain_note, policy, alloc_mode, standard_ns, optimized_ns) VALUES "
+                   "(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
+  DbStatement frame(db,
+                    "INSERT INTO app_site_frames (profile_id, rank, depth, module, build_id, "
+                    "module_offset) VALUES (?,?,?,?,?,?)");
+  for (size_t r = 0; r < p.candidates.size(); ++r) {
+    const CandidateSite& c = p.candidates[r];
+    site.reset();
+    site.bind(1, id).bind(2, static_cast<int64_t>(r)).bind(3, asInt(c.siteKey));
+    site.bind(4, int64_t{c.location.hasSource}).bind(5, c.location.source.function);
+    site.bind(6, c.location.source.file).bind(7, int64_t{c.location.source.line});
+    site.bind(8, c.location.modulePath).bind(9, asInt(c.location.offset));
+    site.bind(10, c.location.note).bind(11, c.allocator).bind(12, asInt(c.allocations));
+    site.bind(13, asInt(c.feedingAllocations)).bind(14, asInt(c.minAllocBytes));
+    site.bind(15, asInt(c.maxAllocBytes)).bind(16, asInt(c.typicalAllocBytes));
+    site.bind(17, asInt(c.peakLiveBytes)).bind(18, asInt(c.peakLiveBlocks));
+    bindTransfers(site, 19, c.h2d);
+    bindTransfers(site, 24, c.d2h);
+    site.bind(29, int64_t{c.gain.known}).bind(30, c.gain.note).bind(31, c.gain.policy);
+    site.bind(32, c.gain.allocMode).bind(33, c.gain.standardNs).bind(34, c.gain.optimizedNs);
+    if (!site.run()) return fail(error, "storing a candidate site", site.error());
+    for (size_t d = 0; d < c.frames.size(); ++d) {
+      frame.reset();
+      frame.bind(1, id).bind(2, static_cast<int64_t>(r)).bind(3, static_cast<int64_t>(d));
+      frame.bind(4, c.frames[d].modulePath).bind(5, c.frames[d].buildId);
+      frame.bind(6, asInt(c.frames[d].offset));
+      if (!frame.run()) return fail(error, "storing a site frame", frame.error());
+    }
+    if (!storeSizes(db, id, "site", static_cast<int>(r), "h2d", c.h2d, error) ||
+        !storeSizes(db, id, "site", static_cast<int>(r), "d2h", c.d2h, error))
+      return false;
+  }
+  DbStatement un(db,
+                 "INSERT INTO app_untracked (profile_id, rank, kind, what, module, region_bytes, "
+                 "h2d_transfers, h2d_bytes, h2d_typical, h2d_max, h2d_ns, d2h_transfers, "
+                 "d2h_bytes, d2h_typical, d2h_max, d2h_ns) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
+  for (size_t r = 0; r < p.untracked.size(); ++r) {
+    const UntrackedMemory& u = p.untracked[r];
+    un.reset();
+    un.bind(1, id).bind(2, static_cast<int64_t>(r)).bind(3, std::string(untrackedKindName(u.kind)));
+    un.bind(4, u.what).bind(5, u.modulePath).bind(6, asInt(u.regionBytes));
+    bindTransfers(un, 7, u.h2d);
+    bindTransfers(un, 12, u.d2h);
+    if (!un.run()) return fail(error, "storing untracked memory", un.error());
+    if (!storeSizes(db, id, "untracked", static_cast<int>(r), "h2d", u.h2d, error) ||
+        !storeSizes(db, id, "untracked", static_cast<int>(r), "d2h", u.d2h, error))
+      return false;
+  }
+  if (!tx.commit(error)) return false;
+  if (idOut) *idOut = id;
+  return true;
+}
+
+bool loadProfile(Db& db, const ProgramIdentity& identity, AppProfile* out, ProfileLookup* lookup,
+                 std::string* error) {
+  *lookup = ProfileLookup{};
+  bool exist = false;
+  if (!tablesExist(db, &exist, error)) return false;
+  if (!exist) return true;
+  {
+    // Newest first: the stale case names the most recent other build.
+    DbStatement q(db,
+                  "SELECT id, program_key, created_utc FROM app_profiles WHERE program_path=? "
+                  "ORDER BY (program_key = ?) DESC, id DESC LIMIT 1");
+    q.bind(1, identity.path).bind(2, identity.key());
+    DbStatement::Step st = q.step();
+    if (st == DbStatement::Step::Error) return fail(error, "looking up the profile", q.error());
+    if (st == DbStatement::Step::Done) return true;
+    if (q.columnText(1) != identity.key()) {
+      lookup->status = ProfileLookup::Status::Stale;
+      lookup->storedKey = q.columnText(1);
+      lookup->storedCreatedUtc = q.columnText(2);
+      return true;
+    }
+    lookup->id = q.columnInt(0);
+  }
+  AppProfile p;
+  {
+    DbStatement q(db,
+                  "SELECT program_path, build_id, content_hash, device, trace_file, created_utc, "
+                  "hetopt_version, eligible, ratio, threshold, communication_ns, computation_ns, "
+                  "reason, has_device_times, total_ns, kernel_ns, comm_part_ns, cpu_sync_ns, "
+                  "h2d_ns, d2h_ns, launch_ns, dispatch_sync_ns, kernels, host_only_sites, "
+                  "host_only_allocations, tracked_allocations, warnings FROM app_profiles "
+                  "WHERE id=?");
+    q.bind(1, lookup->id);
+    if (q.step() != DbStatement::Step::Row) return fail(error, "loading the profile", q.error());
+    p.program.path = q.columnText(0);
+    p.program.buildId = q.columnText(1);
+    p.program.contentHash = q.columnText(2);
+    p.device = q.columnText(3);
+    p.traceFile = q.columnText(4);
+    p.createdUtc = q.columnText(5);
+    p.hetoptVersion = q.columnText(6);
+    Eligibility& e = p.eligibility;
+    e.eligible = q.columnInt(7) != 0;
+    e.ratio = q.columnIsNull(8) ? HUGE_VAL : q.columnDouble(8);
+    e.threshold = q.columnDouble(9);
+    e.communicationNs = q.columnDouble(10);
+    e.computationNs = q.columnDouble(11);
+    e.reason = q.columnText(12);
+    Breakdown& b = p.breakdown;
+    b.hasDeviceTimes = q.columnInt(13) != 0;
+    b.totalNs = q.columnDouble(14);
+    b.kernelNs = q.columnDouble(15);
+    b.communicationNs = q.columnDouble(16);
+    b.cpuSyncNs = q.columnDouble(17);
+    b.h2dNs = q.columnDouble(18);
+    b.d2hNs = q.columnDouble(19);
+    b.launchNs = q.columnDouble(20);
+    b.dispatchSyncNs = q.columnDouble(21);
+    b.kernels = asUnsigned(q.columnInt(22));
+    p.hostOnlySites = asUnsigned(q.columnInt(23));
+    p.hostOnlyAllocations = asUnsigned(q.columnInt(24));
+    p.trackedAllocations = asUnsigned(q.columnInt(25));
+    p.warnings = splitLines(q.columnText(26));
+  }
+  {
+    DbStatement q(db,
+                  "SELECT rank, site_key, has_source, function, file, line, module, module_offset, "
+                  "location_note, allocator, allocations, feeding_allocations, min_alloc_bytes, "
+                  "max_alloc_bytes, typical_alloc_bytes, peak_live_bytes, peak_live_blocks, "
+                  "h2d_transfers, h2d_bytes, h2d_typical, h2d_max, h2d_ns, d2h_transfers, "
+                  "d2h_bytes, d2h_typical, d2h_max, d2h_ns, gain_known, gain_note, policy, "
+                  "alloc_mode, standard_ns, optimized_ns FROM app_sites WHERE profile_id=? "
+                  "ORDER BY rank");
+    q.bind(1, lookup->id);
+    DbStatement::Step st;
+    while ((st = q.step()) == DbStatement::Step::Row) {
+      CandidateSite c;
+      c.siteKey = asUnsigned(q.columnInt(1));
+      c.location.hasSource = q.columnInt(2) != 0;
+      c.location.source.function = q.columnText(3);
+      c.location.source.file = q.columnText(4);
+      c.location.source.line = static_cast<uint32_t>(q.columnInt(5));
+      c.location.modulePath = q.columnText(6);
+      c.location.offset = asUnsigned(q.columnInt(7));
+      c.location.note = q.columnText(8);
+      c.allocator = q.columnText(9);
+      c.allocations = asUnsigned(q.columnInt(10));
+      c.feedingAllocations = asUnsigned(q.columnInt(11));
+      c.minAllocBytes = asUnsigned(q.columnInt(12));
+      c.maxAllocBytes = asUnsigned(q.columnInt(13));
+      c.typicalAllocBytes = asUnsigned(q.columnInt(14));
+      c.peakLiveBytes = asUnsigned(q.columnInt(15));
+      c.peakLiveBlocks = asUnsigned(q.columnInt(16));
+      readTransfers(q, 17, &c.h2d);
+      readTransfers(q, 22, &c.d2h);
+      c.gain.known = q.columnInt(27) != 0;
+      c.gain.note = q.columnText(28);
+      c.gain.policy = q.columnText(29);
+      c.gain.allocMode = q.columnText(30);
+      c.gain.standardNs = q.columnDouble(31);
+      c.gain.optimizedNs = q.columnDouble(32);
+      p.candidates.push_back(std::move(c));
+    }
+    if (st != DbStatement::Step::Done) return fail(error, "loading candidate sites", q.error());
+  }
+  {
+    DbStatement q(db,
+                  "SELECT rank, module, build_id, module_offset FROM app_site_frames WHERE "
+                  "profile_id=? ORDER BY rank, depth");
+    q.bind(1, lookup->id);
+    DbStatement::Step st;
+    while ((st = q.step()) == DbStatement::Step::Row) {
+      int64_t rank = q.columnInt(0);
+      if (rank < 0 || static_cast<size_t>(rank) >= p.candidates.size())
+        return fail(error, "loading site frames", "frame of a missing site");
+      p.candidates[rank].frames.push_back(
+          ModulePc{q.columnText(1), q.columnText(2), asUnsigned(q.columnInt(3)), true});
+    }
+    if (st != DbStatement::Step::Done) return fail(error, "loading site frames", q.error());
+  }
+  {
+    DbStatement q(db,
+                  "SELECT kind, what, module, region_bytes, h2d_transfers, h2d_bytes, h2d_typical, "
+                  "h2d_max, h2d_ns, d2h_transfers, d2h_bytes, d2h_typical, d2h_max, d2h_ns FROM "
+                  "app_untracked WHERE profile_id=? ORDER BY rank");
+    q.bind(1, lookup->id);
+    DbStatement::Step st;
+    while ((st = q.step()) == DbStatement::Step::Row) {
+      UntrackedMemory u;
+      std::string kind = q.columnText(0);
+      for (auto k : {UntrackedMemory::Kind::Static, UntrackedMemory::Kind::Stack,
+                     UntrackedMemory::Kind::Mmap, UntrackedMemory::Kind::Heap})
+        if (kind == untrackedKindName(k)) u.kind = k;
+      u.what = q.columnText(1);
+      u.modulePath = q.columnText(2);
+      u.regionBytes = asUnsigned(q.columnInt(3));
+      readTransfers(q, 4, &u.h2d);
+      readTransfers(q, 9, &u.d2h);
+      p.untracked.push_back(std::move(u));
+    }
+    if (st != DbStatement::Step::Done) return fail(error, "loading untracked memory", q.error());
+  }
+  for (size_t r = 0; r < p.candidates.size(); ++r) {
+    if (!loadSizes(db, lookup->id, "site", static_cast<int>(r), "h2d", &p.candidates[r].h2d, error) ||
+        !loadSizes(db, lookup->id, "site", static_cast<int>(r), "d2h", &p.candidates[r].d2h, error))
+      return false;
+  }
+  for (size_t r = 0; r < p.untracked.size(); ++r) {
+    if (!loadSizes(db, lookup->id, "untracked", static_cast<int>(r), "h2d", &p.untracked[r].h2d, error) ||
+        !loadSizes(db, lookup->id, "untracked", static_cast<int>(r), "d2h", &p.untracked[r].d2h, error))
+      return false;
+  }
+  lookup->status = ProfileLookup::Status::Found;
+  *out = std::move(p);
+  return true;
+}
+
+bool storeRunBreakdown(Db& db, int64_t profileId, const BreakdownBar& bar, std::string* error) {
+  if (!ensureProfileTables(db, error)) return false;
+  DbStatement s(db,
+                "INSERT OR REPLACE INTO app_run_breakdowns (profile_id, label, total_ns, "
+                "kernel_ns, comm_part_ns, cpu_sync_ns) VALUES (?,?,?,?,?,?)");
+  s.bind(1, profileId).bind(2, bar.label).bind(3, bar.breakdown.totalNs);
+  s.bind(4, bar.breakdown.kernelNs).bind(5, bar.breakdown.communicationNs);
+  s.bind(6, bar.breakdown.cpuSyncNs);
+  return s.run() || fail(error, "storing a run breakdown", s.error());
+}
+
+bool loadRunBreakdowns(Db& db, int64_t profileId, std::vector<BreakdownBar>* out,
+                       std::string* error) {
+  out->clear();
+  bool exist = false;
+  if (!tablesExist(db, &exist, error)) return false;
+  if (!exist) return true;
+  DbStatement q(db,
+                "SELECT label, total_ns, kernel_ns, comm_part_ns, cpu_sync_ns FROM "
+                "app_run_breakdowns WHERE profile_id=? ORDER BY label DESC");  // standard first
+  q.bind(1, profileId);
+  DbStatement::Step st;
+  while ((st = q.step()) == DbStatement::Step::Row) {
+    BreakdownBar b;
+    b.label = q.columnText(0);
+    b.breakdown.totalNs = q.columnDouble(1);
+    b.breakdown.kernelNs = q.columnDouble(2);
+    b.breakdown.communicationNs = q.columnDouble(3);
+    b.breakdown.cpuSyncNs = q.columnDouble(4);
+    out->push_back(std::move(b));
+  }
+  return st == DbStatement::Step::Done || fail(error, "loading run breakdowns", q.error());
+}
+
+}  // namespace hetopt::analyzer

@@ -1,0 +1,255 @@
+// SPDX-License-Identifier: MIT
+/** @file Text and JSON forms of the profile; see report.h. */
+#include "analyzer/report.h"
+
+#include <cinttypes>
+#include <cmath>
+#include <cstdarg>
+#include <cstdio>
+
+#include "analyzer/json_writer.h"
+#include "common/paths.h"
+
+namespace hetopt::analyzer {
+namespace {
+
+void appendf(std::string* out, const char* fmt, ...) __attribute__((format(printf, 2, 3)));
+void appendf(std::string* out, const char* fmt, ...) {
+  char buf[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  int n = vsnprintf(buf, sizeof buf, fmt, ap);
+  va_end(ap);
+  if (n < 0) return;
+  if (static_cast<size_t>(n) < sizeof buf) {
+    out->append(buf, n);
+    return;
+  }
+  std::string big(static_cast<size_t>(n) + 1, '\0');
+  va_start(ap, fmt);
+  vsnprintf(big.data(), big.size(), fmt, ap);
+  va_end(ap);
+  big.resize(n);
+  *out += big;
+}
+
+std::string percent(double fraction) {
+  char buf[32];
+  snprintf(buf, sizeof buf, "%5.1f%%", 100 * fraction);
+  return buf;
+}
+
+std::string transferLine(const char* dir, const TransferStats& t) {
+  if (t.transfers == 0) return std::string(dir) + " none";
+  std::string s = std::string(dir) + " " + std::to_string(t.transfers) + " x ";
+  s += t.sizes.size() <= 1 ? formatBytes(t.typicalBytes) : "~" + formatBytes(t.typicalBytes);
+  s += " (" + formatBytes(t.bytes);
+  if (t.deviceNs > 0) s += ", " + formatDuration(t.deviceNs);
+  return s + ")";
+}
+
+void writeTransfers(JsonWriter& j, const char* name, const TransferStats& t) {
+  j.key(name).beginObject();
+  j.member("transfers", t.transfers).member("bytes", t.bytes);
+  j.member("typical_bytes", t.typicalBytes).member("max_bytes", t.maxBytes);
+  j.member("device_ns", t.deviceNs);
+  j.key("sizes").beginArray();
+  for (const TransferStats::SizeCount& s : t.sizes)
+    j.beginObject().member("bytes", s.bytes).member("count", s.count).endObject();
+  j.endArray();
+  j.endObject();
+}
+
+void writeLocation(JsonWriter& j, const SiteLocation& loc) {
+  j.key("location").beginObject();
+  j.member("text", loc.describe(false));
+  j.member("has_source", loc.hasSource);
+  j.member("function", loc.source.function);
+  j.member("file", loc.source.file);
+  j.member("line", static_cast<uint64_t>(loc.source.line));
+  j.member("module", loc.modulePath);
+  j.member("offset", loc.offset);
+  if (!loc.note.empty()) j.member("note", loc.note);
+  j.endObject();
+}
+
+}  // namespace
+
+std::string formatDuration(double ns) {
+  char buf[48];
+  double a = std::fabs(ns);
+  if (!std::isfinite(ns)) return "inf";
+  if (a < 1e3) snprintf(buf, sizeof buf, "%.0f ns", ns);
+  else if (a < 1e6) snprintf(buf, sizeof buf, "%.1f us", ns / 1e3);
+  else if (a < 1e9) snprintf(buf, sizeof buf, "%.2f ms", ns / 1e6);
+  else snprintf(buf, sizeof buf, "%.2f s", ns / 1e9);
+  return buf;
+}
+
+std::string formatBytes(uint64_t bytes) {
+  static const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  double v = static_cast<double>(bytes);
+  int u = 0;
+  while (v >= 1024 && u < 4) {
+    v /= 1024;
+    ++u;
+  }
+  char buf[48];
+  if (u == 0 || v == std::floor(v)) snprintf(buf, sizeof buf, "%.0f %s", v, kUnits[u]);
+  else snprintf(buf, sizeof buf, "%.1f %s", v, kUnits[u]);
+  return buf;
+}
+
+std::string formatReport(const AppProfile& p) {
+  std::string r;
+  appendf(&r, "hetopt analysis of %s\n", p.program.path.c_str());
+  appendf(&r, "  identity %s\n", p.program.key().c_str());
+  if (!p.traceFile.empty()) appendf(&r, "  trace    %s\n", p.traceFile.c_str());
+  if (!p.device.empty()) appendf(&r, "  device   %s\n", p.device.c_str());
+
+  const Eligibility& e = p.eligibility;
+  appendf(&r, "\nEligibility: %s\n", e.eligible ? "ELIGIBLE" : "NOT ELIGIBLE");
+  appendf(&r, "  %s\n", e.reason.c_str());
+
+  const Breakdown& b = p.breakdown;
+  appendf(&r, "\nExecution breakdown (total %s)%s\n", formatDuration(b.totalNs).c_str(),
+          b.hasDeviceTimes ? "" : " -- no device timestamps in the trace: device parts unknown");
+  appendf(&r, "  kernel         %10s %s\n", formatDuration(b.kernelNs).c_str(),
+          percent(b.fraction(b.kernelNs)).c_str());
+  appendf(&r, "  communication  %10s %s\n", formatDuration(b.communicationNs).c_str(),
+          percent(b.fraction(b.communicationNs)).c_str());
+  appendf(&r, "  cpu+sync       %10s %s\n", formatDuration(b.cpuSyncNs).c_str(),
+          percent(b.fraction(b.cpuSyncNs)).c_str());
+  appendf(&r, "Offload overhead (fractions of total time)\n");
+  appendf(&r, "  host-to-device %10s %s\n", formatDuration(b.h2dNs).c_str(),
+          percent(b.fraction(b.h2dNs)).c_str());
+  appendf(&r, "  kernel launch  %10s %s  (%" PRIu64 " kernels)\n",
+          formatDuration(b.launchNs).c_str(), percent(b.fraction(b.launchNs)).c_str(), b.kernels);
+  appendf(&r, "  device-to-host %10s %s\n", formatDuration(b.d2hNs).c_str(),
+          percent(b.fraction(b.d2hNs)).c_str());
+  appendf(&r, "  dispatch/sync  %10s %s\n", formatDuration(b.dispatchSyncNs).c_str(),
+          percent(b.fraction(b.dispatchSyncNs)).c_str());
+
+  uint64_t sites = p.candidates.size() + p.hostOnlySites;
+  appendf(&r,
+          "\nCandidate allocation sites: %zu of %" PRIu64 " tracked sites (%" PRIu64
+          " host-only sites, %" PRIu64 " of %" PRIu64 " allocations host-only)\n",
+          p.candidates.size(), sites, p.hostOnlySites, p.hostOnlyAllocations,
+          p.trackedAllocations);
+  int n = 0;
+  for (const CandidateSite& c : p.candidates) {
+    appendf(&r, "  #%d %s\n", ++n, c.location.describe().c_str());
+    if (c.location.hasSource) appendf(&r, "      %s\n", c.location.source.file.c_str());
+    else if (!c.location.note.empty()) appendf(&r, "      (%s)\n", c.location.note.c_str());
+    appendf(&r, "      %s: %" PRIu64 " allocation%s", c.allocator.c_str(), c.allocations,
+            c.allocations == 1 ? "" : "s");
+    if (c.minAllocBytes == c.maxAllocBytes) appendf(&r, " of %s", formatBytes(c.maxAllocBytes).c_str());
+    else appendf(&r, " of %s..%s", formatBytes(c.minAllocBytes).c_str(), formatBytes(c.maxAllocBytes).c_str());
+    appendf(&r, ", peak live %s in %" PRIu64 " block%s\n", formatBytes(c.peakLiveBytes).c_str(),
+            c.peakLiveBlocks, c.peakLiveBlocks == 1 ? "" : "s");
+    appendf(&r, "      %s   %s\n", transferLine("h2d", c.h2d).c_str(),
+            transferLine("d2h", c.d2h).c_str());
+    if (c.gain.known) {
+      appendf(&r, "      predicted: %s (%s) saves %s of %s\n", c.gain.policy.c_str(),
+              c.gain.allocMode.c_str(), formatDuration(c.gain.savingNs()).c_str(),
+              formatDuration(c.gain.standardNs).c_str());
+    } else {
+      appendf(&r, "      predicted gain: %s\n", c.gain.note.c_str());
+    }
+  }
+  if (!p.untracked.empty()) {
+    appendf(&r, "\nTransferred memory no tracked allocation made (can only be registered in place)\n");
+    for (const UntrackedMemory& u : p.untracked) {
+      appendf(&r, "  %-7s %s", untrackedKindName(u.kind), u.what.c_str());
+      if (!u.modulePath.empty()) appendf(&r, " in %s", baseName(u.modulePath).c_str());
+      if (u.regionBytes) appendf(&r, ", %s", formatBytes(u.regionBytes).c_str());
+      appendf(&r, "\n      %s   %s\n", transferLine("h2d", u.h2d).c_str(),
+              transferLine("d2h", u.d2h).c_str());
+    }
+  }
+  if (!p.warnings.empty()) {
+    appendf(&r, "\nWarnings\n");
+    for (const std::string& w : p.warnings) appendf(&r, "  %s\n", w.c_str());
+  }
+  return r;
+}
+
+std::string profileToJson(const AppProfile& p) {
+  std::string out;
+  JsonWriter j(&out);
+  j.beginObject();
+  j.member("format", kProfileJsonFormat);
+  j.key("program").beginObject();
+  j.member("path", p.program.path).member("build_id", p.program.buildId);
+  j.member("content_hash", p.program.contentHash).member("key", p.program.key());
+  j.endObject();
+  j.member("trace", p.traceFile).member("device", p.device);
+  j.member("created_utc", p.createdUtc).member("hetopt_version", p.hetoptVersion);
+
+  const Eligibility& e = p.eligibility;
+  j.key("eligibility").beginObject();
+  j.member("eligible", e.eligible).member("ratio", e.ratio).member("threshold", e.threshold);
+  j.member("communication_ns", e.communicationNs).member("computation_ns", e.computationNs);
+  j.member("reason", e.reason);
+  j.endObject();
+
+  const Breakdown& b = p.breakdown;
+  j.key("breakdown").beginObject();
+  j.member("has_device_times", b.hasDeviceTimes);
+  j.member("total_ns", b.totalNs).member("kernel_ns", b.kernelNs);
+  j.member("communication_ns", b.communicationNs).member("cpu_sync_ns", b.cpuSyncNs);
+  j.member("h2d_ns", b.h2dNs).member("launch_ns", b.launchNs).member("d2h_ns", b.d2hNs);
+  j.member("dispatch_sync_ns", b.dispatchSyncNs).member("kernels", b.kernels);
+  j.endObject();
+
+  j.key("candidates").beginArray();
+  for (const CandidateSite& c : p.candidates) {
+    j.beginObject();
+    char key[24];
+    snprintf(key, sizeof key, "%016" PRIx64, c.siteKey);
+    j.member("site_key", std::string(key));
+    writeLocation(j, c.location);
+    j.key("frames").beginArray();
+    for (const ModulePc& f : c.frames)
+      j.beginObject().member("module", f.modulePath).member("build_id", f.buildId)
+          .member("offset", f.offset).endObject();
+    j.endArray();
+    j.member("allocator", c.allocator).member("allocations", c.allocations);
+    j.member("feeding_allocations", c.feedingAllocations);
+    j.member("min_alloc_bytes", c.minAllocBytes).member("max_alloc_bytes", c.maxAllocBytes);
+    j.member("typical_alloc_bytes", c.typicalAllocBytes);
+    j.member("peak_live_bytes", c.peakLiveBytes).member("peak_live_blocks", c.peakLiveBlocks);
+    writeTransfers(j, "h2d", c.h2d);
+    writeTransfers(j, "d2h", c.d2h);
+    j.key("gain").beginObject();
+    j.member("known", c.gain.known).member("note", c.gain.note);
+    if (c.gain.known) {
+      j.member("policy", c.gain.policy).member("alloc_mode", c.gain.allocMode);
+      j.member("standard_ns", c.gain.standardNs).member("optimized_ns", c.gain.optimizedNs);
+      j.member("saving_ns", c.gain.savingNs());
+    }
+    j.endObject();
+    j.endObject();
+  }
+  j.endArray();
+  j.member("host_only_sites", p.hostOnlySites).member("host_only_allocations", p.hostOnlyAllocations);
+  j.member("tracked_allocations", p.trackedAllocations);
+  j.key("untracked").beginArray();
+  for (const UntrackedMemory& u : p.untracked) {
+    j.beginObject();
+    j.member("kind", untrackedKindName(u.kind)).member("what", u.what);
+    j.member("module", u.modulePath).member("region_bytes", u.regionBytes);
+    writeTransfers(j, "h2d", u.h2d);
+    writeTransfers(j, "d2h", u.d2h);
+    j.endObject();
+  }
+  j.endArray();
+  j.key("warnings").beginArray();
+  for (const std::string& w : p.warnings) j.value(w);
+  j.endArray();
+  j.endObject();
+  out += '\n';
+  return out;
+}
+
+}  // namespace hetopt::analyzer

@@ -1,0 +1,166 @@
+// SPDX-License-Identifier: MIT
+/** @file Profiles in the DB: round trip, replacement, stale builds, foreign files. */
+#include "analyzer/profile_store.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "tests/analyzer/test_util.h"
+
+namespace hetopt::analyzer {
+namespace {
+
+class ProfileStore : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    m_dir = testing::makeTempDir();
+    m_path = m_dir + "/hetopt.db";
+  }
+  void TearDown() override { system(("rm -rf '" + m_dir + "'").c_str()); }
+  std::unique_ptr<Db> open() {
+    std::string error;
+    auto db = Db::open(m_path, Db::Mode::ReadWriteCreate, &error);
+    EXPECT_TRUE(db) << error;
+    return db;
+  }
+  std::string m_dir, m_path;
+};
+
+void expectSameTransfers(const TransferStats& a, const TransferStats& b) {
+  EXPECT_EQ(a.transfers, b.transfers);
+  EXPECT_EQ(a.bytes, b.bytes);
+  EXPECT_EQ(a.typicalBytes, b.typicalBytes);
+  EXPECT_EQ(a.maxBytes, b.maxBytes);
+  EXPECT_DOUBLE_EQ(a.deviceNs, b.deviceNs);
+  ASSERT_EQ(a.sizes.size(), b.sizes.size());
+  for (size_t i = 0; i < a.sizes.size(); ++i) {
+    EXPECT_EQ(a.sizes[i].bytes, b.sizes[i].bytes);
+    EXPECT_EQ(a.sizes[i].count, b.sizes[i].count);
+  }
+}
+
+TEST_F(ProfileStore, RoundTrip) {
+  auto db = open();
+  AppProfile p = testing::sampleProfile();
+  std::string error;
+  int64_t id = 0;
+  ASSERT_TRUE(storeProfile(*db, p, &id, &error)) << error;
+  EXPECT_GT(id, 0);
+  AppProfile q;
+  ProfileLookup lookup;
+  ASSERT_TRUE(loadProfile(*db, p.program, &q, &lookup, &error)) << error;
+  ASSERT_EQ(lookup.status, ProfileLookup::Status::Found);
+  EXPECT_EQ(lookup.id, id);
+  EXPECT_EQ(q.program.key(), p.program.key());
+  EXPECT_EQ(q.device, p.device);
+  EXPECT_EQ(q.eligibility.eligible, true);
+  EXPECT_DOUBLE_EQ(q.eligibility.ratio, 0.4);
+  EXPECT_EQ(q.eligibility.reason, p.eligibility.reason);
+  EXPECT_DOUBLE_EQ(q.breakdown.cpuSyncNs, p.breakdown.cpuSyncNs);
+  EXPECT_EQ(q.breakdown.kernels, 25u);
+  EXPECT_EQ(q.warnings, p.warnings);
+  EXPECT_EQ(q.hostOnlyAllocations, 250u);
+  ASSERT_EQ(q.candidates.size(), 2u);
+  const CandidateSite& c = q.candidates[0];
+  EXPECT_EQ(c.siteKey, 0xfedcba9876543210ull);
+  ASSERT_EQ(c.frames.size(), 2u);
+  EXPECT_EQ(c.frames[1].offset, 0xffffffffffff0000ull);
+  EXPECT_EQ(c.frames[0].buildId, p.candidates[0].frames[0].buildId);
+  EXPECT_EQ(c.location.describe(), "main at main.cpp:29");
+  EXPECT_EQ(c.peakLiveBytes, p.candidates[0].peakLiveBytes);
+  expectSameTransfers(c.h2d, p.candidates[0].h2d);
+  expectSameTransfers(c.d2h, p.candidates[0].d2h);
+  EXPECT_TRUE(c.gain.known);
+  EXPECT_DOUBLE_EQ(c.gain.savingNs(), 5e6);
+  EXPECT_EQ(q.candidates[1].location.describe(), "libio.so+0x99");
+  EXPECT_FALSE(q.candidates[1].gain.known);
+  ASSERT_EQ(q.untracked.size(), 1u);
+  EXPECT_EQ(q.untracked[0].kind, UntrackedMemory::Kind::Static);
+  expectSameTransfers(q.untracked[0].h2d, p.untracked[0].h2d);
+}
+
+TEST_F(ProfileStore, ReanalysisReplacesAndInfiniteRatioSurvives) {
+  auto db = open();
+  AppProfile p = testing::sampleProfile();
+  std::string error;
+  int64_t first = 0, second = 0;
+  ASSERT_TRUE(storeProfile(*db, p, &first, &error)) << error;
+  ASSERT_TRUE(storeRunBreakdown(*db, first, {"optimized", p.breakdown}, &error)) << error;
+  p.candidates.pop_back();
+  p.eligibility.ratio = HUGE_VAL;
+  ASSERT_TRUE(storeProfile(*db, p, &second, &error)) << error;
+  AppProfile q;
+  ProfileLookup lookup;
+  ASSERT_TRUE(loadProfile(*db, p.program, &q, &lookup, &error)) << error;
+  EXPECT_EQ(lookup.id, second);
+  EXPECT_EQ(q.candidates.size(), 1u);
+  EXPECT_TRUE(std::isinf(q.eligibility.ratio));
+  std::vector<BreakdownBar> bars;
+  ASSERT_TRUE(loadRunBreakdowns(*db, first, &bars, &error)) << error;
+  EXPECT_TRUE(bars.empty()) << "old profile's run breakdowns must go with it";
+}
+
+TEST_F(ProfileStore, RebuiltBinaryGetsStaleNotTheOldProfile) {
+  auto db = open();
+  AppProfile p = testing::sampleProfile();
+  std::string error;
+  ASSERT_TRUE(storeProfile(*db, p, nullptr, &error)) << error;
+  ProgramIdentity rebuilt = p.program;
+  rebuilt.buildId = "ffff";
+  AppProfile q;
+  ProfileLookup lookup;
+  ASSERT_TRUE(loadProfile(*db, rebuilt, &q, &lookup, &error)) << error;
+  EXPECT_EQ(lookup.status, ProfileLookup::Status::Stale);
+  EXPECT_EQ(lookup.storedKey, p.program.key());
+  EXPECT_TRUE(q.candidates.empty());
+  ProgramIdentity other = p.program;
+  other.path = "/elsewhere/solver";
+  ASSERT_TRUE(loadProfile(*db, other, &q, &lookup, &error)) << error;
+  EXPECT_EQ(lookup.status, ProfileLookup::Status::None);
+}
+
+TEST_F(ProfileStore, DbWithoutProfilesHasNone) {
+  auto db = open();
+  AppProfile q;
+  ProfileLookup lookup;
+  std::string error;
+  ASSERT_TRUE(loadProfile(*db, testing::sampleProfile().program, &q, &lookup, &error)) << error;
+  EXPECT_EQ(lookup.status, ProfileLookup::Status::None);
+  std::vector<BreakdownBar> bars;
+  EXPECT_TRUE(loadRunBreakdowns(*db, 1, &bars, &error)) << error;
+}
+
+TEST_F(ProfileStore, RunBreakdownsForTheSideBySidePlot) {
+  auto db = open();
+  AppProfile p = testing::sampleProfile();
+  std::string error;
+  int64_t id = 0;
+  ASSERT_TRUE(storeProfile(*db, p, &id, &error)) << error;
+  Breakdown opt = p.breakdown;
+  opt.communicationNs = 1e6;
+  ASSERT_TRUE(storeRunBreakdown(*db, id, {"optimized", opt}, &error)) << error;
+  ASSERT_TRUE(storeRunBreakdown(*db, id, {"standard", p.breakdown}, &error)) << error;
+  opt.communicationNs = 2e6;  // a later run replaces the earlier one of the same label
+  ASSERT_TRUE(storeRunBreakdown(*db, id, {"optimized", opt}, &error)) << error;
+  std::vector<BreakdownBar> bars;
+  ASSERT_TRUE(loadRunBreakdowns(*db, id, &bars, &error)) << error;
+  ASSERT_EQ(bars.size(), 2u);
+  EXPECT_EQ(bars[0].label, "standard");
+  EXPECT_EQ(bars[1].label, "optimized");
+  EXPECT_DOUBLE_EQ(bars[1].breakdown.communicationNs, 2e6);
+}
+
+TEST_F(ProfileStore, ForeignFileIsRefusedWithItsPath) {
+  FILE* f = fopen(m_path.c_str(), "w");
+  fputs("this is not a database at all, just text padded out to a page or so...........", f);
+  fclose(f);
+  chmod(m_path.c_str(), 0600);
+  std::string error;
+  auto db = Db::open(m_path, Db::Mode::ReadWriteCreate, &error);
+  EXPECT_FALSE(db);
+  EXPECT_NE(error.find(m_path), std::string::npos) << error;
+}
+
+}  // namespace
+}  // namespace hetopt::analyzer
