@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <cstdio>
@@ -74,7 +75,8 @@ void worker(unsigned seed, int rounds) {
       size_t k = next() % live.size();
       auto [q, n] = live[k];
       if (next() & 1) {  // grow or shrink, contents must survive up to the smaller size
-        size_t m = (next() >> 8) % (2 * n + 4096) + 1;
+        // Bounded: repeated growth of one block must not double without limit.
+        size_t m = (next() >> 8) % std::min<size_t>(2 * n + 4096, 4u << 20) + 1;
         unsigned char* g = static_cast<unsigned char*>(realloc(q, m));
         if (!g) { fail("realloc returned null", m); continue; }
         for (size_t i = 0; i < std::min(n, m); i += 61)
