@@ -542,12 +542,12 @@ BenchPlan makeBenchPlan(const BenchConfig& config, uint64_t hostAvailable, uint6
     cap(&transferMax, config.maxSize, "transfer", "--max-size");
   }
   // Room for one allocation (plus register's pre-existing copy), and for 4 host blocks of every
-  // policy at once (plus the device buffers when the device lives in host memory), leaving half
-  // the memory alone.
-  cap(&allocMax, hostAvailable / 4, "allocation", "free host memory");
+  // policy at once (plus the device buffers when the device lives in host memory), in a quarter of
+  // the free memory: other processes may grow while this runs, and the OOM killer is no answer.
+  cap(&allocMax, hostAvailable / 8, "allocation", "free host memory");
   const uint64_t blocks = static_cast<uint64_t>(plan.maxConcurrency) * kPolicyCount;
   const uint64_t hostBlocks = deviceInHostMemory ? 2 * blocks : blocks;
-  cap(&transferMax, hostAvailable / (2 * hostBlocks), "transfer", "free host memory");
+  cap(&transferMax, hostAvailable / (4 * hostBlocks), "transfer", "free host memory");
   cap(&transferMax, deviceMaxAlloc, "transfer", "CL_DEVICE_MAX_MEM_ALLOC_SIZE");
   cap(&transferMax, deviceGlobalMem / (2 * blocks), "transfer", "device memory");
     plan.allocSizes = sizeSeries(allocMax);

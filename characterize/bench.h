@@ -31,7 +31,7 @@ struct RepPlan {
   int minReps = 5;
   int maxReps = 25;
   double targetNs = 20e6;  ///< keep repeating (up to maxReps) until this much time was measured
-  double slowNs = 50e6;    ///< a warm-up slower than this ...
+  double slowNs = 20e6;    ///< a warm-up slower than this ...
   int slowMinReps = 3;     ///< ... lowers minReps to this
 };
 
@@ -51,8 +51,8 @@ struct BenchPlan {
 
 /// Default ranges: allocation 1 KiB..768 MiB, transfers 1 KiB..256 MiB, doubling (quick: both
 /// 1 KiB..16 MiB). Capped by maxSize, by free host memory (hostAvailable: 4 host blocks per policy
-/// per size, plus as many device buffers when the device lives in host memory) and by the device
-/// (max allocation size; 4 buffers per policy in half the global memory).
+/// per size, plus as many device buffers when the device lives in host memory, in a quarter of it)
+/// and by the device (max allocation size; 4 buffers per policy in half the global memory).
 BenchPlan makeBenchPlan(const BenchConfig& config, uint64_t hostAvailable, uint64_t deviceGlobalMem,
                         uint64_t deviceMaxAlloc, bool deviceInHostMemory);
 

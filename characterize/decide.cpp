@@ -245,6 +245,55 @@ std::string formatDecisionTable(const CharacterizationRun& run) {
   return out;
 }
 
+std::string formatMeasuredSummary(const CharacterizationRun& run) {
+  // The sample of (kind, policy, concurrency) at the largest size <= `atMost`; null when none.
+  auto at = [&](Measure m, PolicyKind p, int c, uint64_t atMost) -> const Sample* {
+    const Sample* best = nullptr;
+    for (const Sample& s : run.samples)
+      if (s.kind == m && s.policy == p && s.concurrency == c && s.size <= atMost && s.medianNs > 0 &&
+          (!best || s.size > best->size))
+        best = &s;
+    return best;
+  };
+  const uint64_t k64 = 64ull << 20, k256 = 256ull << 20;
+  const Sample* ref = at(Measure::H2D, PolicyKind::Standard, 1, k64);
+  int maxC = 1;
+  for (const Sample& s : run.samples) maxC = std::max(maxC, s.concurrency);
+  const Sample* refC = at(Measure::H2D, PolicyKind::Standard, maxC, UINT64_MAX);
+  if (!ref) return "";
+  char line[256];
+  std::string bw = formatBytes(static_cast<double>(ref->size));
+  std::string conc = std::to_string(maxC) + "x" +
+                     (refC ? formatBytes(static_cast<double>(refC->size)) : std::string("?"));
+  snprintf(line, sizeof line, "  %-9s %13s %13s %15s %15s %12s %12s\n", "measured", ("H2D@" + bw).c_str(),
+           ("D2H@" + bw).c_str(), ("H2D " + conc).c_str(), ("D2H " + conc).c_str(), "alloc 64MiB",
+           "alloc 256MiB");
+  std::string out = line;
+  auto gbs = [](const Sample* s) {
+    char b[32];
+    if (s)
+      snprintf(b, sizeof b, "%.1f GB/s", s->bandwidthGBs());
+    else
+      snprintf(b, sizeof b, "-");
+    return std::string(b);
+  };
+  auto allocAt = [&](PolicyKind p, uint64_t size) {
+    const Sample* s = at(Measure::Alloc, p, 1, size);
+    return s && s->size == size ? formatNs(s->medianNs) : std::string("-");
+  };
+  for (PolicyKind p : kAllPolicies) {
+    const Sample* h = at(Measure::H2D, p, 1, ref->size);
+    if (!h) continue;
+    snprintf(line, sizeof line, "  %-9s %13s %13s %15s %15s %12s %12s\n", policyName(p), gbs(h).c_str(),
+             gbs(at(Measure::D2H, p, 1, ref->size)).c_str(),
+             gbs(refC ? at(Measure::H2D, p, maxC, refC->size) : nullptr).c_str(),
+             gbs(refC ? at(Measure::D2H, p, maxC, refC->size) : nullptr).c_str(),
+             allocAt(p, k64).c_str(), allocAt(p, k256).c_str());
+    out += line;
+  }
+  return out;
+}
+
 std::string formatPolicySummary(const CharacterizationRun& run) {
   std::string out;
   for (const PolicyAvailability& p : run.policies) {

@@ -42,6 +42,11 @@ std::vector<Decision> decide(const CharacterizationRun& run, const DecisionRules
 /// The table as printed by `hetopt characterize` and `--show` (several lines, ends with '\n').
 std::string formatDecisionTable(const CharacterizationRun& run);
 
+/// Measured medians in the shape of design notes sec. 4, one row per measured policy: H2D/D2H GB/s
+/// at 64 MiB (or the largest size below it), aggregate GB/s of 4 concurrent transfers at the
+/// largest size, allocation time at 64 and 256 MiB. For comparing machines and driver versions.
+std::string formatMeasuredSummary(const CharacterizationRun& run);
+
 /// One line per policy with its availability and, for the unavailable ones, why.
 std::string formatPolicySummary(const CharacterizationRun& run);
 

@@ -289,7 +289,8 @@ set tics nomirror
   // Concurrency.
   gp += "set output " + quoted(slug + "-concurrency") + ".ext\n";
   gp += "set multiplot layout 1,2 title " +
-        quoted("Aggregate bandwidth of concurrent transfers on separate queues, largest size - " + device) + "\n";
+        quoted("Aggregate bandwidth of concurrent transfers on separate queues, " +
+               formatBytes(maxTransfer) + " each - " + device) + "\n";
   gp += "unset logscale x\nset xrange [0.5:" + std::to_string(maxConcurrency) + ".5]\nset xtics 1\n";
   gp += "set xlabel \"concurrent transfers\"\nset ylabel \"aggregate bandwidth (GB/s)\"\n";
   for (Measure m : {Measure::H2D, Measure::D2H}) {

@@ -2,9 +2,9 @@
 /** @file Storing and loading characterizations; see records.h and docs/DB.md. */
 #include "characterize/records.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
-#include <sstream>
 
 namespace hetopt::characterize {
 namespace {
@@ -124,7 +124,10 @@ bool loadDetails(Db& db, CharacterizationRun* run, std::string* error) {
       bool known = false;
       for (auto st : {PolicyAvailability::State::Available, PolicyAvailability::State::Partial,
                       PolicyAvailability::State::Unavailable}) {
-        if (state == availabilityName(st)) a.state = st, known = true;
+        if (state == availabilityName(st)) {
+          a.state = st;
+          known = true;
+        }
       }
       if (!known) return badName("availability", state);
       a.reason = q.columnText(2);
@@ -132,6 +135,8 @@ bool loadDetails(Db& db, CharacterizationRun* run, std::string* error) {
       run->policies.push_back(a);
     }
     if (s == DbStatement::Step::Error) return fail(error, where, q.error());
+    std::sort(run->policies.begin(), run->policies.end(),
+              [](const PolicyAvailability& a, const PolicyAvailability& b) { return a.policy < b.policy; });
   }
   {
     DbStatement q(db,

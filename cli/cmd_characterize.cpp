@@ -156,6 +156,7 @@ void printRun(const CharacterizationRun& run) {
     printf("  fits: %zu curves; largest RMS relative error %.1f%% (%s %s x%d)\n", run.fits.size(),
            worst->fn.rmsRelErr * 100, measureName(worst->kind), policyName(worst->policy),
            worst->concurrency);
+  printf("%s", formatMeasuredSummary(run).c_str());
   printf("  decisions (one transfer at a time; 'pool': allocation costs more than one transfer saves):\n%s",
          formatDecisionTable(run).c_str());
 }

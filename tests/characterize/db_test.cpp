@@ -92,8 +92,10 @@ TEST(Db, DamagedPagesAreCaught) {
     auto db = Db::open(path, Db::Mode::ReadWriteCreate, &error);
     ASSERT_TRUE(db) << error;
     ASSERT_TRUE(db->exec("CREATE TABLE t (x TEXT); CREATE INDEX ti ON t(x)", &error));
+    DbTransaction tx(*db, &error);
     for (int i = 0; i < 200; ++i)
       ASSERT_TRUE(db->exec("INSERT INTO t VALUES ('" + std::string(100, 'a' + i % 26) + "')", &error));
+    ASSERT_TRUE(tx.commit(&error)) << error;
   }
   // Keep the 100-byte header intact, overwrite everything after the first page.
   std::string bytes;
