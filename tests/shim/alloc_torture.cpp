@@ -74,7 +74,7 @@ void worker(unsigned seed, int rounds) {
     if (live.size() > 32 || (next() & 3) == 0) {
       size_t k = next() % live.size();
       auto [q, n] = live[k];
-      if (next() & 1) {  // grow or shrink, contents must survive up to the smaller size
+      if (live.size() <= 32 && (next() & 1)) {  // grow or shrink: contents must survive
         // Bounded: repeated growth of one block must not double without limit.
         size_t m = (next() >> 8) % std::min<size_t>(2 * n + 4096, 4u << 20) + 1;
         unsigned char* g = static_cast<unsigned char*>(realloc(q, m));
