@@ -1,0 +1,177 @@
+// SPDX-License-Identifier: MIT
+/** @file The trace file format: round trip, and rejection of truncated, corrupt, foreign files. */
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include <fstream>
+#include <iterator>
+
+#include "hetopt/version.h"
+#include "tests/trace/synthetic.h"
+#include "trace/format.h"
+
+using namespace hetopt::trace;
+using namespace hetopt::trace::testing;
+
+namespace {
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+// A small but complete trace: modules, sites, segments, untracked memory, loops.
+std::string sampleTrace() {
+  std::string path = tempPath("sample");
+  {
+    Synth s(path);
+    ObjectId mem = s.buffer(0xa0, 1 << 16);
+    ObjectId k = s.recorder().createHandle(ObjectKind::Kernel, 0xb0);
+    s.recorder().objects().info(k).fields |= kObjLabel;
+    s.recorder().objects().info(k).label = "axpb";
+    s.malloc(0x10000, 1 << 16, 0x401000);
+    for (int i = 0; i < 20; ++i) {
+      s.write(mem, 0x10000, 1 << 16);
+      s.kernel(k, mem);
+      s.read(mem, 0x10000, 1 << 16);
+    }
+    s.write(mem, 0x7fff0000, 256);  // untracked memory
+    s.free(0x10000);
+    s.finish();
+  }
+  std::string data = slurp(path);
+  unlink(path.c_str());
+  return data;
+}
+
+}  // namespace
+
+TEST(TraceFormat, RoundTrip) {
+  std::string data = sampleTrace();
+  Trace t;
+  std::string error;
+  ASSERT_TRUE(parseTrace(data.data(), data.size(), &t, &error)) << error;
+  EXPECT_TRUE(t.complete);
+  EXPECT_EQ(t.formatVersion, static_cast<uint32_t>(HETOPT_TRACE_FORMAT_VERSION));
+  EXPECT_EQ(t.writerVersion, "test");
+  EXPECT_EQ(t.header.pid, 4242u);
+  EXPECT_EQ(t.header.program, "/usr/bin/fake_app");
+  ASSERT_EQ(t.threads.size(), 1u);
+  EXPECT_EQ(t.threads[0].tid, 1000u);
+  ASSERT_EQ(t.modules.size(), 1u);
+  EXPECT_EQ(t.modules[0].path, "/usr/bin/fake_app");
+  EXPECT_EQ(t.modules[0].buildId, "00112233445566778899aabbccddeeff00112233");
+  ASSERT_EQ(t.sites.size(), 1u);
+  EXPECT_EQ(t.sites[0].frames[0].module, 0);
+  EXPECT_EQ(t.sites[0].frames[0].offset, 0x1000u);
+  EXPECT_EQ(callCount(t, "clEnqueueWriteBuffer"), 21u);
+  TraceSummary s = summarize(t);
+  EXPECT_EQ(s.h2dBytes, 20u * 65536 + 256);
+  EXPECT_EQ(s.d2hBytes, 20u * 65536);
+  EXPECT_EQ(s.allocations, 1u);
+  EXPECT_EQ(s.frees, 1u);
+  bool sawUntracked = false, sawLabel = false;
+  for (const auto& [id, o] : t.objects) {
+    if (o.kind == ObjectKind::Untracked) {
+      sawUntracked = true;
+      EXPECT_EQ(o.info.address, 0x7fff0000u);
+      EXPECT_EQ(o.info.size, 256u);
+      EXPECT_EQ(s.byObject.at(id).h2dBytes, 256u);
+    }
+    if (o.kind == ObjectKind::Kernel && o.info.label == "axpb") sawLabel = true;
+  }
+  EXPECT_TRUE(sawUntracked);
+  EXPECT_TRUE(sawLabel);
+}
+
+TEST(TraceFormat, EveryTruncationIsRejectedOrAnIncompletePrefix) {
+  std::string data = sampleTrace();
+  for (size_t cut = 0; cut < data.size(); ++cut) {
+    Trace t;
+    std::string error;
+    bool ok = parseTrace(data.data(), cut, &t, &error);
+    if (ok) {
+      // Only a cut exactly between chunks parses: then it is a prefix, never "complete".
+      EXPECT_FALSE(t.complete) << "cut at " << cut;
+    } else {
+      EXPECT_TRUE(error.find("truncated") != std::string::npos ||
+                  error.find("not a hetopt trace") != std::string::npos)
+          << "cut at " << cut << ": " << error;
+    }
+  }
+}
+
+TEST(TraceFormat, EveryFlippedByteIsRejected) {
+  std::string data = sampleTrace();
+  for (size_t i = 0; i < data.size(); ++i) {
+    std::string bad = data;
+    bad[i] = static_cast<char>(bad[i] ^ 0x20);
+    Trace t;
+    std::string error;
+    EXPECT_FALSE(parseTrace(bad.data(), bad.size(), &t, &error)) << "flip at " << i;
+    EXPECT_FALSE(error.empty());
+  }
+}
+
+TEST(TraceFormat, SalvageKeepsWhatPrecedesACorruptChunk) {
+  std::string data = sampleTrace();
+  Trace whole;
+  std::string error;
+  ASSERT_TRUE(parseTrace(data.data(), data.size(), &whole, &error));
+  std::string bad = data + std::string("CHNK\x01\0\0\0\xff\xff\0\0", 12) + std::string(12, '\0');
+  Trace t;
+  EXPECT_FALSE(parseTrace(bad.data(), bad.size(), &t, &error));
+  EXPECT_NE(error.find("truncated"), std::string::npos) << error;
+  ReadOptions salvage;
+  salvage.salvage = true;
+  ASSERT_TRUE(parseTrace(bad.data(), bad.size(), &t, &error, salvage)) << error;
+  EXPECT_FALSE(t.complete);
+  EXPECT_EQ(callCount(t, "clEnqueueWriteBuffer"), 21u);
+}
+
+TEST(TraceFormat, OtherVersionsAreRejectedNamingBoth) {
+  std::string data = sampleTrace();
+  putU32(reinterpret_cast<unsigned char*>(data.data()) + 8, HETOPT_TRACE_FORMAT_VERSION + 1);
+  Trace t;
+  std::string error;
+  EXPECT_FALSE(parseTrace(data.data(), data.size(), &t, &error));
+  EXPECT_NE(error.find("version " + std::to_string(HETOPT_TRACE_FORMAT_VERSION + 1)), std::string::npos) << error;
+  EXPECT_NE(error.find("reads version " + std::to_string(HETOPT_TRACE_FORMAT_VERSION)), std::string::npos) << error;
+  EXPECT_NE(error.find("written by hetopt test"), std::string::npos) << error;
+}
+
+TEST(TraceFormat, ForeignFilesAreRejected) {
+  Trace t;
+  std::string error;
+  const char junk[] = "#!/bin/sh\necho not a trace\n";
+  EXPECT_FALSE(parseTrace(junk, sizeof junk, &t, &error));
+  EXPECT_NE(error.find("not a hetopt trace"), std::string::npos);
+  EXPECT_FALSE(parseTrace(junk, 0, &t, &error));
+  EXPECT_FALSE(readTraceFile("/nonexistent/x.trace", &t, &error));
+  EXPECT_NE(error.find("cannot open"), std::string::npos);
+}
+
+TEST(TraceFormat, KilledWriterLeavesTheLastCheckpoint) {
+  std::string path = tempPath("killed");
+  std::string snapshot;
+  {
+    Synth s(path, 0);  // a tail snapshot at every opportunity
+    ObjectId mem = s.buffer(0xa0, 4096);
+    s.malloc(0x10000, 4096);
+    for (int i = 0; i < 5000; ++i) s.write(mem, 0x10000, 4096);
+    snapshot = slurp(path);  // what a SIGKILL here would leave
+    s.finish();
+  }
+  struct stat st;
+  ASSERT_EQ(stat(path.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  unlink(path.c_str());
+  Trace t;
+  std::string error;
+  ASSERT_TRUE(parseTrace(snapshot.data(), snapshot.size(), &t, &error)) << error;
+  EXPECT_FALSE(t.complete);
+  uint64_t writes = callCount(t, "clEnqueueWriteBuffer");
+  EXPECT_GE(writes, 4900u);  // the last checkpoint is at most 16 events old
+  EXPECT_LE(writes, 5000u);
+  EXPECT_LT(snapshot.size(), 2048u) << "tail snapshots overwrite each other";
+}

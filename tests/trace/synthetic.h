@@ -1,0 +1,150 @@
+// SPDX-License-Identifier: MIT
+/**
+ * @file Synthetic call streams for trace tests: a Recorder driven the way the shim's trace mode
+ * drives it (buffers, host segments, write -> kernel -> read), without OpenCL.
+ */
+#pragma once
+#include <unistd.h>
+
+#include <cstdio>
+#include <string>
+
+#include "api_table.h"
+#include "trace/reader.h"
+#include "trace/recorder.h"
+
+namespace hetopt::trace::testing {
+
+using api::ApiId;
+
+inline std::string tempPath(const std::string& name) {
+  const char* dir = getenv("TMPDIR");
+  return std::string(dir && *dir ? dir : "/tmp") + "/hetopt-test-" + std::to_string(getpid()) + "-" + name;
+}
+
+/// Pretends every address in [0x400000, 0x500000) is code of one module.
+inline bool fakeModules(uint64_t address, ModuleRecord* out) {
+  if (address < 0x400000 || address >= 0x500000) return false;
+  out->start = 0x400000;
+  out->end = 0x500000;
+  out->bias = 0x400000;
+  out->path = "/usr/bin/fake_app";
+  out->buildId = "00112233445566778899aabbccddeeff00112233";
+  return true;
+}
+
+class Synth {
+ public:
+  explicit Synth(const std::string& path, uint64_t checkpointNs = ~0ull >> 1) {
+    RecorderConfig c;
+    c.path = path;
+    c.header.pid = 4242;
+    c.header.program = "/usr/bin/fake_app";
+    c.header.writerVersion = "test";
+    c.checkpointNs = checkpointNs;
+    c.modules = fakeModules;
+    c.classifyRegions = false;
+    std::string error;
+    m_ok = m_rec.open(c, &error);
+    m_thread = m_rec.thread(1000);
+  }
+  bool ok() const { return m_ok; }
+  Recorder& recorder() { return m_rec; }
+
+  /// A leaf for `id` with every argument 0 except those set later.
+  Leaf call(ApiId id) {
+    Leaf l;
+    l.type = LeafType::Call;
+    l.code = static_cast<uint16_t>(id);
+    l.host.add(1000);
+    l.args.assign(api::apiInfo(id).numArgs, ArgAgg::of(0));
+    return l;
+  }
+  Ref ref(ObjectId obj, uint8_t arg, uint8_t flags) {
+    Ref r;
+    r.obj = obj;
+    r.arg = arg;
+    r.flags = flags;
+    ObjectTable& o = m_rec.objects();
+    r.vFirst = r.vLast = (flags & (kRefWrite | kRefCreate)) ? o.bumpVersion(obj) : o.version(obj);
+    return r;
+  }
+  Ref hostRef(uint64_t ptr, uint64_t bytes, uint8_t arg, HostAccess access) {
+    HostTarget t = m_rec.resolveHost(ptr, bytes);
+    Ref r = ref(t.obj, arg, kRefHost | (access == HostAccess::Write ? kRefWrite : kRefRead));
+    r.access = access;
+    r.offMin = t.offset;
+    r.endMax = t.offset + bytes;
+    r.bytes = bytes;
+    return r;
+  }
+
+  ObjectId buffer(uint64_t handle, uint64_t size) {
+    ObjectId m = m_rec.createHandle(ObjectKind::Mem, handle);
+    Leaf l = call(ApiId::clCreateBuffer);
+    l.args[2] = ArgAgg::of(size);
+    l.refs.push_back(ref(m, kRefArgReturn, kRefCreate));
+    m_rec.append(m_thread, std::move(l));
+    return m;
+  }
+  ObjectId malloc(uint64_t ptr, uint64_t size, uint64_t pc = 0x401234) {
+    uint32_t site = m_rec.internSite(&pc, 1);
+    return m_rec.recordAlloc(m_thread, 0, ptr, size, 0, site, 50);
+  }
+  void free(uint64_t ptr) { m_rec.recordFree(m_thread, ptr); }
+  void write(ObjectId mem, uint64_t ptr, uint64_t bytes) {
+    Leaf l = call(ApiId::clEnqueueWriteBuffer);
+    l.args[4] = ArgAgg::of(bytes);
+    l.refs.push_back(ref(mem, 1, kRefWrite));
+    l.refs.push_back(hostRef(ptr, bytes, 5, HostAccess::Read));
+    m_rec.append(m_thread, std::move(l));
+  }
+  void read(ObjectId mem, uint64_t ptr, uint64_t bytes) {
+    Leaf l = call(ApiId::clEnqueueReadBuffer);
+    l.args[4] = ArgAgg::of(bytes);
+    l.refs.push_back(ref(mem, 1, kRefRead));
+    l.refs.push_back(hostRef(ptr, bytes, 5, HostAccess::Write));
+    m_rec.append(m_thread, std::move(l));
+  }
+  void kernel(ObjectId kernel, ObjectId mem) {
+    Leaf l = call(ApiId::clEnqueueNDRangeKernel);
+    l.refs.push_back(ref(kernel, 1, kRefRead));
+    l.refs.push_back(ref(mem, kRefArgBound, kRefWrite));
+    m_rec.append(m_thread, std::move(l));
+  }
+  void finish() { m_rec.finish(); }
+
+ private:
+  Recorder m_rec;
+  uint32_t m_thread = 0;
+  bool m_ok = false;
+};
+
+/// The structure of a trace without counts: what must not depend on a loop's trip count.
+inline void renderStructure(const Trace& t, uint32_t id, std::string* out) {
+  const TraceNode& n = t.nodes[id];
+  if (n.loop) {
+    *out += "loop{";
+    for (uint32_t b : n.body) renderStructure(t, b, out);
+    *out += "}";
+    return;
+  }
+  *out += t.leafName(n) + "(";
+  for (const Ref& r : n.refs) *out += std::to_string(r.obj) + ":" + std::to_string(r.flags) + ",";
+  *out += ")";
+}
+inline std::string structure(const Trace& t) {
+  std::string s;
+  for (const TraceThread& th : t.threads)
+    for (uint32_t e : th.entries) renderStructure(t, e, &s);
+  return s;
+}
+
+inline uint64_t callCount(const Trace& t, const std::string& name) {
+  uint64_t n = 0;
+  for (const TraceNode& node : t.nodes)
+    if (!node.loop && t.leafName(node) == name) n += node.host.count;
+  return n;
+}
+
+}  // namespace hetopt::trace::testing

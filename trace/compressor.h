@@ -1,0 +1,167 @@
+// SPDX-License-Identifier: MIT
+/**
+ * @file Online loop folding of one thread's event stream (the "compressed trace").
+ *
+ * Events arrive as leaves. The compressor keeps a short window of top-level nodes (leaves and
+ * loops) and, after each append, folds repetitions at the end of the window:
+ *  1. the last k nodes equal the body of the loop right before them: that loop gets one more
+ *     iteration (the k nodes are merged into its body);
+ *  2. the last k nodes equal the k nodes before them: both become one loop of 2 iterations.
+ * Both repeat until nothing folds, so nested loops emerge inner first (Ketterlin & Clauss's
+ * nested-loop recognition, restricted to exact repetition of structure, which is what OpenCL host
+ * code produces). k is bounded (maxBody), so a step costs O(maxBody) hash compares plus one
+ * structural compare per candidate. Nodes that fall more than 2*maxBody+1 places behind the end
+ * can no longer fold and leave the window: the window, not the trace, is what stays in memory,
+ * and a loop is one node whatever its trip count.
+ *
+ * Equality ("same function, same objects"): leaves match when type, function/allocator, site and
+ * the list of references (argument, flags, host access, object) match; scalars, offsets, sizes,
+ * versions and timings do not take part, they are aggregated (first/min/max, sums). Objects are
+ * compared up to renaming of objects created inside the compared sequences (a loop that allocates
+ * and frees a temporary each iteration folds; a loop that alternates between two pre-existing
+ * buffers does not fold into one). Loops match when their bodies do; their trip counts add up,
+ * and a lone call matches a loop of that one call (an inner loop that ran once).
+ */
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "trace/format.h"
+#include "trace/objects.h"
+
+namespace hetopt::trace {
+
+/// count/total/min/max of a series of values.
+struct Agg {
+  uint64_t count = 0, total = 0, min = 0, max = 0;
+  void add(uint64_t v) {
+    if (count == 0 || v < min) min = v;
+    if (count == 0 || v > max) max = v;
+    ++count;
+    total += v;
+  }
+  void merge(const Agg& o) {
+    if (o.count == 0) return;
+    if (count == 0 || o.min < min) min = o.min;
+    if (count == 0 || o.max > max) max = o.max;
+    count += o.count;
+    total += o.total;
+  }
+};
+
+/// One argument (or the return value) over every call a leaf stands for.
+struct ArgAgg {
+  uint64_t first = 0, min = 0, max = 0;
+  bool varies = false;
+  static ArgAgg of(uint64_t v) { return ArgAgg{v, v, v, false}; }
+  void merge(const ArgAgg& o) {
+    varies = varies || o.varies || o.first != first;
+    if (o.min < min) min = o.min;
+    if (o.max > max) max = o.max;
+  }
+};
+
+/// Device-side timing from OpenCL profiling (nanoseconds of the device clock).
+struct DeviceAgg {
+  Agg exec;                  ///< end - start of each command
+  uint64_t queuedToSubmit = 0;  ///< sum of submit - queued
+  uint64_t submitToStart = 0;   ///< sum of start - submit
+  uint64_t missing = 0;         ///< commands whose profiling info could not be read
+  void merge(const DeviceAgg& o) {
+    exec.merge(o.exec);
+    queuedToSubmit += o.queuedToSubmit;
+    submitToStart += o.submitToStart;
+    missing += o.missing;
+  }
+};
+
+struct Ref {
+  ObjectId obj = kNoObject;
+  uint8_t arg = 0;     ///< argument index, kRefArgReturn or kRefArgBound
+  uint8_t flags = 0;   ///< RefFlag bits
+  HostAccess access = HostAccess::None;
+  uint32_t vFirst = 0, vLast = 0;  ///< version used/defined by the first and the last call
+  uint64_t offMin = 0, endMax = 0;  ///< host refs: range touched, relative to the object start
+  uint64_t bytes = 0;               ///< host refs: bytes moved, summed over calls
+};
+
+struct Leaf {
+  LeafType type = LeafType::Call;
+  uint16_t code = 0;
+  uint32_t site = 0;  ///< allocation site id + 1 (0: none)
+  uint32_t thread = 0;
+  Agg host;           ///< host time of each call in ns; host.count is the number of calls
+  DeviceAgg device;
+  std::vector<ArgAgg> args;
+  ArgAgg result;
+  std::vector<Ref> refs;
+};
+
+using NodeId = uint32_t;
+inline constexpr NodeId kNoNode = 0;
+
+struct Node {
+  bool loop = false;
+  bool live = false;     ///< allocated in the arena
+  uint32_t pending = 0;  ///< timing slots that point at this leaf
+  uint64_t hash = 0;
+  Leaf leaf;                   ///< leaves
+  uint64_t iterations = 0;     ///< loops: iterations summed over every time the loop ran
+  uint64_t instances = 0;      ///< loops: how many times it ran
+  std::vector<NodeId> body;    ///< loops
+};
+
+class Compressor {
+ public:
+  explicit Compressor(ObjectTable* objects, unsigned maxBody = 32);
+
+  /// Appends one event and folds. With `wantSlot`, returns a timing slot that follows the event's
+  /// statistics wherever folding moves them (deliver() later), else 0.
+  uint32_t append(Leaf&& leaf, bool wantSlot = false);
+
+  /// Top-level nodes that can no longer fold, oldest first. With `all`, the whole window (end of
+  /// the thread or of the trace). Nodes with pending device timings are held back unless the
+  /// window is far over its size or `all` is set.
+  std::vector<NodeId> takeFinal(bool all);
+  /// Releases nodes returned by takeFinal() after they were written.
+  void release(const std::vector<NodeId>& roots);
+
+  const std::vector<NodeId>& window() const { return m_window; }
+  const Node& node(NodeId id) const { return m_nodes[id]; }
+  Node& node(NodeId id) { return m_nodes[id]; }
+
+  /// Delivers the device timing of a slot from append() (null: not available) to the leaf that
+  /// holds the event's statistics now, and frees the slot. Dropped when that leaf was written out.
+  void deliver(uint32_t slot, const DeviceAgg* timing);
+  size_t pendingSlots() const { return m_slots.size() - m_freeSlots.size() - 1; }
+
+  size_t liveNodes() const { return m_live; }
+
+ private:
+  struct Bijection {
+    std::vector<std::pair<ObjectId, ObjectId>> pairs;
+  };
+  NodeId alloc();
+  void freeTree(NodeId id);
+  void retire(NodeId id, NodeId into);
+  uint64_t leafHash(const Leaf& l) const;
+  uint64_t loopHash(const std::vector<NodeId>& body) const;
+  bool equal(NodeId x, NodeId y, Bijection& bij) const;
+  bool equalLeaf(const Leaf& x, const Leaf& y, Bijection& bij) const;
+  bool equalSeq(const NodeId* x, const NodeId* y, size_t k, Bijection& bij) const;
+  /// Merges the statistics of `y` into `x` (equal structure) and retires `y`.
+  void merge(NodeId x, NodeId y);
+  bool foldOnce();
+  bool hasPending(NodeId id) const;
+
+  ObjectTable* m_objects;
+  unsigned m_maxBody;
+  std::vector<Node> m_nodes;
+  std::vector<NodeId> m_free;
+  std::vector<NodeId> m_window;
+  std::vector<NodeId> m_slots{kNoNode};  ///< timing slot -> leaf (slot 0 unused)
+  std::vector<uint32_t> m_freeSlots;
+  size_t m_live = 0;
+};
+
+}  // namespace hetopt::trace

@@ -1,0 +1,147 @@
+// SPDX-License-Identifier: MIT
+/**
+ * @file Reading trace files: the one reader every tool uses (`hetopt show`, the `hetopt trace`
+ * summary, the analyzer, tests). The format is specified in trace/FORMAT.md.
+ *
+ * What a Trace holds:
+ *  - header facts (pid, program, start time, writer version) and whether the trace is complete
+ *    (the program exited normally) or a prefix (killed / crashed: the last checkpoint's state);
+ *  - modules (path, build id, load range, bias) and allocation sites (raw return addresses, each
+ *    with the module it lies in), for symbolization;
+ *  - objects by id: host segments (address, size, allocation site, allocator), untracked host
+ *    memory (range, where it lies: static/stack/heap/mmap/file, mapping), SVM allocations and
+ *    OpenCL objects (kernel names and device names as labels);
+ *  - per thread, the compressed call tree: a sequence of nodes, each a leaf (one OpenCL call,
+ *    allocation, free or realloc, standing for host.count calls) or a loop (a body of nodes
+ *    repeated; `iterations` summed over `instances` runs).
+ *
+ * A leaf's refs say which objects the calls touched and how (kRefRead/Write/Create/Destroy, SSA
+ * versions of the first and last call), and for host memory which range and how many bytes moved
+ * in which direction (HostAccess). Counts, bytes and times in leaves are exact totals over every
+ * call the leaf stands for; they never need multiplying by loop counts.
+ *
+ * To attribute a transfer to an allocation site: take a leaf ref with kRefHost and access
+ * Read/Write, look up its object; a Segment's info.site (id + 1) names sites[site - 1];
+ * siteKey-style identity is (module build id or path, pc - bias) of each frame.
+ *
+ * parseTrace()/readTraceFile() never crash on bad input; they fail with one clear message
+ * (bad magic, unsupported version naming both versions, truncated or corrupt chunk with its offset).
+ */
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "trace/compressor.h"
+#include "trace/format.h"
+#include "trace/objects.h"
+#include "trace/writer.h"
+
+namespace hetopt::trace {
+
+/// The format version this reader reads (trace/FORMAT_VERSION).
+uint32_t supportedFormatVersion();
+
+struct TraceModule {
+  uint64_t start = 0, end = 0, bias = 0;
+  std::string path;
+  std::string buildId;
+};
+
+struct TraceFrame {
+  uint64_t pc = 0;
+  int32_t module = -1;  ///< index into Trace::modules, -1 when unknown
+  uint64_t offset = 0;  ///< pc - bias of its module (the pc when no module)
+};
+
+struct TraceSite {
+  std::vector<TraceFrame> frames;  ///< innermost first
+};
+
+struct TraceObject {
+  ObjectId id = kNoObject;
+  ObjectKind kind = ObjectKind::Segment;
+  ObjectInfo info;  ///< info.site: site index + 1; info.module: module index + 1
+};
+
+struct TraceNode {
+  bool loop = false;
+  uint32_t thread = 0;
+  bool provisional = false;  ///< from the last checkpoint of an unfinished trace
+  // leaves
+  LeafType type = LeafType::Call;
+  uint16_t code = 0;  ///< api::ApiId for calls; AllocFn for allocations
+  uint32_t site = 0;  ///< site index + 1 (0: none)
+  Agg host;           ///< host time per call (ns); host.count = number of calls
+  DeviceAgg device;
+  std::vector<ArgAgg> args;  ///< in the API table's parameter order (alloc: size, alignment)
+  ArgAgg result;
+  std::vector<Ref> refs;  ///< Ref::obj are object ids of Trace::objects
+  // loops
+  uint64_t iterations = 0;
+  uint64_t instances = 0;
+  std::vector<uint32_t> body;  ///< indices into Trace::nodes
+};
+
+struct TraceThread {
+  uint32_t index = 0;
+  uint64_t tid = 0;
+  std::vector<uint32_t> entries;  ///< top-level nodes, in order
+};
+
+struct Trace {
+  uint32_t formatVersion = 0;
+  std::string writerVersion;
+  FileHeader header;
+  bool complete = false;     ///< the End record was found: the program exited normally
+  uint64_t durationNs = 0;   ///< traced wall time (to the last checkpoint when incomplete)
+  uint64_t fileBytes = 0;
+  std::vector<TraceModule> modules;
+  std::vector<TraceSite> sites;
+  std::map<ObjectId, TraceObject> objects;
+  std::vector<TraceNode> nodes;
+  std::vector<TraceThread> threads;
+
+  const TraceObject* object(ObjectId id) const {
+    auto it = objects.find(id);
+    return it == objects.end() ? nullptr : &it->second;
+  }
+  /// "clEnqueueWriteBuffer", "malloc", "free", "realloc", ...
+  std::string leafName(const TraceNode& n) const;
+};
+
+struct ReadOptions {
+  /// Keep what was read before a torn or corrupt chunk instead of failing (the trace is then
+  /// marked incomplete). Default: reject the file.
+  bool salvage = false;
+};
+
+bool parseTrace(const void* data, size_t size, Trace* out, std::string* error,
+                const ReadOptions& options = {});
+bool readTraceFile(const std::string& path, Trace* out, std::string* error,
+                   const ReadOptions& options = {});
+
+/// Totals over a whole trace (every leaf once; counts are exact).
+struct TraceSummary {
+  uint64_t calls = 0;  ///< OpenCL calls
+  std::map<std::string, uint64_t> callsByFunction;
+  uint64_t allocations = 0, frees = 0, reallocs = 0;
+  uint64_t h2dBytes = 0, d2hBytes = 0;          ///< host memory read / written by calls
+  uint64_t h2dTransfers = 0, d2hTransfers = 0;  ///< calls that did so
+  uint64_t mappedBytes = 0, wrappedBytes = 0;   ///< mapped ranges; USE_HOST_PTR memory
+  uint64_t kernels = 0, kernelNs = 0;           ///< device time of kernel launches
+  uint64_t transferNs = 0;   ///< device time of transfers (read/write/map/unmap/svm copy/migrate)
+  uint64_t otherDeviceNs = 0;  ///< device time of other commands (fill, copy, markers)
+  uint64_t launchLatencyNs = 0;  ///< queued -> start summed over commands with timings
+  uint64_t hostCallNs = 0;       ///< host time spent inside OpenCL calls
+  uint64_t deviceMissing = 0;    ///< commands without profiling information
+  struct ObjectBytes {
+    uint64_t h2dBytes = 0, d2hBytes = 0, h2dTransfers = 0, d2hTransfers = 0;
+  };
+  std::map<ObjectId, ObjectBytes> byObject;  ///< host objects that crossed, by object id
+};
+TraceSummary summarize(const Trace& trace);
+
+}  // namespace hetopt::trace

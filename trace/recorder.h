@@ -1,0 +1,188 @@
+// SPDX-License-Identifier: MIT
+/**
+ * @file The recording side of a trace: the object model (host segments from allocation events,
+ * untracked host memory, SVM allocations, OpenCL handles, SSA versions), one folding Compressor
+ * per thread, and the writer. The shim's trace mode drives it; tests drive it with synthetic
+ * streams.
+ *
+ * Thread safety: every member function except mayBeSegment() requires the caller to hold lock()
+ * (one mutex: trace mode may serialize; the malloc hot path never gets here for untracked sizes).
+ * mayBeSegment() is lock-free, for free(): it answers "certainly not a tracked block" for almost
+ * every small block without taking the lock.
+ */
+#pragma once
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "trace/compressor.h"
+#include "trace/objects.h"
+#include "trace/writer.h"
+
+namespace hetopt::trace {
+
+/// Where a code address lies, as the process's module map knows it.
+struct ModuleRecord {
+  uint64_t start = 0, end = 0, bias = 0;
+  std::string path;
+  std::string buildId;  ///< hex
+};
+/// Looks up the module holding `address`; false when none.
+using ModuleLookup = bool (*)(uint64_t address, ModuleRecord* out);
+
+/// Lock-free "may this address be a tracked block?" filter: open addressing over block starts.
+/// Inserts and erases happen under the recorder's lock; lookups from any thread without it.
+class AddressSet {
+ public:
+  AddressSet();
+  bool mayContain(uint64_t p) const;
+  void insert(uint64_t p);
+  void erase(uint64_t p);
+
+ private:
+  struct Table {
+    size_t mask;
+    std::atomic<uint64_t>* slots;
+  };
+  Table* makeTable(size_t capacity);
+  void rebuild(size_t capacity);
+  std::atomic<Table*> m_table{nullptr};
+  size_t m_used = 0;  ///< keys + tombstones
+  size_t m_live = 0;
+};
+
+struct RecorderConfig {
+  std::string path;
+  FileHeader header;
+  unsigned maxBody = 32;              ///< longest loop body folded (top-level nodes)
+  size_t chunkBytes = 64 * 1024;      ///< uncompressed bytes per Records chunk
+  uint64_t checkpointNs = 1000000000;  ///< tail snapshot at least this often while events arrive
+  ModuleLookup modules = nullptr;     ///< null: no module records (tests)
+  bool classifyRegions = true;        ///< read /proc/self/maps for untracked memory
+};
+
+/// A host pointer resolved to an object and an offset inside it.
+struct HostTarget {
+  ObjectId obj = kNoObject;
+  uint64_t offset = 0;
+};
+
+class Recorder {
+ public:
+  Recorder() = default;
+  Recorder(const Recorder&) = delete;
+  Recorder& operator=(const Recorder&) = delete;
+
+  std::unique_lock<std::mutex> lock() { return std::unique_lock<std::mutex>(m_mutex); }
+  std::mutex& mutex() { return m_mutex; }
+
+  /// Creates the file and writes the header. False with *error when it cannot.
+  bool open(const RecorderConfig& config, std::string* error);
+  bool isOpen() const { return m_writer.isOpen(); }
+
+  /// Index of the thread with system id `tid`, registering it (Thread record) on first use.
+  uint32_t thread(uint64_t tid);
+
+  ObjectTable& objects() { return m_objects; }
+
+  // ---- OpenCL handles ----
+  /// A handle returned as a new object (return:new, out_handles of creation calls): always a new
+  /// object, replacing whatever the handle value meant before (the driver may reuse addresses).
+  ObjectId createHandle(ObjectKind kind, uint64_t handle);
+  /// The object a handle names; a handle seen for the first time (platforms, devices, objects
+  /// created before tracing) becomes a new object and *created is set.
+  ObjectId handle(ObjectKind kind, uint64_t handle, bool* created = nullptr);
+  /// The object of a handle if known (no creation), else kNoObject.
+  ObjectId findHandle(uint64_t handle) const;
+
+  // ---- host memory ----
+  /// Resolves [ptr, ptr+len) to a live tracked segment, an SVM allocation or an untracked region
+  /// (created or widened here). ptr == 0 gives kNoObject.
+  HostTarget resolveHost(uint64_t ptr, uint64_t len);
+  bool mayBeSegment(uint64_t p) const { return m_segmentStarts.mayContain(p); }
+  /// Interns an allocation site (return addresses, innermost first); returns id + 1.
+  uint32_t internSite(const uint64_t* pcs, unsigned depth);
+  /// Records an allocation of a tracked block: a new Segment object created by an Alloc leaf.
+  ObjectId recordAlloc(uint32_t thread, uint8_t allocFn, uint64_t ptr, uint64_t size,
+                       uint64_t alignment, uint32_t site, uint64_t hostNs);
+  /// Records the free of a tracked block; false (nothing recorded) when `ptr` is not one.
+  bool recordFree(uint32_t thread, uint64_t ptr);
+  /// realloc(oldPtr, size) -> newPtr. `site` is 0 when the new block is too small to track: then
+  /// only the old block's end is recorded (if it was tracked).
+  void recordRealloc(uint32_t thread, uint64_t oldPtr, uint64_t newPtr, uint64_t size,
+                     uint32_t site, uint64_t hostNs);
+  /// An SVM/USM allocation made through OpenCL (kind Svm), or its release.
+  ObjectId addSvm(uint64_t ptr, uint64_t size);
+  ObjectId removeSvm(uint64_t ptr);
+
+  // ---- events ----
+  /// Appends a leaf to `thread`'s stream. With `wantSlot`, returns a slot for its device timing.
+  uint32_t append(uint32_t thread, Leaf&& leaf, bool wantSlot = false);
+  void deliver(uint32_t thread, uint32_t slot, const DeviceAgg* timing);
+  /// The thread ended: everything it recorded becomes final.
+  void threadExit(uint32_t thread);
+  /// Writes everything and the End record, then closes the file.
+  void finish();
+  /// In a forked child: drops the parent's file, windows and pending timings (they are the
+  /// parent's), keeps the object model, and starts `config.path`.
+  bool restartInChild(const RecorderConfig& config, std::string* error);
+
+  uint64_t eventsRecorded() const { return m_events; }
+  /// Changes when a forked child restarts: thread indices cached by callers become stale.
+  uint32_t generation() const { return m_generation; }
+
+ private:
+  struct ThreadState {
+    uint64_t tid = 0;
+    Compressor compressor;
+    explicit ThreadState(ObjectTable* objects, unsigned maxBody) : compressor(objects, maxBody) {}
+  };
+  struct Range {
+    uint64_t end;
+    ObjectId obj;
+  };
+
+  void afterAppend(uint32_t thread);
+  void checkpoint(bool withTail);
+  void writeFinal(uint32_t thread, bool all);
+  void emitModuleFor(uint64_t address, uint32_t* moduleId);
+  void writeModule(uint32_t id);
+  void writeSite(uint32_t id, const std::vector<uint64_t>& pcs);
+  void emitObject(std::string* out, ObjectId id, bool persistent, int depth = 0);
+  void emitObjectsOf(std::string* out, const Compressor& c, NodeId id, bool persistent);
+  void writeNode(std::string* out, const Compressor& c, NodeId id);
+  void writeEntries(std::string* out, uint32_t thread, const Compressor& c,
+                    const std::vector<NodeId>& roots, bool persistent);
+  void classify(uint64_t address, ObjectInfo* info);
+  uint64_t elapsedNs() const;
+
+  std::mutex m_mutex;
+  RecorderConfig m_config;
+  TraceFileWriter m_writer;
+  ObjectTable m_objects;
+  std::vector<ThreadState*> m_threads;  ///< leaked with the recorder (threads may outlive it)
+  std::unordered_map<uint64_t, uint32_t> m_threadByTid;
+  std::unordered_map<uint64_t, ObjectId> m_handles;
+  std::map<uint64_t, Range> m_segments;   ///< live tracked blocks by start
+  std::map<uint64_t, Range> m_svm;        ///< live SVM allocations by start
+  std::map<uint64_t, Range> m_untracked;  ///< untracked regions by start
+  AddressSet m_segmentStarts;
+  std::map<std::vector<uint64_t>, uint32_t> m_sites;
+  std::map<std::pair<uint64_t, std::string>, uint32_t> m_modules;  ///< (start, path) -> id + 1
+  std::vector<ModuleRecord> m_moduleRecords;                        ///< by id - 1
+  std::string m_records;  ///< final records not written yet
+  uint64_t m_startMono = 0;
+  uint64_t m_lastCheckpoint = 0;
+  uint64_t m_events = 0;
+  bool m_finished = false;
+  uint32_t m_generation = 1;
+};
+
+/// CLOCK_MONOTONIC in ns.
+uint64_t monotonicNs();
+
+}  // namespace hetopt::trace
