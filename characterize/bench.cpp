@@ -12,6 +12,7 @@
 
 #include "characterize/host_info.h"
 #include "characterize/units.h"
+#include "common/log.h"
 #include "hetopt/version.h"
 #include "policies/os_memory.h"
 #include "policies/policy.h"
@@ -91,6 +92,25 @@ void stampChunk(uint8_t* p, size_t avail, uint32_t seed, uint64_t index) {
 class ClSession {
  public:
   ClSession(const ClDevice& dev, int queues, uint64_t bufferBytes) {
+    try {
+      create(dev, queues, bufferBytes);
+    } catch (...) {
+      release();
+      throw;
+    }
+  }
+  ~ClSession() { release(); }
+  ClSession(const ClSession&) = delete;
+  ClSession& operator=(const ClSession&) = delete;
+  cl_context context() const { return m_context; }
+  cl_command_queue queue(int i) const { return m_queues[i]; }
+  /// Device buffer `i` (one per queue) of `policy`.
+  cl_mem buffer(PolicyKind policy, int i) const {
+    return m_buffers[static_cast<size_t>(policy) * m_queueCount + i];
+  }
+
+ private:
+  void create(const ClDevice& dev, int queues, uint64_t bufferBytes) {
     cl_int st = CL_SUCCESS;
     cl_context_properties props[] = {CL_CONTEXT_PLATFORM,
                                      reinterpret_cast<cl_context_properties>(dev.platform), 0};
@@ -108,22 +128,20 @@ class ClSession {
     }
     m_queueCount = queues;
   }
-  ~ClSession() {
-    for (cl_command_queue q : m_queues) clFinish(q);
-    for (cl_mem b : m_buffers) clReleaseMemObject(b);
-    for (cl_command_queue q : m_queues) clReleaseCommandQueue(q);
-    if (m_context) clReleaseContext(m_context);
-  }
-  ClSession(const ClSession&) = delete;
-  ClSession& operator=(const ClSession&) = delete;
-  cl_context context() const { return m_context; }
-  cl_command_queue queue(int i) const { return m_queues[i]; }
-  /// Device buffer `i` (one per queue) of `policy`.
-  cl_mem buffer(PolicyKind policy, int i) const {
-    return m_buffers[static_cast<size_t>(policy) * m_queueCount + i];
+  // Failures here can no longer change a result: they are reported, not thrown.
+  void release() {
+    auto report = [](cl_int st, const char* what) {
+      if (st != CL_SUCCESS) warn("characterize: %s failed: %s", what, clErrorName(st));
+    };
+    for (cl_command_queue q : m_queues) report(clFinish(q), "clFinish");
+    for (cl_mem b : m_buffers) report(clReleaseMemObject(b), "clReleaseMemObject");
+    for (cl_command_queue q : m_queues) report(clReleaseCommandQueue(q), "clReleaseCommandQueue");
+    if (m_context) report(clReleaseContext(m_context), "clReleaseContext");
+    m_buffers.clear();
+    m_queues.clear();
+    m_context = nullptr;
   }
 
- private:
   cl_context m_context = nullptr;
   std::vector<cl_command_queue> m_queues;
   std::vector<cl_mem> m_buffers;

@@ -44,6 +44,45 @@ double transferNs(const CharacterizationRun& run, PolicyKind p, Direction d, dou
   return h < 0 || r < 0 ? -1.0 : h + r;
 }
 
+// Measured median transfer time of `p` for `d` at exactly `size` (concurrency 1); < 0 when that
+// size was not measured.
+double measuredNs(const CharacterizationRun& run, PolicyKind p, Direction d, uint64_t size) {
+  auto one = [&](Measure m) {
+    for (const Sample& s : run.samples)
+      if (s.kind == m && s.policy == p && s.concurrency == 1 && s.size == size && s.medianNs > 0)
+        return s.medianNs;
+    return -1.0;
+  };
+  if (d == Direction::H2D) return one(Measure::H2D);
+  if (d == Direction::D2H) return one(Measure::D2H);
+  double h = one(Measure::H2D), r = one(Measure::D2H);
+  return h < 0 || r < 0 ? -1.0 : h + r;
+}
+
+// Whether the measurements inside the octave around `size` (the sizes measured there) confirm that
+// `p` beats standard by half the margin. Fits of different policies are made independently and a
+// noisy point can bend one of them; a gain the raw medians do not show is not acted on. With no
+// measurement in the octave (extrapolation) the fit stands.
+bool measurementsConfirm(const CharacterizationRun& run, PolicyKind p, Direction d, double size,
+                         const DecisionRules& r, std::string* why) {
+  for (const Sample& s : run.samples) {
+    double x = static_cast<double>(s.size);
+    if (s.kind != Measure::H2D || s.policy != PolicyKind::Standard || s.concurrency != 1 ||
+        x < size / std::sqrt(2.0) * 0.999 || x > size * std::sqrt(2.0) * 1.001)
+      continue;
+    double mp = measuredNs(run, p, d, s.size), ms = measuredNs(run, PolicyKind::Standard, d, s.size);
+    if (mp <= 0 || ms <= 0) continue;
+    if (ms <= mp * (1 + r.similarRel / 2) || ms - mp <= r.similarAbsNs) {
+      char buf[160];
+      snprintf(buf, sizeof buf, "the fit's gain of %s is not in the medians measured at %s (%.2fx)",
+               policyName(p), formatBytes(x).c_str(), ms / mp);
+      *why = buf;
+      return false;
+    }
+  }
+  return true;
+}
+
 // Allocation + free time of `p` at `size`; < 0 when unknown.
 double allocNs(const CharacterizationRun& run, PolicyKind p, double size) {
   const Fit* a = run.findFit(Measure::Alloc, p, 1);
@@ -105,6 +144,15 @@ Choice choose(const CharacterizationRun& run, Direction d, double size, const De
     const Candidate& standard = cands.front();
     if (standard.t <= pick->t * (1 + r.similarRel) || standard.t - pick->t <= r.similarAbsNs)
       pick = &standard;
+  }
+  std::string unconfirmed;
+  if (pick->p != PolicyKind::Standard && cands.front().p == PolicyKind::Standard &&
+      !measurementsConfirm(run, pick->p, d, size, r, &unconfirmed)) {
+    c.policy = PolicyKind::Standard;
+    c.alloc = AllocMode::Plain;
+    c.predictedNs = c.standardNs;
+    c.reason = unconfirmed;
+    return c;
   }
   c.policy = pick->p;
   c.alloc = pick->mode;
@@ -199,6 +247,19 @@ std::vector<Decision> decide(const CharacterizationRun& run, const DecisionRules
   for (Direction d : {Direction::H2D, Direction::D2H, Direction::RoundTrip}) {
     std::vector<Choice> choices;
     for (size_t i = 0; i < starts.size(); ++i) choices.push_back(choose(run, d, refOf(i), rules));
+    // A choice that differs at one octave only, between two that agree, is measurement noise (a
+    // real regime change is a step, not a bump): that octave follows its neighbours.
+    for (size_t i = 1; i + 1 < choices.size(); ++i) {
+      const Choice &prev = choices[i - 1], &next = choices[i + 1];
+      if (choices[i].policy == prev.policy || prev.policy != next.policy || prev.alloc != next.alloc)
+        continue;
+      Choice c = prev;
+      c.standardNs = transferNs(run, PolicyKind::Standard, d, refOf(i));
+      c.predictedNs = transferNs(run, prev.policy, d, refOf(i));
+      c.reason = std::string("as the neighbouring sizes: ") + policyName(choices[i].policy) +
+                 " ahead at this octave only is taken for noise";
+      choices[i] = c;
+    }
     size_t first = 0;
     for (size_t i = 0; i <= starts.size(); ++i) {
       bool boundary = i == starts.size() || choices[i].policy != choices[first].policy ||

@@ -14,6 +14,9 @@
  *  4. The allocation mode is Direct when one transfer repays the allocation, else Pool. One transfer
  *     per allocation is the worst case; the analyzer, which knows a site's transfer count, may be
  *     less strict.
+ *  5. Sizes are judged per octave, on the fitted curves. A pinned choice must also show in the
+ *     medians measured inside the octave (a noisy point can bend one policy's fit), and a different
+ *     choice at one octave between two that agree is taken for noise and follows its neighbours.
  */
 #pragma once
 #include <string>

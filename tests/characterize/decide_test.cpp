@@ -192,6 +192,59 @@ TEST(Decide, StandardWinsWhenOnlyPoolPoliciesAreFaster) {
   EXPECT_NE(d->reason.find("needs a pool"), std::string::npos) << d->reason;
 }
 
+TEST(Decide, OneOctaveBumpIsNoiseAStepIsNot) {
+  auto machine = [](CostFunction fast) {
+    Machine m;
+    for (PolicyKind p : kAllPolicies) {
+      m.policy(p);
+      m.transfers(p, p == PolicyKind::OpenCL ? fast : line(20000, 10));
+      m.allocation(p, 100, 0);
+    }
+    return m;
+  };
+  // opencl twice as fast between 64 and 128 KiB only.
+  CostFunction bump = line(20000, 10);
+  bump.count = 3;
+  bump.segments[1] = {64 * kKiB, 10000, 0.05};
+  bump.segments[2] = {128 * kKiB, 20000, 0.1};
+  std::vector<Decision> ds = decide(machine(bump).run);
+  const Decision* mid = decisionAt(ds, Direction::H2D, 90 * kKiB);
+  ASSERT_NE(mid, nullptr);
+  EXPECT_EQ(mid->policy, PolicyKind::Standard);
+  EXPECT_EQ(ds.size(), 3u);  // still "all sizes" per direction
+  // From 64 KiB on: a step, kept.
+  CostFunction step = bump;
+  step.count = 2;
+  ds = decide(machine(step).run);
+  EXPECT_EQ(decisionAt(ds, Direction::H2D, 90 * kKiB)->policy, PolicyKind::OpenCL);
+  EXPECT_EQ(decisionAt(ds, Direction::H2D, 32 * kKiB)->policy, PolicyKind::Standard);
+}
+
+TEST(Decide, AGainTheMeasurementsDoNotShowIsNotActedOn) {
+  // The fits say pinned is 7x faster; at 1 and 2 MiB the measured medians say otherwise.
+  Machine m = nvidiaLike();
+  for (PolicyKind p : kAllPolicies) {
+    for (Measure dir : {Measure::H2D, Measure::D2H}) {
+      for (uint64_t size : {uint64_t{1} << 20, uint64_t{2} << 20}) {
+        Sample s;
+        s.kind = dir;
+        s.policy = p;
+        s.size = size;
+        s.timesNs = {150000.0 * (size >> 20)};
+        s.summarize();
+        m.run.samples.push_back(s);
+      }
+    }
+  }
+  std::vector<Decision> ds = decide(m.run);
+  const Decision* d = decisionAt(ds, Direction::H2D, 1.5 * kMiB);
+  ASSERT_NE(d, nullptr);
+  EXPECT_EQ(d->policy, PolicyKind::Standard);
+  EXPECT_NE(d->reason.find("not in the medians"), std::string::npos) << d->reason;
+  // Where nothing was measured the fits stand.
+  EXPECT_EQ(decisionAt(ds, Direction::H2D, 64 * kMiB)->policy, PolicyKind::Register);
+}
+
 TEST(Decide, NothingToDecideWithoutStandard) {
   Machine m = nvidiaLike();
   m.run.fits.erase(m.run.fits.begin(), m.run.fits.begin() + 2);  // standard's H2D and D2H
