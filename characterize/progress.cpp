@@ -54,8 +54,6 @@ void Progress::finish() {
   fflush(m_out);
 }
 
-double Progress::elapsedS() const { return monotonicSeconds() - m_startS; }
-
 void Progress::draw(bool force) {
   if (!m_tty) return;
   double now = monotonicSeconds();

@@ -23,7 +23,6 @@ class Progress {
   void note(const std::string& text);
   /// Clears the bar (tty) so that normal output follows on a clean line.
   void finish();
-  double elapsedS() const;
 
  private:
   void draw(bool force);

@@ -92,7 +92,8 @@ TEST(CharacterizeCli, QuickRunFillsDbPrintsDecisionsWritesPlots) {
       for (int c = 1; c <= maxC; ++c) {
         const Fit* f = run.findFit(m, p.policy, c);
         ASSERT_NE(f, nullptr) << policyName(p.policy) << " " << measureName(m) << " x" << c;
-        EXPECT_GE(f->fn.points, 10);
+        // A partial policy (mlock under a default 8 MiB RLIMIT_MEMLOCK) stops early.
+        EXPECT_GE(f->fn.points, p.state == PolicyAvailability::State::Available ? 10 : 2);
       }
     }
   }
