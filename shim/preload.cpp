@@ -146,6 +146,24 @@ __attribute__((noinline)) void noteFree(void* ptr) {
   if (Interceptor* i = interceptor()) i->freeing(ptr);
 }
 
+// Optimize mode: memory for a tracked application allocation from the interceptor, or null.
+__attribute__((noinline)) void* serveAllocation(AllocFn fn, size_t size, size_t alignment) {
+  Interceptor* i = interceptor();
+  if (!i || !i->servesMemory()) return nullptr;
+  ScopedInternal internal;
+  CallSite site;
+  captureCallSite(&site, s_siteDepth);
+  if (site.fromDriver || site.depth == 0) return nullptr;
+  return i->serve(fn, size, alignment, site);
+}
+
+// The interceptor that handed out `ptr`, or null (system memory). Every free() asks this while an
+// interceptor is installed; count/trace interceptors answer with one inline-able virtual call.
+inline Interceptor* ownerOf(const void* ptr) {
+  Interceptor* i = interceptor();
+  return (i && i->owns(ptr)) ? i : nullptr;
+}
+
 }  // namespace
 
 // ---- exported entry points ---------------------------------------------------------------------
@@ -154,6 +172,9 @@ extern "C" {
 
 HETOPT_EXPORT void* malloc(size_t size) {
   if (HETOPT_UNLIKELY(!ensureResolved())) return bootstrapAlloc(size);
+  if (tracked(size)) {
+    if (void* served = serveAllocation(AllocFn::Malloc, size, 0)) return served;
+  }
   void* p = s_real.malloc(size);
   if (tracked(size) && p) noteAllocation(AllocFn::Malloc, p, size, 0, nullptr);
   return p;
@@ -161,8 +182,15 @@ HETOPT_EXPORT void* malloc(size_t size) {
 
 HETOPT_EXPORT void free(void* ptr) {
   if (HETOPT_UNLIKELY(ptr == nullptr || inBootstrap(ptr))) return;
-  // Recorded before the real free: no other thread can reuse the address in between.
-  if (HETOPT_UNLIKELY(interceptActive()) && t_depth == 0) noteFree(ptr);
+  if (HETOPT_UNLIKELY(interceptActive())) {
+    if (Interceptor* owner = ownerOf(ptr)) {
+      ScopedInternal internal;
+      owner->release(ptr);
+      return;
+    }
+    // Recorded before the real free: no other thread can reuse the address in between.
+    if (t_depth == 0) noteFree(ptr);
+  }
   s_real.free(ptr);
 }
 
@@ -172,8 +200,12 @@ HETOPT_EXPORT void* calloc(size_t count, size_t size) {
     if (__builtin_mul_overflow(count, size, &bytes)) return nullptr;
     return bootstrapAlloc(bytes);
   }
+  size_t bytes;
+  if (tracked(count) && !__builtin_mul_overflow(count, size, &bytes) && tracked(bytes)) {
+    if (void* served = serveAllocation(AllocFn::Calloc, bytes, 0)) return served;
+  }
   void* p = s_real.calloc(count, size);
-  size_t bytes = count * size;  // no overflow: calloc succeeded
+  bytes = count * size;  // no overflow: calloc succeeded
   if (p && tracked(bytes)) noteAllocation(AllocFn::Calloc, p, bytes, 0, nullptr);
   return p;
 }
@@ -185,7 +217,32 @@ HETOPT_EXPORT void* realloc(void* ptr, size_t size) {
     return p;
   }
   if (HETOPT_UNLIKELY(!ensureResolved())) return bootstrapAlloc(size);
-  if (HETOPT_LIKELY(!interceptActive()) || t_depth != 0) return s_real.realloc(ptr, size);
+  if (HETOPT_LIKELY(!interceptActive())) return s_real.realloc(ptr, size);
+  if (Interceptor* owner = ptr ? ownerOf(ptr) : nullptr) {
+    ScopedInternal internal;
+    if (size == 0) {
+      owner->release(ptr);
+      return nullptr;
+    }
+    if (void* kept = owner->resize(ptr, size)) return kept;
+    void* moved = s_real.malloc(size);  // the pool is full: move the block to the system
+    if (!moved) return nullptr;          // C semantics: ptr stays valid
+    memcpy(moved, ptr, std::min(size, owner->usableSize(ptr)));
+    owner->release(ptr);
+    return moved;
+  }
+  if (t_depth != 0) return s_real.realloc(ptr, size);
+  if (tracked(size)) {
+    // A candidate site growing a system block (or realloc(NULL)): move it into served memory.
+    if (void* served = serveAllocation(AllocFn::Realloc, size, 0)) {
+      if (ptr) {
+        memcpy(served, ptr, std::min(size, s_real.malloc_usable_size(ptr)));
+        noteFree(ptr);
+        s_real.free(ptr);
+      }
+      return served;
+    }
+  }
   if (ptr && size == 0) {  // glibc frees the block and returns null
     noteFree(ptr);
     return s_real.realloc(ptr, 0);
@@ -201,6 +258,12 @@ HETOPT_EXPORT int posix_memalign(void** out, size_t alignment, size_t size) {
     *out = bootstrapAlloc(size, alignment);
     return 0;
   }
+  if (tracked(size) && alignment && !(alignment & (alignment - 1)) && alignment % sizeof(void*) == 0) {
+    if (void* served = serveAllocation(AllocFn::PosixMemalign, size, alignment)) {
+      *out = served;
+      return 0;
+    }
+  }
   int rc = s_real.posix_memalign(out, alignment, size);
   if (rc == 0 && tracked(size)) noteAllocation(AllocFn::PosixMemalign, *out, size, alignment, nullptr);
   return rc;
@@ -208,6 +271,9 @@ HETOPT_EXPORT int posix_memalign(void** out, size_t alignment, size_t size) {
 
 HETOPT_EXPORT void* aligned_alloc(size_t alignment, size_t size) {
   if (HETOPT_UNLIKELY(!ensureResolved())) return bootstrapAlloc(size, alignment);
+  if (tracked(size) && alignment && !(alignment & (alignment - 1))) {
+    if (void* served = serveAllocation(AllocFn::AlignedAlloc, size, alignment)) return served;
+  }
   void* p = s_real.aligned_alloc(alignment, size);
   if (p && tracked(size)) noteAllocation(AllocFn::AlignedAlloc, p, size, alignment, nullptr);
   return p;
@@ -215,6 +281,9 @@ HETOPT_EXPORT void* aligned_alloc(size_t alignment, size_t size) {
 
 HETOPT_EXPORT void* memalign(size_t alignment, size_t size) {
   if (HETOPT_UNLIKELY(!ensureResolved())) return bootstrapAlloc(size, alignment);
+  if (tracked(size) && alignment && !(alignment & (alignment - 1))) {
+    if (void* served = serveAllocation(AllocFn::Memalign, size, alignment)) return served;
+  }
   void* p = s_real.memalign(alignment, size);
   if (p && tracked(size)) noteAllocation(AllocFn::Memalign, p, size, alignment, nullptr);
   return p;
@@ -222,6 +291,9 @@ HETOPT_EXPORT void* memalign(size_t alignment, size_t size) {
 
 HETOPT_EXPORT void* valloc(size_t size) {
   if (HETOPT_UNLIKELY(!ensureResolved())) return bootstrapAlloc(size, 4096);
+  if (tracked(size)) {
+    if (void* served = serveAllocation(AllocFn::Valloc, size, 4096)) return served;
+  }
   void* p = s_real.valloc(size);
   if (p && tracked(size)) noteAllocation(AllocFn::Valloc, p, size, 4096, nullptr);
   return p;
@@ -238,6 +310,9 @@ HETOPT_EXPORT size_t malloc_usable_size(void* ptr) {
   if (ptr == nullptr) return 0;
   if (inBootstrap(ptr)) return bootstrapSize(ptr);
   if (HETOPT_UNLIKELY(!ensureResolved())) return 0;
+  if (HETOPT_UNLIKELY(interceptActive())) {
+    if (Interceptor* owner = ownerOf(ptr)) return owner->usableSize(ptr);
+  }
   return s_real.malloc_usable_size(ptr);
 }
 

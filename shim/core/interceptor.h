@@ -47,6 +47,12 @@ struct AllocEvent {
   const CallSite* site;  ///< where it came from; null when size < HETOPT_MIN_TRACKED_SIZE
 };
 
+/// The real OpenCL function for `id` (the next layer's or the loader's), never the shim's own
+/// export: for a mode's own OpenCL calls, made inside ScopedInternal so that no route records
+/// them. Set by the shim's entry points; null where shim_core is linked alone (unit tests).
+using NextFunctionLookup = void* (*)(api::ApiId id);
+extern NextFunctionLookup g_nextFunction;
+
 class Interceptor {
  public:
   virtual ~Interceptor() = default;
@@ -57,6 +63,28 @@ class Interceptor {
   virtual void allocated(const AllocEvent& event) {}
   /// Every application free of a non-null pointer, before the memory is returned.
   virtual void freeing(void* ptr) {}
+  // ---- serving (optimize mode) ---------------------------------------------------------------
+  // The malloc entry points ask serve() before the system allocator, but only when servesMemory()
+  // and only for application allocations of at least the tracked size (so only those pay for the
+  // call-site capture). Every free/realloc/malloc_usable_size asks owns() first.
+
+  /// Whether serve() can ever return memory; fixed for the interceptor's lifetime.
+  virtual bool servesMemory() const { return false; }
+  /// Memory for an allocation at `site`, honouring `alignment` (0: malloc's) and zeroing it for
+  /// calloc; null lets the system allocator serve it.
+  virtual void* serve(AllocFn fn, size_t size, size_t alignment, const CallSite& site) {
+    return nullptr;
+  }
+  /// True when `ptr` is memory serve() handed out. Called on every free(): must be cheap.
+  virtual bool owns(const void* ptr) const { return false; }
+  /// free() of owned memory.
+  virtual void release(void* ptr) {}
+  /// malloc_usable_size() of owned memory.
+  virtual size_t usableSize(const void* ptr) const { return 0; }
+  /// realloc() of owned memory to `size` (> 0) where the interceptor can keep it; null when it
+  /// cannot (ptr is then unchanged and the caller moves it to the system allocator).
+  virtual void* resize(void* ptr, size_t size) { return nullptr; }
+
   /// In the child right after fork(): only the forking thread exists.
   virtual void forkChild() {}
   /// At normal process exit (atexit); the interceptor is uninstalled right after.

@@ -13,6 +13,7 @@
 #include "common/options.h"
 #include "shim/core/count_interceptor.h"
 #include "shim/core/interceptor.h"
+#include "shim/core/optimize_interceptor.h"
 
 namespace hetopt::shim {
 
@@ -98,8 +99,11 @@ void activate(Mode mode) {
     case Mode::Count:
       created = new CountInterceptor();
       break;
-    case Mode::Trace:
     case Mode::Optimize:
+      created = OptimizeInterceptor::create();  // null: nothing to optimize (it said why)
+      if (!created) return;
+      break;
+    case Mode::Trace:
       warn("HETOPT_MODE=%s is not available in this build; running unmodified", modeName(mode));
       return;
   }

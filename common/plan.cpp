@@ -1,0 +1,155 @@
+// SPDX-License-Identifier: MIT
+/** @file Plan file reading and writing; see plan.h. */
+#include "common/plan.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cinttypes>
+#include <cstdio>
+#include <cstring>
+#include <sstream>
+
+namespace hetopt {
+namespace {
+
+bool parseU64(const std::string& s, int base, uint64_t* out) {
+  if (s.empty() || s[0] == '-') return false;
+  char* end = nullptr;
+  errno = 0;
+  unsigned long long v = strtoull(s.c_str(), &end, base);
+  if (errno != 0 || *end != '\0') return false;
+  *out = v;
+  return true;
+}
+
+}  // namespace
+
+const PlanSite* Plan::find(uint64_t key, uint64_t size) const {
+  auto it = std::lower_bound(sites.begin(), sites.end(), key,
+                             [](const PlanSite& s, uint64_t k) { return s.key < k; });
+  for (; it != sites.end() && it->key == key; ++it)
+    if (size >= it->minBytes && size <= it->maxBytes) return &*it;
+  return nullptr;
+}
+
+std::string Plan::serialize() const {
+  std::ostringstream out;
+  out << "hetopt-plan " << kPlanFormatVersion << "\n";
+  out << "program " << programPath << " " << programKey << "\n";
+  out << "device " << device << "\n";
+  out << "pool " << poolPolicy << " " << poolBytes << "\n";
+  for (const PlanSite& s : sites) {
+    char line[96];
+    snprintf(line, sizeof line, "site %016" PRIx64 " %" PRIu64 " %" PRIu64 "\n", s.key, s.minBytes,
+             s.maxBytes);
+    out << line;
+  }
+  return out.str();
+}
+
+bool parsePlan(const std::string& text, Plan* plan, std::string* error) {
+  *plan = Plan();
+  std::istringstream in(text);
+  std::string line;
+  int lineNo = 0;
+  bool sawHeader = false;
+  auto fail = [&](const std::string& why) {
+    *error = "plan line " + std::to_string(lineNo) + ": " + why;
+    return false;
+  };
+  while (std::getline(in, line)) {
+    ++lineNo;
+    if (line.empty() || line[0] == '#') continue;
+    std::istringstream words(line);
+    std::string tag;
+    words >> tag;
+    if (!sawHeader) {
+      std::string version;
+      words >> version;
+      if (tag != "hetopt-plan") return fail("not a hetopt plan");
+      if (version != std::to_string(kPlanFormatVersion))
+        return fail("plan format version " + version + " is not supported (this hetopt reads " +
+                    std::to_string(kPlanFormatVersion) + ")");
+      sawHeader = true;
+      continue;
+    }
+    if (tag == "program") {
+      if (!(words >> plan->programPath >> plan->programKey)) return fail("program needs path and key");
+    } else if (tag == "device") {
+      std::getline(words >> std::ws, plan->device);
+    } else if (tag == "pool") {
+      std::string bytes;
+      if (!(words >> plan->poolPolicy >> bytes) || !parseU64(bytes, 10, &plan->poolBytes))
+        return fail("pool needs a policy and a size");
+    } else if (tag == "site") {
+      std::string key, lo, hi;
+      PlanSite s;
+      if (!(words >> key >> lo >> hi) || !parseU64(key, 16, &s.key) ||
+          !parseU64(lo, 10, &s.minBytes) || !parseU64(hi, 10, &s.maxBytes) || s.minBytes > s.maxBytes)
+        return fail("site needs a hex key and a size range");
+      plan->sites.push_back(s);
+    } else {
+      return fail("unknown entry '" + tag + "'");
+    }
+    std::string extra;
+    if (tag != "device" && (words >> extra)) return fail("unexpected '" + extra + "'");
+  }
+  if (!sawHeader) {
+    lineNo = 0;
+    return fail("empty plan");
+  }
+  std::sort(plan->sites.begin(), plan->sites.end(),
+            [](const PlanSite& a, const PlanSite& b) { return a.key < b.key; });
+  return true;
+}
+
+bool readPlanFile(const std::string& path, Plan* plan, std::string* error) {
+  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    *error = path + ": " + strerror(errno);
+    return false;
+  }
+  struct stat st;
+  if (fstat(fd, &st) != 0 || (st.st_mode & (S_IWGRP | S_IWOTH)) ||
+      (st.st_uid != getuid() && st.st_uid != 0)) {
+    close(fd);
+    *error = path + " is writable by others or owned by another user; refusing it";
+    return false;
+  }
+  std::string text;
+  char buf[4096];
+  ssize_t n;
+  while ((n = read(fd, buf, sizeof buf)) > 0) {
+    text.append(buf, n);
+    if (text.size() > (16u << 20)) break;  // no plan is this large: refuse, don't eat memory
+  }
+  close(fd);
+  if (text.size() > (16u << 20)) {
+    *error = path + ": too large for a plan";
+    return false;
+  }
+  if (!parsePlan(text, plan, error)) {
+    *error = path + ": " + *error;
+    return false;
+  }
+  return true;
+}
+
+bool writePlanFile(const std::string& path, const Plan& plan, std::string* error) {
+  int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0) {
+    *error = path + ": " + strerror(errno);
+    return false;
+  }
+  std::string text = plan.serialize();
+  bool ok = write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+  ok = (close(fd) == 0) && ok;
+  if (!ok) *error = path + ": write failed";
+  return ok;
+}
+
+}  // namespace hetopt

@@ -1,0 +1,53 @@
+// SPDX-License-Identifier: MIT
+/**
+ * @file The optimization plan: what `hetopt run` tells the shim (through HETOPT_PLAN_FILE) about
+ * one program on one device. Written by the CLI from the application profile and the machine's
+ * characterization; read by the shim at start-up. A small versioned text format (trace/FORMAT.md
+ * documents it beside the trace format):
+ *
+ *   hetopt-plan 1
+ *   program <path> <identity key>          the program it was made for (ProgramIdentity::key())
+ *   device <filter>                        device for the shim's own context (HETOPT_DEVICE rules)
+ *   pool <policy> <bytes>                  pinned pool: backing policy and capacity
+ *   site <key-hex> <min-bytes> <max-bytes> candidate allocation site (common/site_key.h) and the
+ *                                          sizes the curves say gain there
+ *
+ * Lines starting with '#' are comments. Readers reject other versions, naming both.
+ */
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace hetopt {
+
+inline constexpr int kPlanFormatVersion = 1;
+
+struct PlanSite {
+  uint64_t key = 0;
+  uint64_t minBytes = 0;
+  uint64_t maxBytes = UINT64_MAX;
+};
+
+struct Plan {
+  std::string programPath;
+  std::string programKey;  ///< "build-id:<hex>" or "sha256:<hex>"
+  std::string device;
+  std::string poolPolicy = "opencl";
+  uint64_t poolBytes = 0;
+  std::vector<PlanSite> sites;  ///< sorted by key after parsing
+
+  /// The entry for `key` whose size range holds `size`, or null.
+  const PlanSite* find(uint64_t key, uint64_t size) const;
+  std::string serialize() const;
+};
+
+/// Parses a plan; false with a one-line *error (and *plan unspecified) on any malformed input.
+bool parsePlan(const std::string& text, Plan* plan, std::string* error);
+/// Reads and parses a file; refuses files others can write.
+bool readPlanFile(const std::string& path, Plan* plan, std::string* error);
+/// Writes the plan to `path` with mode 0600.
+bool writePlanFile(const std::string& path, const Plan& plan, std::string* error);
+
+}  // namespace hetopt

@@ -1,0 +1,255 @@
+// SPDX-License-Identifier: MIT
+/** @file Optimize mode; see optimize_interceptor.h. */
+#include "shim/core/optimize_interceptor.h"
+
+#include <CL/cl.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <string>
+
+#include "common/cl_select.h"
+#include "common/log.h"
+#include "common/options.h"
+#include "common/program_identity.h"
+#include "common/site_key.h"
+#include "shim/core/callsite.h"
+#include "shim/core/real_opencl.h"
+#include "shim/core/state.h"
+
+namespace hetopt::shim {
+namespace {
+
+double nowMs() {
+  using namespace std::chrono;
+  return duration<double, std::milli>(steady_clock::now().time_since_epoch()).count();
+}
+
+// The plan names the program it was made for; children and wrapper scripts inherit the
+// environment, and only the planned program may use the plan.
+bool planIsForThisProgram(const Plan& plan, std::string* why) {
+  ProgramIdentity self;
+  std::string error;
+  if (!programIdentity("/proc/self/exe", &self, &error)) {
+    *why = "cannot identify this program: " + error;
+    return false;
+  }
+  if (self.key() != plan.programKey) {
+    *why = "the plan is for " + plan.programPath + " (" + plan.programKey + "), this is " +
+           self.path + " (" + self.key() + ")";
+    return false;
+  }
+  return true;
+}
+
+std::string mib(uint64_t bytes) {
+  char buf[32];
+  snprintf(buf, sizeof buf, "%.1f MiB", static_cast<double>(bytes) / (1 << 20));
+  return buf;
+}
+
+}  // namespace
+
+OptimizeInterceptor* OptimizeInterceptor::create() {
+  const char* path = optionString(Option::PLAN_FILE);
+  if (!*path) {
+    warn("optimize mode without HETOPT_PLAN_FILE; running unoptimized");
+    return nullptr;
+  }
+  Plan plan;
+  std::string error;
+  if (!readPlanFile(path, &plan, &error)) {
+    warn("cannot use the optimization plan (%s); running unoptimized", error.c_str());
+    return nullptr;
+  }
+  if (!planIsForThisProgram(plan, &error)) {
+    debug("not optimizing this process: %s", error.c_str());
+    return nullptr;
+  }
+  if (plan.sites.empty() || plan.poolBytes == 0) {
+    debug("the plan has no candidate sites; running unoptimized");
+    return nullptr;
+  }
+  PolicyKind kind;
+  if (!policyFromName(plan.poolPolicy.c_str(), &kind) || kind == PolicyKind::Register) {
+    warn("plan names pool policy '%s', which cannot back a pool; running unoptimized",
+         plan.poolPolicy.c_str());
+    return nullptr;
+  }
+  auto* self = new OptimizeInterceptor(std::move(plan));
+  // Prepared off the critical path; the thread ends when the pool is ready (or failed).
+  std::thread([self] { self->preparePool(); }).detach();
+  return self;
+}
+
+void OptimizeInterceptor::markEnumerated() {
+  {
+    std::lock_guard<std::mutex> lock(m_stateMutex);
+    m_enumerated.store(true, std::memory_order_release);
+  }
+  m_stateChanged.notify_all();
+}
+
+void OptimizeInterceptor::failPool(const char* why) {
+  snprintf(m_failure, sizeof m_failure, "%s", why);
+  {
+    std::lock_guard<std::mutex> lock(m_stateMutex);
+    m_state.store(static_cast<int>(PoolState::Failed), std::memory_order_release);
+    m_enumerated.store(true, std::memory_order_release);
+  }
+  m_stateChanged.notify_all();
+  warn("pinned pool unavailable (%s); candidate allocations use ordinary memory", why);
+}
+
+void OptimizeInterceptor::preparePool() {
+  ScopedInternal internal;  // this thread's OpenCL calls and allocations are the shim's own
+  double start = nowMs();
+  ClQueryFunctions query{realCl<decltype(&clGetPlatformIDs)>("clGetPlatformIDs"),
+                         realCl<decltype(&clGetPlatformInfo)>("clGetPlatformInfo"),
+                         realCl<decltype(&clGetDeviceIDs)>("clGetDeviceIDs"),
+                         realCl<decltype(&clGetDeviceInfo)>("clGetDeviceInfo")};
+  auto createContext = realCl<decltype(&clCreateContext)>("clCreateContext");
+  auto createQueue = realCl<decltype(&clCreateCommandQueueWithProperties)>(
+      "clCreateCommandQueueWithProperties");
+  PolicyEnv env;
+  env.cl = {realCl<decltype(&clCreateBuffer)>("clCreateBuffer"),
+            realCl<decltype(&clReleaseMemObject)>("clReleaseMemObject"),
+            realCl<decltype(&clEnqueueMapBuffer)>("clEnqueueMapBuffer"),
+            realCl<decltype(&clEnqueueUnmapMemObject)>("clEnqueueUnmapMemObject"),
+            realCl<decltype(&clFinish)>("clFinish")};
+  if (!query.getPlatformIDs || !query.getPlatformInfo || !query.getDeviceIDs ||
+      !query.getDeviceInfo || !createContext || !createQueue || !env.cl.createBuffer ||
+      !env.cl.releaseMemObject || !env.cl.enqueueMapBuffer || !env.cl.enqueueUnmapMemObject ||
+      !env.cl.finish)
+    return failPool("no OpenCL loader in this process");
+
+  ClDevice dev;
+  std::string error;
+  if (!selectClDevice(m_plan.device, &dev, &error, query)) return failPool(error.c_str());
+  markEnumerated();
+  cl_int err = CL_SUCCESS;
+  cl_context_properties props[] = {CL_CONTEXT_PLATFORM,
+                                   reinterpret_cast<cl_context_properties>(dev.platform), 0};
+  env.context = createContext(props, 1, &dev.device, nullptr, nullptr, &err);
+  if (err != CL_SUCCESS) return failPool("clCreateContext failed");
+  env.queue = createQueue(env.context, dev.device, nullptr, &err);
+  if (err != CL_SUCCESS) return failPool("clCreateCommandQueueWithProperties failed");
+
+  PolicyKind kind = PolicyKind::OpenCL;
+  policyFromName(m_plan.poolPolicy.c_str(), &kind);
+  std::unique_ptr<AllocationPolicy> policy = makePolicy(kind, env);
+  PolicyStatus st = policy->allocate(m_plan.poolBytes, &m_region);
+  if (!st) return failPool(st.reason);
+  if (!m_pool.addRegion(m_region.ptr, m_region.size)) return failPool("pool rejected its region");
+  // The context, queue and policy stay alive with the region (released at exit by the driver).
+  policy.release();
+  m_readyAfterMs = nowMs() - start;
+  {
+    std::lock_guard<std::mutex> lock(m_stateMutex);
+    m_state.store(static_cast<int>(PoolState::Ready), std::memory_order_release);
+  }
+  m_stateChanged.notify_all();
+  debug("pinned pool ready: %s %s on %s after %.0f ms", m_plan.poolPolicy.c_str(),
+        mib(m_plan.poolBytes).c_str(), dev.deviceName.c_str(), m_readyAfterMs);
+}
+
+bool OptimizeInterceptor::waitForPool() {
+  int st = m_state.load(std::memory_order_acquire);
+  if (HETOPT_LIKELY(st == static_cast<int>(PoolState::Ready))) return true;
+  if (st == static_cast<int>(PoolState::Failed)) return false;
+  static const uint64_t waitMs = optionUnsigned(Option::POOL_WAIT_MS, 0, 600000);
+  std::unique_lock<std::mutex> lock(m_stateMutex);
+  m_stateChanged.wait_for(lock, std::chrono::milliseconds(waitMs), [this] {
+    return m_state.load(std::memory_order_acquire) != static_cast<int>(PoolState::Preparing);
+  });
+  return m_state.load(std::memory_order_acquire) == static_cast<int>(PoolState::Ready);
+}
+
+void* OptimizeInterceptor::serve(AllocFn fn, size_t size, size_t alignment, const CallSite& site) {
+  if (!m_plan.find(siteKey(site), size)) return nullptr;
+  if (!waitForPool()) {
+    m_notReady.fetch_add(1, std::memory_order_relaxed);
+    return nullptr;
+  }
+  void* p = fn == AllocFn::Calloc ? m_pool.allocateZeroed(1, size)
+                                  : m_pool.allocate(size, alignment);
+  if (!p) {
+    m_poolFull.fetch_add(1, std::memory_order_relaxed);
+    return nullptr;
+  }
+  m_served.fetch_add(1, std::memory_order_relaxed);
+  m_servedBytes.fetch_add(size, std::memory_order_relaxed);
+  return p;
+}
+
+void OptimizeInterceptor::release(void* ptr) {
+  m_released.fetch_add(1, std::memory_order_relaxed);
+  m_pool.deallocate(ptr);
+}
+
+void* OptimizeInterceptor::resize(void* ptr, size_t size) {
+  void* p = m_pool.reallocate(ptr, size);
+  if (!p) m_movedOut.fetch_add(1, std::memory_order_relaxed);
+  return p;
+}
+
+void OptimizeInterceptor::callBegin(CallRecord& call) {
+  if (HETOPT_UNLIKELY(!m_enumerated.load(std::memory_order_acquire))) {
+    std::unique_lock<std::mutex> lock(m_stateMutex);
+    m_stateChanged.wait(lock, [this] { return m_enumerated.load(std::memory_order_acquire); });
+  }
+  // Which transfers now use pinned memory: the host pointer of every host_read/host_write argument.
+  const api::ApiInfo& info = api::apiInfo(call.id);
+  if (info.kind != api::ApiKind::H2d && info.kind != api::ApiKind::D2h) return;
+  for (unsigned i = 0; i < info.numArgs && i < call.numArgs; ++i) {
+    api::ArgRole role = info.args[i].role;
+    bool h2d = role == api::ArgRole::HostRead || role == api::ArgRole::HostReadRect ||
+               role == api::ArgRole::HostReadImage;
+    bool d2h = role == api::ArgRole::HostWrite || role == api::ArgRole::HostWriteRect ||
+               role == api::ArgRole::HostWriteImage;
+    if (!h2d && !d2h) continue;
+    const void* host = reinterpret_cast<const void*>(static_cast<uintptr_t>(call.args[i]));
+    uint64_t bytes = (role == api::ArgRole::HostRead || role == api::ArgRole::HostWrite) &&
+                             info.args[i].numRefs == 1
+                         ? call.args[info.args[i].refs[0]]
+                         : 0;
+    if (m_pool.owns(host)) {
+      (h2d ? m_pinnedH2d : m_pinnedD2h).fetch_add(1, std::memory_order_relaxed);
+      (h2d ? m_pinnedH2dBytes : m_pinnedD2hBytes).fetch_add(bytes, std::memory_order_relaxed);
+    } else {
+      (h2d ? m_otherH2d : m_otherD2h).fetch_add(1, std::memory_order_relaxed);
+    }
+  }
+}
+
+void OptimizeInterceptor::forkChild() {
+  // The child has the pool's pages but not the shim's OpenCL context: it keeps using what it
+  // inherited and serves nothing new.
+  m_state.store(static_cast<int>(PoolState::Failed), std::memory_order_release);
+  snprintf(m_failure, sizeof m_failure, "forked child");
+}
+
+void OptimizeInterceptor::processExit() {
+  if (!optionFlag(Option::STATS)) return;
+  int st = m_state.load(std::memory_order_acquire);
+  std::string pool = st == static_cast<int>(PoolState::Ready)
+                         ? m_plan.poolPolicy + " pool of " + mib(m_plan.poolBytes) + ", ready after " +
+                               std::to_string(static_cast<int>(m_readyAfterMs)) + " ms"
+                     : st == static_cast<int>(PoolState::Failed)
+                         ? std::string("no pool (") + m_failure + ")"
+                         : std::string("pool still preparing");
+  auto n = [](const std::atomic<uint64_t>& v) { return std::to_string(v.load()); };
+  warn("stats: %s; %zu candidate sites; redirected %s allocations (%s), released %s; "
+       "fallbacks: %s before the pool was ready, %s pool full, %s moved out by realloc; "
+       "transfers from pinned pool memory: %s h2d (%s), %s d2h (%s); from other memory: %s h2d, "
+       "%s d2h",
+       pool.c_str(), m_plan.sites.size(), n(m_served).c_str(), mib(m_servedBytes).c_str(),
+       n(m_released).c_str(), n(m_notReady).c_str(), n(m_poolFull).c_str(),
+       n(m_movedOut).c_str(), n(m_pinnedH2d).c_str(), mib(m_pinnedH2dBytes).c_str(),
+       n(m_pinnedD2h).c_str(), mib(m_pinnedD2hBytes).c_str(), n(m_otherH2d).c_str(),
+       n(m_otherD2h).c_str());
+}
+
+}  // namespace hetopt::shim

@@ -1,0 +1,74 @@
+// SPDX-License-Identifier: MIT
+/**
+ * @file HETOPT_MODE=optimize: serves the plan's candidate allocation sites from a pinned pool.
+ *
+ * The plan (HETOPT_PLAN_FILE, common/plan.h) names the sites and the pool's policy and size. The
+ * pool is prepared on a background thread started at shim start-up, so its cost (the shim's own
+ * OpenCL context, then pinning: ~0.3 s and ~40 ms per 64 MiB on an H200) overlaps the program's own
+ * start-up and context creation instead of landing on its critical path; pinned memory from one
+ * context transfers at full speed in another (design notes, sec. 4). A candidate allocation that
+ * comes before the pool is ready waits up to HETOPT_POOL_WAIT_MS, then takes ordinary memory.
+ * Everything else goes to the system allocator untouched. Nothing here is ever fatal: no plan, a
+ * plan for another program, no device, a policy that fails, a full pool: the program runs with
+ * ordinary memory, and HETOPT_STATS=1 says what happened.
+ */
+#pragma once
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "common/plan.h"
+#include "policies/policy.h"
+#include "policies/pool.h"
+#include "shim/core/interceptor.h"
+
+namespace hetopt::shim {
+
+class OptimizeInterceptor final : public Interceptor {
+ public:
+  /// Reads and checks the plan; null (with one warning, or a debug line for a child process the
+  /// plan was not made for) when there is nothing to optimize. Starts the pool preparation.
+  static OptimizeInterceptor* create();
+
+  bool servesMemory() const override { return true; }
+  void* serve(AllocFn fn, size_t size, size_t alignment, const CallSite& site) override;
+  bool owns(const void* ptr) const override { return m_pool.owns(ptr); }
+  void release(void* ptr) override;
+  size_t usableSize(const void* ptr) const override { return m_pool.usableSize(ptr); }
+  void* resize(void* ptr, size_t size) override;
+  void callBegin(CallRecord& call) override;
+  void forkChild() override;
+  void processExit() override;
+
+ private:
+  enum class PoolState : int { Preparing, Ready, Failed };
+
+  explicit OptimizeInterceptor(Plan plan) : m_plan(std::move(plan)) {}
+  void preparePool();
+  bool waitForPool();
+  void failPool(const char* why);
+  void markEnumerated();
+
+  Plan m_plan;
+  policies::PinnedPool m_pool;
+  Allocation m_region;  ///< the pinned memory behind the pool; kept until the process ends
+  std::atomic<int> m_state{static_cast<int>(PoolState::Preparing)};
+  /// Set once the pool thread has enumerated platforms and devices. The application's OpenCL calls
+  /// wait for it: first use of the ICD loader and of some drivers (PoCL seen crashing) is not safe
+  /// from two threads at once. The program would pay that enumeration itself anyway.
+  std::atomic<bool> m_enumerated{false};
+  std::mutex m_stateMutex;
+  std::condition_variable m_stateChanged;
+  double m_readyAfterMs = 0;
+  char m_failure[256] = {};
+
+  std::atomic<uint64_t> m_served{0}, m_servedBytes{0}, m_released{0};
+  std::atomic<uint64_t> m_notReady{0}, m_poolFull{0}, m_movedOut{0};
+  std::atomic<uint64_t> m_pinnedH2d{0}, m_pinnedH2dBytes{0}, m_pinnedD2h{0}, m_pinnedD2hBytes{0};
+  std::atomic<uint64_t> m_otherH2d{0}, m_otherD2h{0};
+};
+
+}  // namespace hetopt::shim

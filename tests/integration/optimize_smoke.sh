@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# Optimize mode end to end without the analyzer: finds the application's allocation sites that
+# allocated at least SIZE bytes in all with count mode, writes a plan naming them (pool policy POLICY), runs the program in
+# optimize mode and requires identical stdout to the native run, the sites redirected to the pool
+# and the transfers from them counted as pinned.
+#   optimize_smoke.sh SHIM POLICY SIZE -- PROGRAM [ARGS...]
+# With TIMES=N it also prints the median elapsed_ms of N native and N optimized runs.
+set -u
+shim=$1 policy=$2 size=$3
+shift 3
+[[ ${1:-} == -- ]] && shift
+prog=$1
+work=$(mktemp -d "${TMPDIR:-/tmp}/hetopt-opt.XXXXXX") || exit 2
+trap 'rm -rf "$work"' EXIT
+
+HETOPT_MODE=count HETOPT_REPORT_FILE="$work/count" LD_PRELOAD="$shim" "$@" >/dev/null 2>&1 ||
+  { echo "FAIL: count-mode run failed"; exit 1; }
+keys=$(awk -v s="$size" '$1 == "site" && $6 >= s { print $2 }' "$work/count")
+[[ -n $keys ]] || { echo "FAIL: no allocation site of $size bytes or more"; cat "$work/count"; exit 1; }
+build_id=$(readelf -n "$prog" | awk '/Build ID/ { print $3 }')
+{
+  echo "hetopt-plan 1"
+  echo "program $(readlink -f "$prog") build-id:$build_id"
+  echo "device ${HETOPT_DEVICE:-}"
+  echo "pool $policy $((size * 4 + (1 << 20)))"
+  for k in $keys; do echo "site $k 0 18446744073709551615"; done
+} >"$work/plan"
+chmod 600 "$work/plan"
+
+"$@" >"$work/native.out" 2>"$work/native.err" || { echo "FAIL: native run"; cat "$work/native.err"; exit 1; }
+HETOPT_MODE=optimize HETOPT_PLAN_FILE="$work/plan" HETOPT_STATS=1 LD_PRELOAD="$shim" \
+  "$@" >"$work/opt.out" 2>"$work/opt.err" || { echo "FAIL: optimized run"; cat "$work/opt.err"; exit 1; }
+cmp -s "$work/native.out" "$work/opt.out" ||
+  { echo "FAIL: stdout differs"; diff "$work/native.out" "$work/opt.out"; exit 1; }
+stats=$(grep 'hetopt: stats:' "$work/opt.err")
+redirected=$(sed -n 's/.*redirected \([0-9]*\) allocations.*/\1/p' <<<"$stats")
+pinned=$(sed -n 's/.*pinned pool memory: \([0-9]*\) h2d.*/\1/p' <<<"$stats")
+if [[ ${redirected:-0} -lt 1 || ${pinned:-0} -lt 1 ]]; then
+  echo "FAIL: nothing served from the pool"; cat "$work/plan" "$work/opt.err"; exit 1
+fi
+echo "OK: $stats"
+
+if [[ -n ${TIMES:-} ]]; then
+  med() { sort -n | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }
+  for ((i = 0; i < TIMES; ++i)); do
+    "$@" 2>&1 >/dev/null | sed -n 's/elapsed_ms=//p' >>"$work/t.native"
+    HETOPT_MODE=optimize HETOPT_PLAN_FILE="$work/plan" LD_PRELOAD="$shim" "$@" 2>&1 >/dev/null |
+      sed -n 's/elapsed_ms=//p' >>"$work/t.opt"
+  done
+  n=$(med <"$work/t.native") o=$(med <"$work/t.opt")
+  echo "elapsed_ms median of $TIMES: native $n optimized $o speedup $(awk -v n="$n" -v o="$o" 'BEGIN { printf "%.2f", n / o }')"
+fi
