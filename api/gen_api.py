@@ -301,8 +301,10 @@ def gen_wrappers(funcs):
         if f.ret == 'void':
             call = f'  next({unpacked});\n'
         else:
+            # finish() runs the interceptor's callEnd before returning, so a mode may restore
+            # what the application would have seen natively (e.g. an error code).
             call = (f'  {f.ret} r = next({unpacked});\n{post}'
-                    f'  scope.setResult(toArg(r));\n  return r;\n')
+                    f'  return scope.finish(r);\n')
         out.append(f'static {f.ret} invoke_{f.name}({f.name}_fn next{", " if f.params else ""}{", ".join(p.decl for p in f.params)}) {{\n'
                    f'  uint64_t a[{n}] = {{{packed}}};\n'
                    f'  CallScope scope(ApiId::{f.name}, a, {len(f.params)});\n{call}}}')
@@ -329,6 +331,14 @@ def gen_wrappers(funcs):
     out.append('// next layer\'s function (copied before this call).')
     out.append('static void installLayerWrappers(_cl_icd_dispatch* d) {')
     out += [f'  if (d->{f.name}) d->{f.name} = &layer_{f.name};' for f in core]
+    out.append('}')
+    out.append('')
+    out.append('// The next layer\'s (or the loader\'s) function for an id, for the shim\'s own calls.')
+    out.append('static void* layerNextOf(ApiId id) {')
+    out.append('  switch (id) {')
+    out += [f'    case ApiId::{f.name}: return reinterpret_cast<void*>(s_layerNext.{f.name});' for f in core]
+    out.append('    default: return nullptr;')
+    out.append('  }')
     out.append('}')
     out.append('')
     out.append('// Extension functions the shim wraps, sorted by name.')

@@ -48,7 +48,8 @@ inline T fromArg(uint64_t v) {
 }
 
 /// Brackets one intercepted call: raises the thread's depth (nested routes and driver-internal
-/// allocations pass through) and tells the interceptor before and after.
+/// allocations pass through) and tells the interceptor before and after. finish() hands the
+/// result to callEnd, which may replace it; a void call ends in the destructor.
 class CallScope {
  public:
   CallScope(ApiId id, uint64_t* args, unsigned n) : m_interceptor(interceptor()) {
@@ -58,14 +59,24 @@ class CallScope {
     ++t_depth;
     if (m_interceptor) m_interceptor->callBegin(m_record);
   }
-  void setResult(uint64_t r) { m_record.result = r; }
+  template <typename T>
+  T finish(T r) {
+    m_record.result = toArg(r);
+    end();
+    return fromArg<T>(m_record.result);
+  }
   ~CallScope() {
-    if (m_interceptor) m_interceptor->callEnd(m_record);
+    end();
     --t_depth;
   }
 
  private:
+  void end() {
+    if (m_interceptor && !m_ended) m_interceptor->callEnd(m_record);
+    m_ended = true;
+  }
   Interceptor* m_interceptor;
+  bool m_ended = false;
   CallRecord m_record{};
 };
 
@@ -96,6 +107,8 @@ inline void* preloadNext(ApiId id) {
 
 _cl_icd_dispatch s_layerNext;   // the next layer's (or the loader's) table
 _cl_icd_dispatch s_layerTable;  // ours: the next table with intercepted entries replaced
+std::atomic<bool> s_layerReady{false};
+
 std::atomic<bool> s_layerInstalled{false};
 
 // ---- extension functions -------------------------------------------------------------------
@@ -156,6 +169,15 @@ void* wrapExtensionAddress(const char* name, cl_platform_id platform, void* real
 
 namespace {
 
+// The real function behind an id for the shim's own calls: the layer's next table when the loader
+// initialized the layer (it reaches programs that dlopen() libOpenCL), else the preload route.
+void* nextFunction(ApiId id) {
+  if (s_layerReady.load(std::memory_order_acquire))
+    if (void* fn = layerNextOf(id)) return fn;
+  return preloadNext(id);
+}
+const bool s_nextRegistered = (g_nextFunction = &nextFunction, true);
+
 void* wrapExtensionAddress(const char* name, cl_platform_id platform, void* real) {
   if (!real || !name) return real;
   auto it = std::lower_bound(std::begin(kExtensionWrappers), std::end(kExtensionWrappers), name,
@@ -195,6 +217,7 @@ extern "C" HETOPT_EXPORT cl_int CL_API_CALL clInitLayer(cl_uint num_entries,
   memcpy(&s_layerNext, target_dispatch, std::min(num_entries, kEntries) * sizeof(void*));
   s_layerTable = s_layerNext;
   installLayerWrappers(&s_layerTable);
+  s_layerReady.store(true, std::memory_order_release);
   *layer_dispatch = &s_layerTable;
   *num_entries_ret = kEntries;
   s_layerInstalled.store(true, std::memory_order_release);

@@ -278,13 +278,15 @@ class Parser {
 
 uint32_t supportedFormatVersion() { return HETOPT_TRACE_FORMAT_VERSION; }
 
+const char* allocatorName(uint8_t fn) { return fn < kAllocFnCount ? kAllocFnNames[fn] : "?"; }
+
 std::string Trace::leafName(const TraceNode& n) const {
   switch (n.type) {
     case LeafType::Call:
       return n.code < api::kApiCount ? api::apiName(static_cast<api::ApiId>(n.code)) : "?";
     case LeafType::Alloc:
     case LeafType::Realloc:
-      return n.code < kAllocFnCount ? kAllocFnNames[n.code] : "?";
+      return n.code < kAllocFnCount ? kAllocFnNames[n.code] : "?";  // NOLINT
     case LeafType::Free:
       return "free";
   }

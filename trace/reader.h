@@ -43,6 +43,8 @@ namespace hetopt::trace {
 
 /// The format version this reader reads (trace/FORMAT_VERSION).
 uint32_t supportedFormatVersion();
+/// "malloc", "calloc", "realloc", ... for an allocator id (AllocFn order); "?" when unknown.
+const char* allocatorName(uint8_t fn);
 
 struct TraceModule {
   uint64_t start = 0, end = 0, bias = 0;

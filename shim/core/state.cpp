@@ -14,10 +14,12 @@
 #include "shim/core/count_interceptor.h"
 #include "shim/core/interceptor.h"
 #include "shim/core/optimize_interceptor.h"
+#include "shim/core/trace_interceptor.h"
 
 namespace hetopt::shim {
 
 std::atomic<Interceptor*> g_interceptor{nullptr};
+NextFunctionLookup g_nextFunction = nullptr;
 HETOPT_TLS unsigned t_depth = 0;
 
 namespace {
@@ -104,8 +106,9 @@ void activate(Mode mode) {
       if (!created) return;
       break;
     case Mode::Trace:
-      warn("HETOPT_MODE=%s is not available in this build; running unmodified", modeName(mode));
-      return;
+      created = TraceInterceptor::create();  // null: the trace file cannot be written (it said why)
+      if (!created) return;
+      break;
   }
   g_interceptor.store(created, std::memory_order_release);
   debug("shim active in %s mode", modeName(mode));

@@ -1,0 +1,123 @@
+// SPDX-License-Identifier: MIT
+/**
+ * @file `hetopt trace`: runs a program under the shim in trace mode and summarizes the trace it
+ * left (read back through the trace reader, like every other consumer).
+ */
+#include <dirent.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "cli/commands.h"
+#include "cli/launch.h"
+#include "cli/show.h"
+#include "common/log.h"
+#include "common/paths.h"
+#include "trace/reader.h"
+
+namespace hetopt::cli {
+namespace {
+
+/// Traces of children: FILE.<pid> beside FILE (the shim names them so).
+std::vector<std::string> childTraces(const std::string& file) {
+  std::vector<std::string> out;
+  const std::string dir = dirName(file), base = baseName(file) + ".";
+  DIR* d = opendir(dir.c_str());
+  if (!d) return out;
+  while (dirent* e = readdir(d)) {
+    std::string name = e->d_name;
+    if (name.size() <= base.size() || name.compare(0, base.size(), base) != 0) continue;
+    if (name.find_first_not_of("0123456789", base.size()) != std::string::npos) continue;
+    out.push_back(dir + "/" + name);
+  }
+  closedir(d);
+  return out;
+}
+
+}  // namespace
+
+int cmdTrace(int argc, char** argv) {
+  std::string output, device, error;
+  bool help = false;
+  std::vector<std::string> program = splitProgram(
+      argc, argv,
+      [&](int i) -> int {
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) return help = true, 1;
+        if ((!strcmp(argv[i], "-o") || !strcmp(argv[i], "--output")) && i + 1 < argc) return output = argv[i + 1], 2;
+        if (!strcmp(argv[i], "--device") && i + 1 < argc) return device = argv[i + 1], 2;
+        return 0;
+      },
+      &error);
+  if (help) {
+    printf(
+        "usage: hetopt trace [-o FILE] [--device FILTER] [--] program [args...]\n\n"
+        "Runs the program with every OpenCL call and host allocation recorded into a compressed,\n"
+        "SSA-versioned trace with host and device timings (OpenCL profiling is switched on for its\n"
+        "queues without the program seeing it). Children it forks or executes get their own\n"
+        "traces, FILE.<pid>. The program's exit status and signals pass through; a summary goes to\n"
+        "stderr at the end. Read the trace with `hetopt show FILE`.\n\n"
+        "  -o FILE          trace file (default ./hetopt-<program>-<pid>.trace), created 0600\n"
+        "  --device FILTER  OpenCL device ('gpu', 'cpu' or a name substring); sets HETOPT_DEVICE\n");
+    return 0;
+  }
+  if (program.empty()) {
+    warn("trace: %s (see hetopt trace --help)", error.c_str());
+    return 2;
+  }
+  if (output.empty()) output = "./hetopt-" + baseName(program[0]) + "-" + std::to_string(getpid()) + ".trace";
+  if (output.find("%p") != std::string::npos) {
+    warn("trace: -o FILE may not contain %%p (children's traces are named FILE.<pid>)");
+    return 2;
+  }
+  // A stale trace from an earlier run must not be summarized as this one's.
+  struct stat st;
+  if (lstat(output.c_str(), &st) == 0 && S_ISREG(st.st_mode)) unlink(output.c_str());
+  for (const std::string& old : childTraces(output)) unlink(old.c_str());
+
+  Launch launch;
+  launch.argv = program;
+  launch.env.push_back({"HETOPT_MODE", "trace"});
+  launch.env.push_back({"HETOPT_TRACE_FILE", output});
+  if (!device.empty()) launch.env.push_back({"HETOPT_DEVICE", device});
+  int status = runProgram(launch, &error);
+  if (status < 0) {
+    warn("trace: %s", error.c_str());
+    return 2;
+  }
+  trace::Trace t;
+  if (!trace::readTraceFile(output, &t, &error)) {
+    warn("trace: no usable trace: %s", error.c_str());
+  } else {
+    fprintf(stderr, "hetopt: trace %s (%llu bytes, %s)\n", output.c_str(),
+            static_cast<unsigned long long>(t.fileBytes),
+            t.complete ? "complete" : "incomplete: the program did not exit normally");
+    std::string text;
+    {
+      char* buf = nullptr;
+      size_t len = 0;
+      FILE* mem = open_memstream(&buf, &len);
+      if (mem) {
+        printTraceSummary(t, mem);
+        fclose(mem);
+        text.assign(buf, len);
+        free(buf);
+      }
+    }
+    size_t start = 0;
+    while (start < text.size()) {
+      size_t end = text.find('\n', start);
+      if (end == std::string::npos) end = text.size();
+      fprintf(stderr, "hetopt:   %s\n", text.substr(start, end - start).c_str());
+      start = end + 1;
+    }
+  }
+  for (const std::string& child : childTraces(output)) fprintf(stderr, "hetopt: child trace %s\n", child.c_str());
+  fflush(stderr);
+  exitLikeChild(status);
+}
+
+}  // namespace hetopt::cli

@@ -1,0 +1,916 @@
+// SPDX-License-Identifier: MIT
+/** @file Trace mode; see trace_interceptor.h. */
+#include "shim/core/trace_interceptor.h"
+
+#include <CL/cl_ext.h>
+#include <pthread.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+
+#include "common/log.h"
+#include "common/options.h"
+#include "hetopt/version.h"
+#include "shim/core/callsite.h"
+#include "shim/core/state.h"
+
+namespace hetopt::shim {
+namespace {
+
+using api::ApiId;
+using api::ArgClass;
+using api::ArgRole;
+using trace::HostAccess;
+using trace::ObjectId;
+using trace::ObjectKind;
+
+TraceInterceptor* s_instance = nullptr;
+pthread_key_t s_threadKey;
+/// (recorder generation << 32) | (thread index + 1) of this thread; 0 before its first event.
+HETOPT_TLS uint64_t t_traceThread = 0;
+
+enum ScratchFlags : uintptr_t { kInjectedEvent = 1, kHideProfiling = 2 };
+
+constexpr size_t kMaxArrayRefs = 16;   ///< handles/pointers read from one array argument
+constexpr size_t kMaxPending = 8192;   ///< device timings waiting before we give up on the oldest
+
+uint64_t startOf(const CallRecord& c) { return reinterpret_cast<uintptr_t>(c.scratch[0]); }
+uintptr_t flagsOf(const CallRecord& c) { return reinterpret_cast<uintptr_t>(c.scratch[3]); }
+void addFlag(CallRecord& c, uintptr_t f) { c.scratch[3] = reinterpret_cast<void*>(flagsOf(c) | f); }
+
+std::string readFile(const char* path) {
+  FILE* f = fopen(path, "rb");
+  if (!f) return {};
+  std::string s;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, f)) > 0) s.append(buf, n);
+  fclose(f);
+  return s;
+}
+
+std::string selfExe() {
+  char buf[4096];
+  ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
+  return n > 0 ? std::string(buf, static_cast<size_t>(n)) : std::string("?");
+}
+
+std::string substitutePid(const std::string& pattern, long pid) {
+  std::string out;
+  for (size_t i = 0; i < pattern.size(); ++i) {
+    if (pattern[i] == '%' && i + 1 < pattern.size() && pattern[i + 1] == 'p') {
+      out += std::to_string(pid);
+      ++i;
+    } else {
+      out += pattern[i];
+    }
+  }
+  return out;
+}
+
+bool moduleLookup(uint64_t address, trace::ModuleRecord* out) {
+  const Module* m = ModuleMap::instance().find(address);
+  if (!m) return false;
+  out->start = m->start;
+  out->end = m->end;
+  out->bias = m->bias;
+  out->path = m->path;
+  out->buildId = m->buildId;
+  return true;
+}
+
+bool kindOf(ArgClass cls, ObjectKind* kind) {
+  switch (cls) {
+    case ArgClass::Platform: *kind = ObjectKind::Platform; return true;
+    case ArgClass::Device: *kind = ObjectKind::Device; return true;
+    case ArgClass::Context: *kind = ObjectKind::Context; return true;
+    case ArgClass::Queue: *kind = ObjectKind::Queue; return true;
+    case ArgClass::Mem: *kind = ObjectKind::Mem; return true;
+    case ArgClass::Program: *kind = ObjectKind::Program; return true;
+    case ArgClass::Kernel: *kind = ObjectKind::Kernel; return true;
+    case ArgClass::Sampler: *kind = ObjectKind::Sampler; return true;
+    default: return false;  // scalars, pointers, callbacks; events are not tracked objects
+  }
+}
+
+/// The kind of handles an out_handles array holds, from its C type ("cl_device_id *").
+bool kindOfArray(const char* type, ObjectKind* kind) {
+  if (strstr(type, "cl_platform_id")) return *kind = ObjectKind::Platform, true;
+  if (strstr(type, "cl_device_id")) return *kind = ObjectKind::Device, true;
+  if (strstr(type, "cl_kernel")) return *kind = ObjectKind::Kernel, true;
+  if (strstr(type, "cl_mem")) return *kind = ObjectKind::Mem, true;
+  return false;
+}
+
+uint64_t imageElementBytes(const cl_image_format* f) {
+  if (!f) return 0;
+  switch (f->image_channel_data_type) {
+    case CL_UNORM_SHORT_565:
+    case CL_UNORM_SHORT_555: return 2;
+    case CL_UNORM_INT_101010: return 4;
+    default: break;
+  }
+  uint64_t channel = 0;
+  switch (f->image_channel_data_type) {
+    case CL_SNORM_INT8: case CL_UNORM_INT8: case CL_SIGNED_INT8: case CL_UNSIGNED_INT8: channel = 1; break;
+    case CL_SNORM_INT16: case CL_UNORM_INT16: case CL_SIGNED_INT16: case CL_UNSIGNED_INT16:
+    case CL_HALF_FLOAT: channel = 2; break;
+    case CL_SIGNED_INT32: case CL_UNSIGNED_INT32: case CL_FLOAT: channel = 4; break;
+    default: return 0;
+  }
+  switch (f->image_channel_order) {
+    case CL_R: case CL_A: case CL_INTENSITY: case CL_LUMINANCE: case CL_DEPTH: return channel;
+    case CL_RG: case CL_RA: case CL_Rx: return 2 * channel;
+    case CL_RGB: case CL_RGx: return 3 * channel;
+    default: return 4 * channel;
+  }
+}
+
+// ---- pthread hooks ------------------------------------------------------------------------------
+
+void threadKeyDestructor(void* value) {
+  auto v = reinterpret_cast<uintptr_t>(value);
+  if (s_instance && v) {
+    ScopedInternal internal;
+    s_instance->threadExit(static_cast<uint32_t>(v & 0xffffffffu) - 1, static_cast<uint32_t>(v >> 32));
+  }
+}
+void atForkPrepare() {
+  if (s_instance) s_instance->forkPrepare();
+}
+void atForkParent() {
+  if (s_instance) s_instance->forkParent();
+}
+void atForkChild() {
+  if (s_instance) {
+    ScopedInternal internal;
+    s_instance->forkChildRestart();
+  }
+}
+
+}  // namespace
+
+// ---- creation -----------------------------------------------------------------------------------
+
+TraceInterceptor* TraceInterceptor::create() {
+  ScopedInternal internal;
+  auto* t = new TraceInterceptor();
+  const std::string exe = selfExe();
+  const std::string value = optionString(Option::TRACE_FILE);
+  std::string pattern;
+  if (value.empty()) {
+    const size_t slash = exe.rfind('/');
+    pattern = "./hetopt-" + exe.substr(slash == std::string::npos ? 0 : slash + 1) + "-%p.trace";
+    t->m_childPattern = pattern;
+  } else if (value.find("%p") != std::string::npos) {
+    pattern = value;
+    t->m_childPattern = value;
+  } else {
+    // This process writes the named file; its exec'd children (which inherit the environment)
+    // and forked children write <file>.<their pid>.
+    pattern = value;
+    t->m_childPattern = value + ".%p";
+    setenv(optionInfo(Option::TRACE_FILE).envName, t->m_childPattern.c_str(), 1);
+  }
+  t->m_config.path = substitutePid(pattern, getpid());
+  t->m_config.modules = moduleLookup;
+  trace::FileHeader& h = t->m_config.header;
+  h.pid = static_cast<uint64_t>(getpid());
+  h.parentPid = static_cast<uint64_t>(getppid());
+  timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  h.startUnixNs = static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
+  h.writerVersion = HETOPT_VERSION_STRING;
+  h.program = exe;
+  h.arguments = readFile("/proc/self/cmdline");
+  std::string error;
+  if (!t->m_recorder.open(t->m_config, &error)) {
+    warn("trace mode: %s; running untraced", error.c_str());
+    delete t;
+    return nullptr;
+  }
+  s_instance = t;
+  pthread_key_create(&s_threadKey, threadKeyDestructor);
+  pthread_atfork(atForkPrepare, atForkParent, atForkChild);
+  debug("tracing to %s", t->m_config.path.c_str());
+  return t;
+}
+
+uint32_t TraceInterceptor::threadIndex() {
+  const uint32_t gen = m_recorder.generation();
+  if (t_traceThread && (t_traceThread >> 32) == gen) return static_cast<uint32_t>(t_traceThread & 0xffffffffu) - 1;
+  const uint32_t index = m_recorder.thread(static_cast<uint64_t>(syscall(SYS_gettid)));
+  t_traceThread = (uint64_t{gen} << 32) | (index + 1);
+  pthread_setspecific(s_threadKey, reinterpret_cast<void*>(static_cast<uintptr_t>(t_traceThread)));
+  return index;
+}
+
+void TraceInterceptor::threadExit(uint32_t thread, uint32_t generation) {
+  auto lock = m_recorder.lock();
+  if (m_active && generation == m_recorder.generation()) m_recorder.threadExit(thread);
+}
+
+// ---- fork -----------------------------------------------------------------------------------------
+
+void TraceInterceptor::forkPrepare() { m_recorder.mutex().lock(); }
+void TraceInterceptor::forkParent() { m_recorder.mutex().unlock(); }
+
+void TraceInterceptor::forkChildRestart() {
+  m_recorder.mutex().unlock();
+  auto lock = m_recorder.lock();
+  if (!m_active) return;
+  m_pending.clear();  // the parent's events: the parent reads and releases them
+  trace::RecorderConfig c = m_config;
+  c.path = substitutePid(m_childPattern, getpid());
+  c.header.pid = static_cast<uint64_t>(getpid());
+  c.header.parentPid = static_cast<uint64_t>(getppid());
+  std::string error;
+  if (!m_recorder.restartInChild(c, &error)) {
+    warn("trace mode: forked child: %s; the child runs untraced", error.c_str());
+    m_active = false;
+  }
+}
+
+// ---- queues and profiling -------------------------------------------------------------------------
+
+namespace {
+struct QueueCreation {
+  std::vector<cl_queue_properties> array;  ///< what we pass instead of the application's
+  uint64_t originalArg = 0;                ///< the application's properties argument
+  bool modified = false;
+};
+}  // namespace
+
+void TraceInterceptor::beginQueueCreation(CallRecord& call) {
+  auto* qc = new QueueCreation();
+  call.scratch[2] = qc;
+  qc->originalArg = call.args[2];
+  if (call.id == ApiId::clCreateCommandQueue) {
+    if (!(call.args[2] & CL_QUEUE_PROFILING_ENABLE)) {
+      call.args[2] |= CL_QUEUE_PROFILING_ENABLE;
+      qc->modified = true;
+    }
+    return;
+  }
+  // clCreateCommandQueueWithProperties[KHR]: a 0-terminated key/value list.
+  const auto* props = reinterpret_cast<const cl_queue_properties*>(call.args[2]);
+  bool found = false;
+  size_t n = 0;
+  if (props) {
+    for (; props[n] != 0 && n < 64; n += 2) {
+      qc->array.push_back(props[n]);
+      cl_queue_properties v = props[n + 1];
+      if (props[n] == CL_QUEUE_PROPERTIES) {
+        found = true;
+        if (v & CL_QUEUE_ON_DEVICE) {  // device-side queues are left alone
+          delete qc;
+          call.scratch[2] = nullptr;
+          return;
+        }
+        if (!(v & CL_QUEUE_PROFILING_ENABLE)) {
+          v |= CL_QUEUE_PROFILING_ENABLE;
+          qc->modified = true;
+        }
+      }
+      qc->array.push_back(v);
+    }
+    if (n >= 64) {  // not a list we understand: pass it through untouched
+      delete qc;
+      call.scratch[2] = nullptr;
+      return;
+    }
+  }
+  if (!found) {
+    qc->array.push_back(CL_QUEUE_PROPERTIES);
+    qc->array.push_back(CL_QUEUE_PROFILING_ENABLE);
+    qc->modified = true;
+  }
+  qc->array.push_back(0);
+  if (qc->modified) call.args[2] = reinterpret_cast<uintptr_t>(qc->array.data());
+}
+
+void TraceInterceptor::endQueueCreation(CallRecord& call) {
+  auto* qc = static_cast<QueueCreation*>(call.scratch[2]);
+  if (!qc) return;
+  call.scratch[2] = nullptr;
+  if (qc->modified && call.result == 0) {
+    // A driver that refuses profiling: create the queue as asked, untimed.
+    call.args[2] = qc->originalArg;
+    auto* errcode = reinterpret_cast<cl_int*>(call.args[3]);
+    if (call.id == ApiId::clCreateCommandQueue) {
+      using Fn = cl_command_queue(CL_API_CALL*)(cl_context, cl_device_id, cl_command_queue_properties, cl_int*);
+      if (auto fn = real<Fn>(call.id))
+        call.result = reinterpret_cast<uintptr_t>(fn(reinterpret_cast<cl_context>(call.args[0]),
+                                                     reinterpret_cast<cl_device_id>(call.args[1]),
+                                                     qc->originalArg, errcode));
+    } else if (call.id == ApiId::clCreateCommandQueueWithProperties) {
+      using Fn = cl_command_queue(CL_API_CALL*)(cl_context, cl_device_id, const cl_queue_properties*, cl_int*);
+      if (auto fn = real<Fn>(call.id))
+        call.result = reinterpret_cast<uintptr_t>(fn(reinterpret_cast<cl_context>(call.args[0]),
+                                                     reinterpret_cast<cl_device_id>(call.args[1]),
+                                                     reinterpret_cast<const cl_queue_properties*>(qc->originalArg),
+                                                     errcode));
+    }
+    delete qc;
+    return;  // untimed: not in m_queues, so no events are injected on it
+  }
+  if (call.result) {
+    QueueInfo info;
+    info.addedProfiling = qc->modified;
+    if (call.id == ApiId::clCreateCommandQueue) {
+      info.properties = qc->originalArg;
+    } else {
+      const auto* props = reinterpret_cast<const cl_queue_properties*>(qc->originalArg);
+      info.hadArray = props != nullptr;
+      for (size_t n = 0; props && props[n] != 0; n += 2) {
+        info.propertiesArray.push_back(props[n]);
+        info.propertiesArray.push_back(props[n + 1]);
+        if (props[n] == CL_QUEUE_PROPERTIES) info.properties = props[n + 1];
+      }
+      if (props) info.propertiesArray.push_back(0);
+    }
+    auto lock = m_recorder.lock();
+    m_queues[call.result] = std::move(info);
+  }
+  delete qc;
+}
+
+void TraceInterceptor::fixQueueInfo(CallRecord& call) {
+  const cl_command_queue_info param = static_cast<cl_command_queue_info>(call.args[1]);
+  if (param != CL_QUEUE_PROPERTIES && param != CL_QUEUE_PROPERTIES_ARRAY) return;
+  QueueInfo info;
+  {
+    auto lock = m_recorder.lock();
+    auto it = m_queues.find(call.args[0]);
+    if (it == m_queues.end() || !it->second.addedProfiling) return;
+    info = it->second;
+  }
+  auto* value = reinterpret_cast<void*>(call.args[3]);
+  auto* sizeRet = reinterpret_cast<size_t*>(call.args[4]);
+  const size_t size = call.args[2];
+  const auto status = static_cast<cl_int>(call.result);
+  if (param == CL_QUEUE_PROPERTIES) {
+    if (status == CL_SUCCESS && value && size >= sizeof(cl_command_queue_properties))
+      *static_cast<cl_command_queue_properties*>(value) &= ~cl_command_queue_properties{CL_QUEUE_PROFILING_ENABLE};
+    return;
+  }
+  // CL_QUEUE_PROPERTIES_ARRAY: answer with the application's own array, as the driver would have.
+  if (status != CL_SUCCESS && status != CL_INVALID_VALUE) return;
+  const size_t bytes = info.hadArray ? info.propertiesArray.size() * sizeof(cl_queue_properties) : 0;
+  if (value && size < bytes) {
+    call.result = static_cast<uint32_t>(CL_INVALID_VALUE);
+    return;
+  }
+  if (value && bytes) memcpy(value, info.propertiesArray.data(), bytes);
+  if (sizeRet) *sizeRet = bytes;
+  call.result = CL_SUCCESS;
+}
+
+// ---- calls ---------------------------------------------------------------------------------------
+
+void TraceInterceptor::callBegin(CallRecord& call) {
+  if (!m_active) return;
+  call.scratch[0] = reinterpret_cast<void*>(static_cast<uintptr_t>(trace::monotonicNs()));
+  const api::ApiInfo& info = api::apiInfo(call.id);
+  switch (call.id) {
+    case ApiId::clCreateCommandQueue:
+    case ApiId::clCreateCommandQueueWithProperties:
+    case ApiId::clCreateCommandQueueWithPropertiesKHR:
+      beginQueueCreation(call);
+      return;
+    case ApiId::clReleaseCommandQueue:
+    case ApiId::clReleaseContext:
+      resolvePending(false);  // their events may not outlive them on every driver
+      return;
+    case ApiId::clGetEventProfilingInfo: {
+      // Events of queues where only we asked for profiling answer as if profiling were off.
+      using Fn = cl_int(CL_API_CALL*)(cl_event, cl_event_info, size_t, void*, size_t*);
+      auto fn = real<Fn>(ApiId::clGetEventInfo);
+      cl_command_queue q = nullptr;
+      if (fn && fn(reinterpret_cast<cl_event>(call.args[0]), CL_EVENT_COMMAND_QUEUE, sizeof q, &q,
+                   nullptr) == CL_SUCCESS && q) {
+        auto lock = m_recorder.lock();
+        auto it = m_queues.find(reinterpret_cast<uintptr_t>(q));
+        if (it != m_queues.end() && it->second.addedProfiling) {
+          addFlag(call, kHideProfiling);
+          call.args[3] = 0;  // nothing is written to the application's memory
+          call.args[4] = 0;
+        }
+      }
+      return;
+    }
+    default:
+      break;
+  }
+  if (info.kind == api::ApiKind::Query) return;
+  // An event for the device timing where the application asked for none.
+  for (unsigned i = 0; i < info.numArgs; ++i) {
+    if (info.args[i].role != ArgRole::EventOut || call.args[i] != 0) continue;
+    if (info.args[0].cls != ArgClass::Queue) break;
+    auto lock = m_recorder.lock();
+    if (m_queues.count(call.args[0])) {
+      call.scratch[1] = nullptr;
+      call.args[i] = reinterpret_cast<uintptr_t>(&call.scratch[1]);
+      addFlag(call, kInjectedEvent);
+    }
+    break;
+  }
+}
+
+void TraceInterceptor::callEnd(CallRecord& call) {
+  if (!m_active || !call.scratch[0]) return;
+  const uint64_t hostNs = trace::monotonicNs() - startOf(call);
+  switch (call.id) {
+    case ApiId::clCreateCommandQueue:
+    case ApiId::clCreateCommandQueueWithProperties:
+    case ApiId::clCreateCommandQueueWithPropertiesKHR:
+      endQueueCreation(call);
+      break;
+    case ApiId::clGetCommandQueueInfo:
+      fixQueueInfo(call);
+      break;
+    case ApiId::clGetEventProfilingInfo:
+      if (flagsOf(call) & kHideProfiling) {
+        const auto status = static_cast<cl_int>(call.result);
+        if (status == CL_SUCCESS || status == CL_PROFILING_INFO_NOT_AVAILABLE || status == CL_INVALID_VALUE)
+          call.result = static_cast<uint32_t>(CL_PROFILING_INFO_NOT_AVAILABLE);
+      }
+      break;
+    default:
+      break;
+  }
+  recordCall(call, hostNs);
+}
+
+void TraceInterceptor::hostRef(trace::Leaf* leaf, uint8_t arg, uint64_t ptr, uint64_t bytes,
+                               uint64_t span, HostAccess access) {
+  if (!ptr) return;
+  trace::HostTarget t = m_recorder.resolveHost(ptr, std::max<uint64_t>(span, 1));
+  if (!t.obj) return;
+  trace::ObjectTable& objects = m_recorder.objects();
+  trace::Ref r;
+  r.obj = t.obj;
+  r.arg = arg;
+  r.access = access;
+  r.flags = trace::kRefHost;
+  // The call defines a new version of host memory it writes into (a read, a map for reading).
+  if (access == HostAccess::Write || access == HostAccess::Mapped) {
+    r.flags |= trace::kRefWrite;
+    r.vFirst = r.vLast = objects.bumpVersion(t.obj);
+  } else {
+    r.flags |= trace::kRefRead;
+    r.vFirst = r.vLast = objects.version(t.obj);
+  }
+  r.offMin = t.offset;
+  r.endMax = t.offset + span;
+  r.bytes = bytes;
+  leaf->refs.push_back(r);
+}
+
+void TraceInterceptor::recordCall(CallRecord& call, uint64_t hostNs) {
+  const api::ApiInfo& info = api::apiInfo(call.id);
+  // The event the call produced, for its device timing.
+  cl_event produced = nullptr;
+  bool ours = false;
+  int eventArg = -1;
+  for (unsigned i = 0; i < info.numArgs; ++i)
+    if (info.args[i].role == ArgRole::EventOut) eventArg = static_cast<int>(i);
+
+  // Status: the return code, or *errcode_ret, or whether a handle came back.
+  int64_t status = 0;
+  if (info.returnClass == ArgClass::Scalar) {
+    status = static_cast<cl_int>(call.result);
+  } else if (info.returnClass != ArgClass::Callback && info.numArgs > 0) {
+    status = call.result ? 0 : CL_INVALID_VALUE;
+    for (unsigned i = 0; i < info.numArgs; ++i)
+      if (info.args[i].role == ArgRole::Errcode && call.args[i])
+        status = *reinterpret_cast<const cl_int*>(call.args[i]);
+  }
+  const bool ok = status == CL_SUCCESS;
+  if (info.returnRole == api::ReturnRole::None && info.returnClass == ArgClass::Pointer) status = 0;
+
+  if (eventArg >= 0) {
+    if (flagsOf(call) & kInjectedEvent) {
+      produced = static_cast<cl_event>(call.scratch[1]);
+      ours = true;
+      call.args[eventArg] = 0;  // recorded as the application passed it
+    } else if (ok && call.args[eventArg]) {
+      produced = *reinterpret_cast<cl_event*>(call.args[eventArg]);
+      if (produced) {
+        using Fn = cl_int(CL_API_CALL*)(cl_event);
+        auto retain = real<Fn>(ApiId::clRetainEvent);
+        bool profiled;
+        {
+          auto lock = m_recorder.lock();
+          profiled = info.args[0].cls == ArgClass::Queue && m_queues.count(call.args[0]);
+        }
+        if (!profiled || !retain || retain(produced) != CL_SUCCESS) produced = nullptr;
+      }
+    }
+  }
+  if (!ok && ours && produced) {
+    if (auto rel = real<cl_int(CL_API_CALL*)(cl_event)>(ApiId::clReleaseEvent)) rel(produced);
+    produced = nullptr;
+  }
+
+  trace::Leaf leaf;
+  leaf.type = trace::LeafType::Call;
+  leaf.code = static_cast<uint16_t>(call.id);
+  leaf.host.add(hostNs);
+  leaf.args.resize(info.numArgs);
+  bool blocking = false;
+  for (unsigned i = 0; i < info.numArgs; ++i) {
+    const uint64_t v = call.args[i];
+    leaf.args[i] = trace::ArgAgg::of(info.args[i].cls == ArgClass::Scalar ? v : (v != 0));
+    if (info.args[i].cls == ArgClass::Scalar && v && !strncmp(info.args[i].name, "blocking", 8))
+      blocking = true;
+  }
+  leaf.result = trace::ArgAgg::of(static_cast<uint32_t>(status));
+
+  size_t pendingNow = 0;
+  {
+    auto lock = m_recorder.lock();
+    if (!m_active) return;
+    const uint32_t thread = threadIndex();
+    trace::ObjectTable& objects = m_recorder.objects();
+    auto ref = [&](ObjectId obj, uint8_t arg, uint8_t flags) {
+      trace::Ref r;
+      r.obj = obj;
+      r.arg = arg;
+      r.flags = flags;
+      r.vFirst = r.vLast = (flags & (trace::kRefWrite | trace::kRefCreate)) ? objects.bumpVersion(obj)
+                                                                           : objects.version(obj);
+      leaf.refs.push_back(r);
+    };
+    auto label = [&](ObjectId obj, ObjectKind kind, uint64_t handle) {
+      char name[256] = {};
+      cl_int rc = CL_INVALID_VALUE;
+      if (kind == ObjectKind::Device) {
+        using Fn = cl_int(CL_API_CALL*)(cl_device_id, cl_device_info, size_t, void*, size_t*);
+        if (auto fn = real<Fn>(ApiId::clGetDeviceInfo))
+          rc = fn(reinterpret_cast<cl_device_id>(handle), CL_DEVICE_NAME, sizeof name - 1, name, nullptr);
+      } else if (kind == ObjectKind::Platform) {
+        using Fn = cl_int(CL_API_CALL*)(cl_platform_id, cl_platform_info, size_t, void*, size_t*);
+        if (auto fn = real<Fn>(ApiId::clGetPlatformInfo))
+          rc = fn(reinterpret_cast<cl_platform_id>(handle), CL_PLATFORM_NAME, sizeof name - 1, name, nullptr);
+      }
+      if (rc != CL_SUCCESS || !name[0]) return;
+      objects.info(obj).fields |= trace::kObjLabel;
+      objects.info(obj).label = name;
+      objects.touch(obj);
+    };
+    auto arg = [&](int i) -> uint64_t { return i >= 0 && static_cast<unsigned>(i) < info.numArgs ? call.args[i] : 0; };
+    auto sizes3 = [&](uint64_t p, uint64_t out[3]) -> bool {
+      if (!p) return false;
+      memcpy(out, reinterpret_cast<const size_t*>(p), 3 * sizeof(size_t));
+      return true;
+    };
+    ObjectId kernelObj = trace::kNoObject;
+    uint64_t mapFlags = 0;
+
+    for (unsigned i = 0; i < info.numArgs; ++i) {
+      const api::ArgInfo& a = info.args[i];
+      const uint64_t v = call.args[i];
+      const auto idx = static_cast<uint8_t>(i);
+      ObjectKind kind;
+      if (kindOf(a.cls, &kind)) {
+        if (!v) continue;
+        bool created = false;
+        ObjectId obj = m_recorder.handle(kind, v, &created);
+        if (created) label(obj, kind, v);
+        uint8_t flags = trace::kRefRead;
+        if (ok && a.role == ArgRole::Writes) flags = trace::kRefWrite;
+        if (a.role == ArgRole::Map) {
+          mapFlags = arg(a.refs[0]);
+          if (ok && (mapFlags & (CL_MAP_WRITE | CL_MAP_WRITE_INVALIDATE_REGION))) flags = trace::kRefWrite;
+        }
+        if (a.role == ArgRole::Launch || (a.cls == ArgClass::Kernel && call.id != ApiId::clCreateKernel))
+          kernelObj = obj;
+        ref(obj, idx, flags);
+        continue;
+      }
+      if (a.cls != ArgClass::Pointer || !v) continue;
+      switch (a.role) {
+        case ArgRole::HostRead:
+        case ArgRole::HostWrite: {
+          const uint64_t bytes = arg(a.refs[0]);
+          hostRef(&leaf, idx, v, ok ? bytes : 0, bytes,
+                  a.role == ArgRole::HostRead ? HostAccess::Read : HostAccess::Write);
+          break;
+        }
+        case ArgRole::HostReadRect:
+        case ArgRole::HostWriteRect: {
+          uint64_t origin[3] = {}, region[3] = {};
+          if (!sizes3(arg(a.refs[0]), origin) || !sizes3(arg(a.refs[1]), region)) break;
+          const uint64_t row = arg(a.refs[2]) ? arg(a.refs[2]) : region[0];
+          const uint64_t slice = arg(a.refs[3]) ? arg(a.refs[3]) : row * region[1];
+          const uint64_t bytes = region[0] * region[1] * region[2];
+          const uint64_t offset = origin[2] * slice + origin[1] * row + origin[0];
+          const uint64_t span = bytes ? (region[2] - 1) * slice + (region[1] - 1) * row + region[0] : 0;
+          hostRef(&leaf, idx, v + offset, ok ? bytes : 0, span,
+                  a.role == ArgRole::HostReadRect ? HostAccess::Read : HostAccess::Write);
+          break;
+        }
+        case ArgRole::HostReadImage:
+        case ArgRole::HostWriteImage: {
+          uint64_t region[3] = {};
+          if (!sizes3(arg(a.refs[1]), region)) break;
+          size_t elem = 0;
+          using Fn = cl_int(CL_API_CALL*)(cl_mem, cl_image_info, size_t, void*, size_t*);
+          if (auto fn = real<Fn>(ApiId::clGetImageInfo))
+            fn(reinterpret_cast<cl_mem>(arg(a.refs[0])), CL_IMAGE_ELEMENT_SIZE, sizeof elem, &elem, nullptr);
+          const uint64_t rowBytes = region[0] * elem;
+          const uint64_t row = arg(a.refs[2]) ? arg(a.refs[2]) : rowBytes;
+          const uint64_t slice = arg(a.refs[3]) ? arg(a.refs[3]) : row * region[1];
+          const uint64_t bytes = rowBytes * region[1] * region[2];
+          const uint64_t span = bytes ? (region[2] - 1) * slice + (region[1] - 1) * row + rowBytes : 0;
+          hostRef(&leaf, idx, v, ok ? bytes : 0, span,
+                  a.role == ArgRole::HostReadImage ? HostAccess::Read : HostAccess::Write);
+          break;
+        }
+        case ArgRole::HostInit:
+        case ArgRole::HostInitImage: {
+          const uint64_t flags = arg(a.refs[0]);
+          if (!(flags & (CL_MEM_COPY_HOST_PTR | CL_MEM_USE_HOST_PTR))) break;
+          uint64_t bytes = 0;
+          if (a.role == ArgRole::HostInit) {
+            bytes = arg(a.refs[1]);
+          } else {
+            const auto* format = reinterpret_cast<const cl_image_format*>(arg(a.refs[1]));
+            const uint64_t elem = imageElementBytes(format);
+            uint64_t w = 0, h = 1, d = 1;
+            if (a.numRefs >= 3 && arg(a.refs[2])) {
+              const auto* desc = reinterpret_cast<const cl_image_desc*>(arg(a.refs[2]));
+              w = desc->image_width;
+              h = std::max<uint64_t>(desc->image_height, 1);
+              d = std::max<uint64_t>(desc->image_depth, 1) * std::max<uint64_t>(desc->image_array_size, 1);
+            } else {
+              for (unsigned k = 0; k < info.numArgs; ++k) {
+                if (!strcmp(info.args[k].name, "image_width")) w = call.args[k];
+                if (!strcmp(info.args[k].name, "image_height")) h = std::max<uint64_t>(call.args[k], 1);
+                if (!strcmp(info.args[k].name, "image_depth")) d = std::max<uint64_t>(call.args[k], 1);
+              }
+            }
+            bytes = elem * w * h * d;
+          }
+          hostRef(&leaf, idx, v, ok ? bytes : 0, bytes,
+                  (flags & CL_MEM_USE_HOST_PTR) ? HostAccess::Wrap : HostAccess::Read);
+          break;
+        }
+        case ArgRole::SvmDst:
+        case ArgRole::SvmSrc: {
+          const uint64_t bytes = arg(a.refs[0]);
+          hostRef(&leaf, idx, v, ok ? bytes : 0, bytes,
+                  a.role == ArgRole::SvmDst ? HostAccess::Write : HostAccess::Read);
+          break;
+        }
+        case ArgRole::SvmList: {
+          const uint64_t n = std::min<uint64_t>(arg(a.refs[0]), kMaxArrayRefs);
+          const auto* list = reinterpret_cast<const uint64_t*>(v);
+          for (uint64_t k = 0; k < n; ++k) {
+            trace::HostTarget t = m_recorder.resolveHost(list[k], 1);
+            if (t.obj) ref(t.obj, idx, trace::kRefRead);
+          }
+          break;
+        }
+        case ArgRole::InHandles: {
+          const uint64_t n = std::min<uint64_t>(arg(a.refs[0]), kMaxArrayRefs);
+          ObjectKind k;
+          if (!kindOfArray(a.type, &k)) break;
+          const auto* list = reinterpret_cast<const uint64_t*>(v);
+          for (uint64_t j = 0; j < n; ++j)
+            if (list[j]) ref(m_recorder.handle(k, list[j]), idx, trace::kRefRead);
+          break;
+        }
+        case ArgRole::OutHandles: {
+          if (!ok) break;
+          ObjectKind k;
+          if (!kindOfArray(a.type, &k)) break;
+          uint64_t n = arg(a.refs[0]);
+          // The count the driver filled in, when the call reports it (num_platforms, num_devices).
+          for (unsigned j = i + 1; j < info.numArgs; ++j)
+            if (info.args[j].cls == ArgClass::Pointer && !strcmp(info.args[j].type, "cl_uint *") && call.args[j])
+              n = std::min<uint64_t>(n, *reinterpret_cast<const cl_uint*>(call.args[j]));
+          n = std::min<uint64_t>(n, kMaxArrayRefs);
+          const auto* list = reinterpret_cast<const uint64_t*>(v);
+          for (uint64_t j = 0; j < n; ++j) {
+            if (!list[j]) continue;
+            if (info.kind == api::ApiKind::CreateKernel) {
+              ref(m_recorder.createHandle(k, list[j]), idx, trace::kRefCreate);
+            } else {
+              bool created = false;
+              ObjectId obj = m_recorder.handle(k, list[j], &created);
+              if (created) label(obj, k, list[j]);
+              ref(obj, idx, created ? trace::kRefCreate : trace::kRefRead);
+            }
+          }
+          break;
+        }
+        case ArgRole::MappedPtr: {
+          trace::HostTarget t = m_recorder.resolveHost(v, 1);
+          if (!t.obj) break;
+          trace::Ref r;
+          r.obj = t.obj;
+          r.arg = idx;
+          r.flags = trace::kRefHost | trace::kRefRead;
+          r.access = HostAccess::Unmap;
+          r.vFirst = r.vLast = objects.version(t.obj);
+          r.offMin = t.offset;
+          r.endMax = t.offset + 1;
+          leaf.refs.push_back(r);
+          break;
+        }
+        case ArgRole::ArgValue: {
+          // clSetKernelArg with a cl_mem (or sampler) value: the kernel now uses that object.
+          const uint64_t index = arg(1);
+          ObjectId bound = trace::kNoObject;
+          if (arg(a.refs[0]) == sizeof(void*)) {
+            uint64_t handle;
+            memcpy(&handle, reinterpret_cast<const void*>(v), sizeof handle);
+            ObjectId obj = handle ? m_recorder.findHandle(handle) : trace::kNoObject;
+            if (obj && (objects.kind(obj) == ObjectKind::Mem || objects.kind(obj) == ObjectKind::Sampler)) bound = obj;
+          }
+          if (bound) ref(bound, idx, trace::kRefRead);
+          if (ok && kernelObj && index < 256) {
+            auto& args = m_kernelArgs[kernelObj];
+            if (args.size() <= index) args.resize(index + 1);
+            args[index] = bound;
+          }
+          break;
+        }
+        default:
+          break;
+      }
+    }
+    // SVM/USM pointers bound as kernel arguments (the value is the pointer itself).
+    if (info.kind == api::ApiKind::SetArg && info.numArgs == 3 && kernelObj && ok) {
+      trace::HostTarget t = m_recorder.resolveHost(call.args[2], 1);
+      const uint64_t index = call.args[1];
+      if (t.obj) ref(t.obj, 2, trace::kRefRead);
+      if (index < 256) {
+        auto& args = m_kernelArgs[kernelObj];
+        if (args.size() <= index) args.resize(index + 1);
+        args[index] = t.obj;
+      }
+    }
+    // A launch writes every buffer bound to the kernel.
+    if (info.kind == api::ApiKind::Launch && kernelObj) {
+      auto it = m_kernelArgs.find(kernelObj);
+      if (it != m_kernelArgs.end())
+        for (ObjectId b : it->second)
+          if (b) ref(b, trace::kRefArgBound, ok ? trace::kRefWrite : trace::kRefRead);
+    }
+    // SVM frees.
+    if (info.kind == api::ApiKind::SvmFree && info.numArgs == 2) {
+      ObjectId gone = m_recorder.removeSvm(call.args[1]);
+      if (gone) ref(gone, 1, trace::kRefDestroy);
+    }
+    // The return value.
+    ObjectKind retKind;
+    switch (info.returnRole) {
+      case api::ReturnRole::New:
+        if (call.result && kindOf(info.returnClass, &retKind)) {
+          ObjectId obj = m_recorder.createHandle(retKind, call.result);
+          if (call.id == ApiId::clCreateKernel && call.args[1]) {
+            objects.info(obj).fields |= trace::kObjLabel;
+            objects.info(obj).label.assign(reinterpret_cast<const char*>(call.args[1]),
+                                           strnlen(reinterpret_cast<const char*>(call.args[1]), 255));
+          }
+          // The buffer's related object: the host memory it wraps, or its parent buffer.
+          for (const trace::Ref& r : leaf.refs)
+            if (r.access == HostAccess::Wrap || (call.id == ApiId::clCreateSubBuffer && r.arg == 0)) {
+              objects.info(obj).fields |= trace::kObjParent;
+              objects.info(obj).related = r.obj;
+            }
+          ref(obj, trace::kRefArgReturn, trace::kRefCreate);
+        }
+        break;
+      case api::ReturnRole::SvmNew:
+        if (call.result) {
+          ObjectId obj = m_recorder.addSvm(call.result, arg(info.returnRefs[0]));
+          ref(obj, trace::kRefArgReturn, trace::kRefCreate);
+        }
+        break;
+      case api::ReturnRole::Mapped:
+      case api::ReturnRole::MappedImage:
+        if (call.result) {
+          const uint64_t bytes = info.returnRole == api::ReturnRole::Mapped ? arg(info.returnRefs[0]) : 0;
+          hostRef(&leaf, trace::kRefArgReturn, call.result, bytes, std::max<uint64_t>(bytes, 1),
+                  HostAccess::Mapped);
+          (void)mapFlags;
+        }
+        break;
+      default:
+        break;
+    }
+    const uint32_t slot = m_recorder.append(thread, std::move(leaf), produced != nullptr);
+    if (produced && slot) {
+      m_pending.push_back(Pending{produced, thread, slot, m_recorder.generation()});
+      produced = nullptr;
+    }
+    pendingNow = m_pending.size();
+  }
+  if (produced) {  // not recorded (tracing stopped meanwhile): let go of it
+    if (auto rel = real<cl_int(CL_API_CALL*)(cl_event)>(ApiId::clReleaseEvent)) rel(produced);
+  }
+  const bool sync = info.kind == api::ApiKind::Sync || blocking;
+  if (pendingNow && (sync || pendingNow >= m_resolveAt)) resolvePending(pendingNow > kMaxPending);
+}
+
+void TraceInterceptor::resolvePending(bool all) {
+  std::vector<Pending> work;
+  uint32_t gen;
+  {
+    auto lock = m_recorder.lock();
+    work.swap(m_pending);
+    gen = m_recorder.generation();
+  }
+  if (work.empty()) return;
+  using InfoFn = cl_int(CL_API_CALL*)(cl_event, cl_event_info, size_t, void*, size_t*);
+  using ProfFn = cl_int(CL_API_CALL*)(cl_event, cl_profiling_info, size_t, void*, size_t*);
+  using RelFn = cl_int(CL_API_CALL*)(cl_event);
+  auto info = real<InfoFn>(ApiId::clGetEventInfo);
+  auto prof = real<ProfFn>(ApiId::clGetEventProfilingInfo);
+  auto rel = real<RelFn>(ApiId::clReleaseEvent);
+  struct Done {
+    Pending p;
+    bool timed;
+    trace::DeviceAgg d;
+  };
+  std::vector<Done> done;
+  std::vector<Pending> keep;
+  for (const Pending& p : work) {
+    if (p.generation != gen) continue;
+    cl_int st = -1;
+    if (!info || info(p.event, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof st, &st, nullptr) != CL_SUCCESS) st = -1;
+    if (st != CL_COMPLETE && st >= 0 && !all) {
+      keep.push_back(p);
+      continue;
+    }
+    Done d{p, false, {}};
+    cl_ulong t[4] = {};
+    const cl_profiling_info which[4] = {CL_PROFILING_COMMAND_QUEUED, CL_PROFILING_COMMAND_SUBMIT,
+                                        CL_PROFILING_COMMAND_START, CL_PROFILING_COMMAND_END};
+    bool okAll = st == CL_COMPLETE && prof;
+    for (int k = 0; okAll && k < 4; ++k)
+      okAll = prof(p.event, which[k], sizeof t[k], &t[k], nullptr) == CL_SUCCESS;
+    if (okAll && t[3] >= t[2]) {
+      d.timed = true;
+      d.d.exec.add(t[3] - t[2]);
+      d.d.queuedToSubmit = t[1] >= t[0] ? t[1] - t[0] : 0;
+      d.d.submitToStart = t[2] >= t[1] ? t[2] - t[1] : 0;
+    }
+    if (rel) rel(p.event);
+    done.push_back(d);
+  }
+  auto lock = m_recorder.lock();
+  for (const Done& d : done) m_recorder.deliver(d.p.thread, d.p.slot, d.timed ? &d.d : nullptr);
+  m_pending.insert(m_pending.end(), keep.begin(), keep.end());
+  m_resolveAt = std::max<size_t>(64, 2 * m_pending.size());
+}
+
+// ---- allocations ----------------------------------------------------------------------------------
+
+void TraceInterceptor::allocated(const AllocEvent& event) {
+  if (!m_active) return;
+  auto lock = m_recorder.lock();
+  if (!m_active) return;
+  uint32_t site = 0;
+  if (event.site && event.site->depth) {
+    uint64_t pcs[kMaxSiteDepth];
+    for (unsigned i = 0; i < event.site->depth; ++i) pcs[i] = event.site->pcs[i];
+    site = m_recorder.internSite(pcs, event.site->depth);
+  }
+  const uint32_t thread = threadIndex();
+  const auto ptr = reinterpret_cast<uintptr_t>(event.ptr);
+  if (event.fn == AllocFn::Realloc)
+    m_recorder.recordRealloc(thread, reinterpret_cast<uintptr_t>(event.oldPtr), ptr, event.size, site, 0);
+  else if (site)
+    m_recorder.recordAlloc(thread, static_cast<uint8_t>(event.fn), ptr, event.size, event.alignment, site, 0);
+}
+
+void TraceInterceptor::freeing(void* ptr) {
+  if (!m_active || !m_recorder.mayBeSegment(reinterpret_cast<uintptr_t>(ptr))) return;
+  auto lock = m_recorder.lock();
+  if (!m_active) return;
+  m_recorder.recordFree(threadIndex(), reinterpret_cast<uintptr_t>(ptr));
+}
+
+void TraceInterceptor::processExit() {
+  auto lock = m_recorder.lock();
+  if (!m_active) return;
+  // No OpenCL calls at exit (the runtime may be gone): what is still pending has no timing.
+  for (const Pending& p : m_pending)
+    if (p.generation == m_recorder.generation()) m_recorder.deliver(p.thread, p.slot, nullptr);
+  m_pending.clear();
+  m_recorder.finish();
+  m_active = false;
+  debug("trace written to %s (%llu events)", m_config.path.c_str(),
+        static_cast<unsigned long long>(m_recorder.eventsRecorded()));
+}
+
+}  // namespace hetopt::shim
