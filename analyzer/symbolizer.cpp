@@ -9,7 +9,10 @@
 #include "common/program_identity.h"
 
 #if HETOPT_HAVE_LLVM
+#include <llvm/BinaryFormat/Dwarf.h>
+#include <llvm/DebugInfo/DWARF/DWARFContext.h>
 #include <llvm/DebugInfo/Symbolize/Symbolize.h>
+#include <llvm/Object/ObjectFile.h>
 #include <llvm/Support/Error.h>
 #endif
 
@@ -18,6 +21,31 @@ namespace hetopt::analyzer {
 #if HETOPT_HAVE_LLVM
 struct Symbolizer::Impl {
   llvm::symbolize::LLVMSymbolizer llvm{makeOptions()};
+  /// Debug info of modules asked about data, opened once (null context: none readable).
+  struct Dwarf {
+    llvm::object::OwningBinary<llvm::object::ObjectFile> binary;
+    std::unique_ptr<llvm::DWARFContext> context;
+  };
+  std::map<std::string, Dwarf> dwarf;
+  llvm::DWARFContext* dwarfFor(const std::string& path) {
+    auto it = dwarf.find(path);
+    if (it == dwarf.end()) {
+      Dwarf d;
+      auto obj = llvm::object::ObjectFile::createObjectFile(path);
+      if (obj) {
+        d.binary = std::move(*obj);
+        // Damaged DWARF is skipped quietly: the site is still named by its symbol.
+        d.context = llvm::DWARFContext::create(
+            *d.binary.getBinary(), llvm::DWARFContext::ProcessDebugRelocations::Process, nullptr,
+            "", [](llvm::Error e) { llvm::consumeError(std::move(e)); },
+            [](llvm::Error e) { llvm::consumeError(std::move(e)); });
+      } else {
+        llvm::consumeError(obj.takeError());
+      }
+      it = dwarf.emplace(path, std::move(d)).first;
+    }
+    return it->second.context.get();
+  }
   static llvm::symbolize::LLVMSymbolizer::Options makeOptions() {
     llvm::symbolize::LLVMSymbolizer::Options o;
     o.Demangle = true;
@@ -115,6 +143,60 @@ bool Symbolizer::frames(const ModulePc& pc, std::vector<SourceFrame>* out, std::
   *note = problem;
   return false;
 #endif
+}
+
+std::string DataLocation::describe() const {
+  std::string s = name.empty() ? std::string("?") : name;
+  if (!decl.file.empty() && decl.line)
+    s += " (" + baseName(decl.file) + ":" + std::to_string(decl.line) + ")";
+  return s;
+}
+
+DataLocation Symbolizer::locateData(const ModulePc& at) {
+  DataLocation d;
+  const std::string& problem = moduleProblem(at);
+  if (!problem.empty()) {
+    d.note = problem;
+    return d;
+  }
+#if HETOPT_HAVE_LLVM
+  auto global = m_impl->llvm.symbolizeData(
+      at.modulePath, {at.offset, llvm::object::SectionedAddress::UndefSection});
+  if (!global) {
+    d.note = llvm::toString(global.takeError());
+    return d;
+  }
+  d.name = clean(global->Name);
+  d.start = global->Start;
+  d.size = global->Size;
+  if (d.name.empty()) {
+    d.note = "no symbol";
+    return d;
+  }
+  d.found = true;
+  // The symbol table has no lines: find the variable whose location is that address.
+  llvm::DWARFContext* ctx = m_impl->dwarfFor(at.modulePath);
+  if (!ctx) return d;
+  for (const auto& unit : ctx->compile_units()) {
+    for (unsigned i = 0, n = unit->getNumDIEs(); i < n; ++i) {
+      llvm::DWARFDie die = unit->getDIEAtIndex(i);
+      if (die.getTag() != llvm::dwarf::DW_TAG_variable) continue;
+      auto loc = die.find(llvm::dwarf::DW_AT_location);
+      if (!loc) continue;
+      auto block = loc->getAsBlock();
+      if (!block || block->size() != 9 || (*block)[0] != llvm::dwarf::DW_OP_addr) continue;
+      uint64_t address = 0;
+      for (int b = 0; b < 8; ++b) address |= uint64_t((*block)[1 + b]) << (8 * b);
+      if (address != d.start) continue;
+      d.decl.line = static_cast<uint32_t>(die.getDeclLine());
+      d.decl.file = die.getDeclFile(
+          llvm::DILineInfoSpecifier::FileLineInfoKind::AbsoluteFilePath);
+      if (const char* name = die.getName(llvm::DINameKind::ShortName)) d.decl.function = name;
+      return d;
+    }
+  }
+#endif
+  return d;
 }
 
 SiteLocation Symbolizer::locate(const std::vector<ModulePc>& site) {

@@ -47,6 +47,17 @@ struct SiteLocation {
   std::string describe(bool shortFile = true) const;
 };
 
+/// A global variable: its name and where it is defined.
+struct DataLocation {
+  bool found = false;
+  std::string name;
+  SourceFrame decl;  ///< file/line of the definition when the debug info has it
+  uint64_t start = 0, size = 0;  ///< the variable's range (module offsets)
+  std::string note;
+  /// "g_weights (static_mmap.cpp:32)" or "g_weights".
+  std::string describe() const;
+};
+
 class Symbolizer {
  public:
   struct Options {
@@ -69,6 +80,9 @@ class Symbolizer {
 
   /// The location of a site (return addresses innermost first); see the file comment.
   SiteLocation locate(const std::vector<ModulePc>& site);
+
+  /// The global variable holding a static-data address (`at.returnAddress` is ignored).
+  DataLocation locateData(const ModulePc& at);
 
   bool isSystemFile(const std::string& file) const;
 

@@ -21,11 +21,10 @@ constexpr Command kCommands[] = {
      "list OpenCL platforms/devices, show which one hetopt picks, diagnose ICD set-up problems"},
     {"run", hetopt::cli::cmdRun,
      "run a program, serving its transfer-feeding allocations from pinned memory (every run)"},
-    {"trace", hetopt::cli::cmdTrace,
-     "run a program recording its OpenCL calls and host allocations into a compressed trace (once)"},
-    {"show", hetopt::cli::cmdShow, "print a trace: calls, objects defined and used, loops, times (--json)"},
     {"characterize", hetopt::cli::cmdCharacterize,
      "measure this machine's allocation policies and transfers once; fit, store, plot (once per machine)"},
+    {"analyze", hetopt::cli::cmdAnalyze,
+     "analyse a trace: eligibility, transfer-feeding allocation sites, profile, report, plots"},
 };
 
 void usage(FILE* out) {

@@ -104,6 +104,29 @@ TEST(Symbolizer, SkipsLibraryFramesToTheUsersLine) {
   EXPECT_NE(loc.source.function.find("allocateVector"), std::string::npos);
 }
 
+}  // namespace
+
+// Static data as the trace sees it: an address inside the module's .bss, no allocation site.
+float g_staticWeights[8192];  // the definition line the test expects
+const int kStaticWeightsLine = __LINE__ - 1;
+
+namespace {
+
+TEST(Symbolizer, StaticDataNamesTheVariableAndItsDefinitionLine) {
+  if (!Symbolizer::available()) GTEST_SKIP() << "built without LLVM";
+  g_staticWeights[100] = 1.0f;
+  ModulePc pc = toModulePc(&g_staticWeights[100]);
+  pc.returnAddress = false;
+  Symbolizer sym;
+  hetopt::analyzer::DataLocation d = sym.locateData(pc);
+  ASSERT_TRUE(d.found) << d.note;
+  EXPECT_EQ(d.name, "g_staticWeights");
+  EXPECT_EQ(d.size, sizeof g_staticWeights);
+  EXPECT_EQ(d.decl.line, static_cast<uint32_t>(kStaticWeightsLine));
+  EXPECT_EQ(d.decl.file, std::string(__FILE__));
+  EXPECT_EQ(d.describe(), "g_staticWeights (symbolizer_test.cpp:" + std::to_string(kStaticWeightsLine) + ")");
+}
+
 TEST(Symbolizer, RefusesAModuleWhoseBuildIdChanged) {
   void* ra = returnAddressOfCaller();
   ModulePc pc = toModulePc(ra);

@@ -1,0 +1,159 @@
+// SPDX-License-Identifier: MIT
+/** @file The analysis step end to end; see analyze_file.h. */
+#include "analyzer/analyze_file.h"
+
+#include <ctime>
+
+#include "analyzer/analysis.h"
+#include "analyzer/gain.h"
+#include "analyzer/plots.h"
+#include "analyzer/profile_store.h"
+#include "analyzer/report.h"
+#include "analyzer/timeline.h"
+#include "common/db.h"
+#include "common/log.h"
+#include "common/paths.h"
+#include "common/program_identity.h"
+#include "hetopt/version.h"
+#include "trace/reader.h"
+
+namespace hetopt::analyzer {
+namespace {
+
+std::string nowUtc() {
+  char buf[32];
+  time_t t = time(nullptr);
+  struct tm tm;
+  gmtime_r(&t, &tm);
+  strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+/// The traced program's identity. The trace's module map has the executable's build id as it was
+/// when traced; that is what the profile belongs to, even if the file here changed since (or is
+/// on another machine). Without a build id, the file's content hash, when the file is here.
+void identify(const trace::Trace& t, AnalyzeResult* r) {
+  ProgramIdentity& id = r->profile.program;
+  id.path = t.header.program;
+  const trace::TraceModule* exe = nullptr;
+  for (const trace::TraceModule& m : t.modules)
+    if (m.path == t.header.program) exe = &m;
+  ProgramIdentity local;
+  std::string error;
+  bool haveLocal = !id.path.empty() && programIdentity(id.path, &local, &error);
+  if (exe && !exe->buildId.empty()) {
+    id.buildId = exe->buildId;
+    if (haveLocal && !local.buildId.empty() && local.buildId != exe->buildId)
+      r->profile.warnings.push_back(id.path + " was rebuilt since it was traced (build id " +
+                                    local.buildId + ", traced " + exe->buildId +
+                                    "): the profile is for the traced build and will not apply "
+                                    "to the current binary; trace it again");
+    return;
+  }
+  if (haveLocal) {
+    id.path = local.path;
+    id.buildId = local.buildId;
+    id.contentHash = local.contentHash;
+    r->profile.warnings.push_back("the trace records no build id for " + t.header.program +
+                                  "; identified by the file as it is now");
+    return;
+  }
+  // Neither: key by the path alone, so the profile cannot silently match a different binary.
+  id.contentHash = "unknown";
+  r->profile.warnings.push_back("cannot identify " + t.header.program + " (" + error +
+                                "): the profile will not be used by `hetopt run`");
+}
+
+}  // namespace
+
+bool analyzeTraceFile(const AnalyzeRequest& req, AnalyzeResult* r, std::string* error) {
+  *r = AnalyzeResult{};
+  trace::Trace t;
+  trace::ReadOptions ro;
+  ro.salvage = req.salvage;
+  std::string err;
+  if (!trace::readTraceFile(req.tracePath, &t, &err, ro)) {
+    // The reader names the file for open errors, not for bad contents.
+    *error = err.find(req.tracePath) == std::string::npos ? req.tracePath + ": " + err : err;
+    return false;
+  }
+  AppProfile& p = r->profile;
+  p.traceFile = req.tracePath;
+  p.createdUtc = nowUtc();
+  p.hetoptVersion = HETOPT_VERSION_STRING;
+  identify(t, r);
+  p.device = traceDevice(t);
+
+  AnalysisOptions opt;
+  opt.threshold = req.threshold;
+  opt.symbolize = req.symbolize;
+  std::unique_ptr<Db> db;
+  std::unique_ptr<GainModel> gain;
+  if (req.store) {
+    const std::string dbPath = req.dbPath.empty() ? defaultDbPath() : req.dbPath;
+    db = Db::open(dbPath, Db::Mode::ReadWriteCreate, &err);
+    if (!db) {
+      r->notes.push_back("profile not stored: " + err);
+      r->storeFailed = true;
+      opt.noGainReason = "DB unavailable (" + err + ")";
+    } else {
+      std::string why;
+      gain = loadGainModel(*db, p.device, &why);
+      if (!gain) opt.noGainReason = why;
+      opt.gain = gain.get();
+    }
+  } else {
+    opt.noGainReason = "not looked up (--no-store)";
+  }
+  analyzeTrace(t, opt, &p);
+
+  if (db) {
+    if (storeProfile(*db, p, &r->profileId, &err)) {
+      r->notes.push_back("profile stored in " + db->path() + " for " + p.program.key());
+    } else {
+      r->notes.push_back("profile not stored: " + err);
+      r->storeFailed = true;
+    }
+  }
+  if (!req.timelinePath.empty()) {
+    TimelineInfo info;
+    std::vector<TimelineEvent> events = timelineEvents(t, &info);
+    if (writeTimeline(req.timelinePath, info, events, &err))
+      r->notes.push_back("timeline written to " + req.timelinePath +
+                         " (open in ui.perfetto.dev or chrome://tracing)");
+    else
+      r->notes.push_back("timeline not written: " + err);
+  }
+  if (!req.plotsDir.empty()) {
+    std::vector<BreakdownBar> bars;
+    if (db && r->profileId) loadRunBreakdowns(*db, r->profileId, &bars, &err);
+    // After `hetopt run` stored standard and optimized runs: those side by side (figure 4.10);
+    // before that, the traced run alone.
+    if (bars.empty()) bars.push_back({"traced", p.breakdown});
+    PlotOutput out;
+    std::string title = baseName(p.program.path) + (p.device.empty() ? "" : " on " + p.device);
+    if (!writeBreakdownPlot(req.plotsDir, programSlug(p.program.path), title, bars, &out, &err))
+      r->notes.push_back("plots not written: " + err);
+    else if (!out.image.empty())
+      r->notes.push_back("breakdown plot: " + out.image);
+    else
+      r->notes.push_back("breakdown plot data: " + out.data + " (" + out.note + ")");
+  }
+  return true;
+}
+
+int runAnalysis(const AnalyzeRequest& req, FILE* out) {
+  AnalyzeResult r;
+  std::string error;
+  if (!analyzeTraceFile(req, &r, &error)) {
+    warn("analyze: %s", error.c_str());
+    return 2;
+  }
+  std::string text = req.json ? profileToJson(r.profile) : formatReport(r.profile);
+  fwrite(text.data(), 1, text.size(), out);
+  fflush(out);
+  for (const std::string& n : r.notes) warn("%s", n.c_str());
+  return r.storeFailed ? 2 : 0;
+}
+
+}  // namespace hetopt::analyzer

@@ -1,0 +1,461 @@
+// SPDX-License-Identifier: MIT
+/**
+ * @file Eligibility, candidate sites, peak live bytes and untracked memory on synthetic traces,
+ * recorded through the trace library the way the shim records them and read back from disk.
+ */
+#include "analyzer/analysis.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <random>
+
+#include "analyzer/analyze_file.h"
+#include "analyzer/profile_store.h"
+#include "analyzer/report.h"
+#include "common/site_key.h"
+#include "tests/analyzer/test_util.h"
+#include "tests/trace/synthetic.h"
+
+namespace hetopt::analyzer {
+namespace {
+
+using api::ApiId;
+using trace::HostAccess;
+using trace::Leaf;
+using trace::ObjectId;
+using trace::ObjectKind;
+
+constexpr uint64_t kSiteA = 0x401234;  // transfer-feeding
+constexpr uint64_t kSiteB = 0x401300;  // host-only
+constexpr uint64_t kSiteC = 0x401400;
+
+/// A recorder with device timings: each command gets `exec` ns on the device.
+class App {
+ public:
+  explicit App(const std::string& path) : m_synth(path), m_path(path) {
+    m_thread = rec().thread(1000);
+    m_queue = rec().createHandle(ObjectKind::Queue, 0x9000);
+    m_kernel = rec().createHandle(ObjectKind::Kernel, 0x9100);
+    rec().objects().info(m_kernel).fields |= trace::kObjLabel;
+    rec().objects().info(m_kernel).label = "axpb";
+  }
+  bool ok() const { return m_synth.ok(); }
+  trace::Recorder& rec() { return m_synth.recorder(); }
+  trace::testing::Synth& synth() { return m_synth; }
+
+  ObjectId buffer(uint64_t handle, uint64_t size) { return m_synth.buffer(handle, size); }
+  ObjectId malloc(uint64_t ptr, uint64_t size, uint64_t pc) { return m_synth.malloc(ptr, size, pc); }
+  void free(uint64_t ptr) { m_synth.free(ptr); }
+  void realloc(uint64_t oldPtr, uint64_t newPtr, uint64_t size, uint64_t pc) {
+    uint32_t site = rec().internSite(&pc, 1);
+    rec().recordRealloc(m_thread, oldPtr, newPtr, size, site, 40);
+  }
+
+  void transfer(ApiId id, ObjectId mem, uint64_t ptr, uint64_t bytes, uint64_t execNs,
+                HostAccess access) {
+    Leaf l = m_synth.call(id);
+    l.refs.push_back(m_synth.ref(m_queue, 0, trace::kRefRead));
+    l.refs.push_back(m_synth.ref(mem, 1, access == HostAccess::Read ? trace::kRefWrite : trace::kRefRead));
+    l.refs.push_back(m_synth.hostRef(ptr, bytes, 5, access));
+    timed(&l, execNs);
+    rec().append(m_thread, std::move(l));
+  }
+  void write(ObjectId mem, uint64_t ptr, uint64_t bytes, uint64_t execNs) {
+    transfer(ApiId::clEnqueueWriteBuffer, mem, ptr, bytes, execNs, HostAccess::Read);
+  }
+  void read(ObjectId mem, uint64_t ptr, uint64_t bytes, uint64_t execNs) {
+    transfer(ApiId::clEnqueueReadBuffer, mem, ptr, bytes, execNs, HostAccess::Write);
+  }
+  void kernel(ObjectId mem, uint64_t execNs) {
+    Leaf l = m_synth.call(ApiId::clEnqueueNDRangeKernel);
+    l.refs.push_back(m_synth.ref(m_queue, 0, trace::kRefRead));
+    l.refs.push_back(m_synth.ref(m_kernel, 1, trace::kRefRead));
+    l.refs.push_back(m_synth.ref(mem, trace::kRefArgBound, trace::kRefWrite));
+    timed(&l, execNs);
+    l.device.submitToStart = 7;
+    rec().append(m_thread, std::move(l));
+  }
+  /// clCreateBuffer(CL_MEM_USE_HOST_PTR, host): the buffer lives in the application's memory.
+  ObjectId wrap(uint64_t handle, uint64_t ptr, uint64_t size) {
+    ObjectId m = rec().createHandle(ObjectKind::Mem, handle);
+    Leaf l = m_synth.call(ApiId::clCreateBuffer);
+    l.args[2] = trace::ArgAgg::of(size);
+    l.refs.push_back(m_synth.hostRef(ptr, size, 3, HostAccess::Wrap));
+    l.refs.push_back(m_synth.ref(m, trace::kRefArgReturn, trace::kRefCreate));
+    rec().append(m_thread, std::move(l));
+    return m;
+  }
+  /// A map of a device buffer: the returned host range is driver memory.
+  void mapDeviceBuffer(ObjectId mem, uint64_t mapped, uint64_t bytes) {
+    Leaf l = m_synth.call(ApiId::clEnqueueMapBuffer);
+    l.refs.push_back(m_synth.ref(m_queue, 0, trace::kRefRead));
+    l.refs.push_back(m_synth.ref(mem, 1, trace::kRefRead));
+    l.refs.push_back(m_synth.hostRef(mapped, bytes, trace::kRefArgReturn, HostAccess::Mapped));
+    timed(&l, 10);
+    rec().append(m_thread, std::move(l));
+  }
+  void finish() { m_synth.finish(); }
+
+  trace::Trace read() {
+    trace::Trace t;
+    std::string error;
+    EXPECT_TRUE(trace::readTraceFile(m_path, &t, &error)) << error;
+    return t;
+  }
+
+ private:
+  static void timed(Leaf* l, uint64_t execNs) {
+    if (execNs) l->device.exec.add(execNs);
+    else l->device.missing = 1;
+  }
+  trace::testing::Synth m_synth;
+  std::string m_path;
+  uint32_t m_thread = 0;
+  ObjectId m_queue = 0, m_kernel = 0;
+};
+
+class Analysis : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    m_dir = testing::makeTempDir();
+    m_trace = m_dir + "/app.trace";
+  }
+  void TearDown() override { system(("rm -rf '" + m_dir + "'").c_str()); }
+
+  AppProfile analyze(const trace::Trace& t, double threshold = 0.1) {
+    AnalysisOptions o;
+    o.threshold = threshold;
+    o.symbolize = false;  // fake modules: nothing to symbolize
+    AppProfile p;
+    analyzeTrace(t, o, &p);
+    return p;
+  }
+  const CandidateSite* siteAt(const AppProfile& p, uint64_t pc) {
+    for (const CandidateSite& c : p.candidates)
+      if (!c.frames.empty() && c.frames[0].offset == pc - 0x400000) return &c;
+    return nullptr;
+  }
+
+  std::string m_dir, m_trace;
+};
+
+/// The classic loop: host buffer A written, computed on, read back `iters` times; B host-only.
+void writeKernelRead(App& app, int iters, uint64_t transferNs, uint64_t kernelNs) {
+  const uint64_t n = 256 << 10;
+  ObjectId dev = app.buffer(0x7000, n);
+  app.malloc(0x10000000, n, kSiteA);
+  app.malloc(0x20000000, 2 * n, kSiteB);
+  for (int i = 0; i < iters; ++i) {
+    app.write(dev, 0x10000000, n, transferNs);
+    app.kernel(dev, kernelNs);
+    app.read(dev, 0x10000000, n, transferNs);
+  }
+  app.free(0x20000000);
+  app.free(0x10000000);
+  app.finish();
+}
+
+TEST_F(Analysis, CandidatesAreTheTransferFeedingSitesOnly) {
+  App app(m_trace);
+  ASSERT_TRUE(app.ok());
+  writeKernelRead(app, 5, 1000, 4000);
+  AppProfile p = analyze(app.read());
+  ASSERT_EQ(p.candidates.size(), 1u);
+  const CandidateSite& c = p.candidates[0];
+  ASSERT_NE(siteAt(p, kSiteA), nullptr);
+  EXPECT_EQ(c.allocator, "malloc");
+  EXPECT_EQ(c.allocations, 1u);
+  EXPECT_EQ(c.feedingAllocations, 1u);
+  EXPECT_EQ(c.h2d.transfers, 5u);
+  EXPECT_EQ(c.d2h.transfers, 5u);
+  EXPECT_EQ(c.h2d.bytes, 5u * (256 << 10));
+  EXPECT_EQ(c.h2d.typicalBytes, 256u << 10);
+  EXPECT_DOUBLE_EQ(c.h2d.deviceNs, 5000);
+  EXPECT_EQ(c.peakLiveBytes, 256u << 10);
+  EXPECT_EQ(c.peakLiveBlocks, 1u);
+  EXPECT_EQ(c.location.modulePath, "/usr/bin/fake_app");
+  EXPECT_EQ(c.location.offset, kSiteA - 0x400000);
+  // The key the shim computes for the same frame at run time.
+  uint64_t key = siteKeyFold(kSiteKeySeed,
+                             moduleIdentity("00112233445566778899aabbccddeeff00112233", ""),
+                             kSiteA - 0x400000);
+  EXPECT_EQ(c.siteKey, key);
+  EXPECT_EQ(p.hostOnlySites, 1u);
+  EXPECT_EQ(p.hostOnlyAllocations, 1u);
+  EXPECT_EQ(p.trackedAllocations, 2u);
+  EXPECT_TRUE(p.untracked.empty());
+  EXPECT_FALSE(c.gain.known);
+  EXPECT_NE(c.gain.note.find("hetopt characterize"), std::string::npos);
+}
+
+TEST_F(Analysis, EligibleWhenCommunicationIsATenthOfComputation) {
+  App app(m_trace);
+  writeKernelRead(app, 5, 1000, 4000);  // 10 us of transfers / 20 us of kernels
+  AppProfile p = analyze(app.read());
+  EXPECT_TRUE(p.eligibility.eligible) << p.eligibility.reason;
+  EXPECT_DOUBLE_EQ(p.eligibility.ratio, 0.5);
+  EXPECT_DOUBLE_EQ(p.eligibility.communicationNs, 10000);
+  EXPECT_DOUBLE_EQ(p.eligibility.computationNs, 20000);
+  EXPECT_NE(p.eligibility.reason.find("dispatch ratio 0.50"), std::string::npos)
+      << p.eligibility.reason;
+  EXPECT_TRUE(p.breakdown.hasDeviceTimes);
+  EXPECT_EQ(p.breakdown.kernels, 5u);
+  EXPECT_DOUBLE_EQ(p.breakdown.h2dNs, 5000);
+  EXPECT_DOUBLE_EQ(p.breakdown.d2hNs, 5000);
+  EXPECT_DOUBLE_EQ(p.breakdown.launchNs, 35);
+  // A stricter threshold turns the same trace down.
+  AppProfile strict = analyze(app.read(), 0.6);
+  EXPECT_FALSE(strict.eligibility.eligible);
+}
+
+TEST_F(Analysis, ComputeBoundIsIneligibleWithItsRatio) {
+  App app(m_trace);
+  writeKernelRead(app, 3, 100, 1000000);  // 0.6 us of transfers / 3 ms of kernels
+  AppProfile p = analyze(app.read());
+  EXPECT_FALSE(p.eligibility.eligible);
+  EXPECT_NEAR(p.eligibility.ratio, 0.0002, 1e-9);
+  EXPECT_NE(p.eligibility.reason.find("0.00 = communication"), std::string::npos)
+      << p.eligibility.reason;
+  EXPECT_NE(p.eligibility.reason.find("compute-bound"), std::string::npos);
+  // Still knows its sites: eligibility and candidates are separate questions.
+  EXPECT_EQ(p.candidates.size(), 1u);
+  EXPECT_NE(formatReport(p).find("NOT ELIGIBLE"), std::string::npos);
+}
+
+TEST_F(Analysis, NoDeviceTimesFallsBackToHostTimesAndSaysSo) {
+  App app(m_trace);
+  writeKernelRead(app, 2, 0, 0);
+  AppProfile p = analyze(app.read());
+  EXPECT_FALSE(p.breakdown.hasDeviceTimes);
+  EXPECT_NE(p.eligibility.reason.find("host times"), std::string::npos) << p.eligibility.reason;
+}
+
+TEST_F(Analysis, ReallocChainLeadsBackToTheFirstVersionsSite) {
+  App app(m_trace);
+  ObjectId dev = app.buffer(0x7000, 1 << 20);
+  app.malloc(0x10000000, 64 << 10, kSiteA);
+  app.realloc(0x10000000, 0x11000000, 128 << 10, kSiteC);
+  app.realloc(0x11000000, 0x12000000, 256 << 10, kSiteC);
+  app.write(dev, 0x12000000, 256 << 10, 500);
+  app.kernel(dev, 1000);
+  app.free(0x12000000);
+  app.finish();
+  AppProfile p = analyze(app.read());
+  ASSERT_EQ(p.candidates.size(), 1u);
+  ASSERT_NE(siteAt(p, kSiteA), nullptr) << "the site of the first version";
+  EXPECT_EQ(siteAt(p, kSiteC), nullptr) << "realloc site is not where the data was born";
+  EXPECT_EQ(p.candidates[0].h2d.bytes, 256u << 10);
+  EXPECT_EQ(p.hostOnlySites, 0u) << "the realloc site's memory crossed: not host-only";
+  // realloc replaces the block: never two versions live at once.
+  EXPECT_EQ(p.candidates[0].peakLiveBlocks, 1u);
+  EXPECT_EQ(p.candidates[0].peakLiveBytes, 256u << 10);
+}
+
+TEST_F(Analysis, PeakLiveBytesFollowLoops) {
+  App app(m_trace);
+  ObjectId dev = app.buffer(0x7000, 1 << 20);
+  const uint64_t n = 8192;
+  // Ten blocks from one site, all alive at the end of the loop, each transferred once.
+  for (int i = 0; i < 10; ++i) {
+    app.malloc(0x10000000 + i * 0x100000, n, kSiteA);
+    app.write(dev, 0x10000000 + i * 0x100000, n, 100);
+  }
+  // A temporary allocated and freed every iteration: one block at a time.
+  for (int i = 0; i < 10; ++i) {
+    app.malloc(0x30000000, 3 * n, kSiteC);
+    app.read(dev, 0x30000000, 3 * n, 100);
+    app.free(0x30000000);
+  }
+  for (int i = 0; i < 10; ++i) app.free(0x10000000 + i * 0x100000);
+  app.kernel(dev, 1000);
+  app.finish();
+  trace::Trace t = app.read();
+  AppProfile p = analyze(t);
+  ASSERT_EQ(p.candidates.size(), 2u);
+  const CandidateSite* a = siteAt(p, kSiteA);
+  const CandidateSite* c = siteAt(p, kSiteC);
+  ASSERT_TRUE(a && c);
+  EXPECT_EQ(a->allocations, 10u);
+  EXPECT_EQ(a->peakLiveBlocks, 10u);
+  EXPECT_EQ(a->peakLiveBytes, 10 * n);
+  EXPECT_EQ(c->allocations, 10u);
+  EXPECT_EQ(c->peakLiveBlocks, 1u);
+  EXPECT_EQ(c->peakLiveBytes, 3 * n);
+  EXPECT_EQ(c->d2h.transfers, 10u);
+  // The loops did fold (the analysis ran on the compressed form, not on 60 separate leaves).
+  bool folded = false;
+  for (const trace::TraceNode& node : t.nodes) folded |= node.loop && node.iterations >= 9;
+  EXPECT_TRUE(folded) << trace::testing::structure(t);
+}
+
+TEST_F(Analysis, UseHostPtrBufferMakesACandidate) {
+  App app(m_trace);
+  app.malloc(0x10000000, 1 << 20, kSiteA);
+  app.malloc(0x20000000, 1 << 20, kSiteB);
+  ObjectId wrapped = app.wrap(0x7100, 0x10000000, 1 << 20);
+  app.kernel(wrapped, 1000);
+  app.finish();
+  AppProfile p = analyze(app.read());
+  ASSERT_EQ(p.candidates.size(), 1u);
+  EXPECT_NE(siteAt(p, kSiteA), nullptr);
+  EXPECT_EQ(p.candidates[0].h2d.bytes, 1u << 20);
+}
+
+TEST_F(Analysis, UntrackedMemoryIsReportedWithItsVolumeAndDriverMappingsAreNot) {
+  App app(m_trace);
+  ObjectId dev = app.buffer(0x7000, 1 << 20);
+  // A static array or a small block: memory the trace never saw allocated.
+  app.write(dev, 0x50000000, 4096, 100);
+  app.write(dev, 0x50000000, 4096, 100);
+  app.read(dev, 0x50000800, 2048, 50);
+  // Mapping the device buffer returns driver memory: not the application's to pin.
+  app.mapDeviceBuffer(dev, 0x60000000, 1 << 20);
+  app.kernel(dev, 1000);
+  app.finish();
+  AppProfile p = analyze(app.read());
+  EXPECT_TRUE(p.candidates.empty());
+  ASSERT_EQ(p.untracked.size(), 1u);
+  const UntrackedMemory& u = p.untracked[0];
+  EXPECT_EQ(u.h2d.transfers, 2u);
+  EXPECT_EQ(u.h2d.bytes, 8192u);
+  EXPECT_EQ(u.d2h.bytes, 2048u);
+  EXPECT_EQ(u.regionBytes, 4096u);
+  EXPECT_NE(formatReport(p).find("no tracked allocation made"), std::string::npos);
+}
+
+TEST_F(Analysis, TimelineHasKernelsAndTransfersOnTheQueueAndCallsOnTheThread) {
+  App app(m_trace);
+  writeKernelRead(app, 3, 1000, 4000);
+  trace::Trace t = app.read();
+  TimelineInfo info;
+  std::vector<TimelineEvent> events = timelineEvents(t, &info);
+  int kernels = 0, h2d = 0, d2h = 0, api = 0;
+  double kernelNs = 0;
+  for (const TimelineEvent& e : events) {
+    if (e.category == "kernel") ++kernels, kernelNs += e.durationNs;
+    if (e.category == "h2d") ++h2d;
+    if (e.category == "d2h") ++d2h;
+    if (e.category == "api") ++api;
+    if (e.category == "kernel") {
+      EXPECT_EQ(e.name, "axpb");
+      EXPECT_EQ(e.track, TimelineEvent::Track::DeviceQueue);
+    }
+  }
+  // Folded or not, every kernel's device time is on the timeline exactly once.
+  EXPECT_GE(kernels, 1);
+  EXPECT_DOUBLE_EQ(kernelNs, 12000);
+  EXPECT_GE(h2d, 1);
+  EXPECT_GE(d2h, 1);
+  EXPECT_GE(api, 4);
+  EXPECT_EQ(info.program, "/usr/bin/fake_app");
+  std::string path = m_dir + "/timeline.json";
+  std::string error;
+  ASSERT_TRUE(writeTimeline(path, info, events, &error)) << error;
+  EXPECT_TRUE(testing::pythonParsesJson(path));
+}
+
+// ---- the whole step, from a file ----
+
+TEST_F(Analysis, FileToStoredProfileKeyedByTheTracedBuild) {
+  {
+    App app(m_trace);
+    writeKernelRead(app, 5, 1000, 4000);
+  }
+  AnalyzeRequest req;
+  req.tracePath = m_trace;
+  req.dbPath = m_dir + "/db/hetopt.db";
+  req.timelinePath = m_dir + "/t.json";
+  req.plotsDir = m_dir + "/plots";
+  req.symbolize = false;
+  AnalyzeResult r;
+  std::string error;
+  ASSERT_TRUE(analyzeTraceFile(req, &r, &error)) << error;
+  EXPECT_FALSE(r.storeFailed);
+  EXPECT_GT(r.profileId, 0);
+  EXPECT_EQ(r.profile.program.key(), "build-id:00112233445566778899aabbccddeeff00112233");
+  EXPECT_TRUE(testing::pythonParsesJson(req.timelinePath));
+  EXPECT_FALSE(testing::readFile(m_dir + "/plots/fake_app-breakdown.dat").empty());
+
+  std::unique_ptr<Db> db = Db::open(req.dbPath, Db::Mode::ReadOnly, &error);
+  ASSERT_TRUE(db) << error;
+  AppProfile stored;
+  ProfileLookup lookup;
+  ASSERT_TRUE(loadProfile(*db, r.profile.program, &stored, &lookup, &error)) << error;
+  ASSERT_EQ(lookup.status, ProfileLookup::Status::Found);
+  ASSERT_EQ(stored.candidates.size(), 1u);
+  EXPECT_EQ(stored.candidates[0].siteKey, r.profile.candidates[0].siteKey);
+  // A rebuilt binary (another build id) must not get this profile.
+  ProgramIdentity rebuilt = r.profile.program;
+  rebuilt.buildId = "ffffffffffffffffffffffffffffffffffffffff";
+  ASSERT_TRUE(loadProfile(*db, rebuilt, &stored, &lookup, &error)) << error;
+  EXPECT_EQ(lookup.status, ProfileLookup::Status::Stale);
+}
+
+TEST_F(Analysis, ForeignAndMissingFilesAreClearErrors) {
+  AnalyzeRequest req;
+  req.store = false;
+  AnalyzeResult r;
+  std::string error;
+  req.tracePath = m_dir + "/missing.trace";
+  EXPECT_FALSE(analyzeTraceFile(req, &r, &error));
+  EXPECT_NE(error.find("missing.trace"), std::string::npos) << error;
+  req.tracePath = "/proc/self/exe";  // an ELF file, not a trace
+  EXPECT_FALSE(analyzeTraceFile(req, &r, &error));
+  EXPECT_NE(error.find("not a hetopt trace"), std::string::npos) << error;
+  EXPECT_EQ(error.find('\n'), std::string::npos) << "one line";
+  FILE* f = fopen((m_dir + "/empty.trace").c_str(), "w");
+  fclose(f);
+  req.tracePath = m_dir + "/empty.trace";
+  EXPECT_FALSE(analyzeTraceFile(req, &r, &error));
+  EXPECT_FALSE(error.empty());
+}
+
+TEST_F(Analysis, CorruptTracesNeverCrash) {
+  {
+    App app(m_trace);
+    writeKernelRead(app, 5, 1000, 4000);
+  }
+  std::string good = testing::readFile(m_trace);
+  ASSERT_GT(good.size(), 64u);
+  AnalysisOptions opt;
+  opt.symbolize = false;
+  std::mt19937 rng(12345);
+  int rejected = 0, accepted = 0;
+  // Truncations at every length up to the header and beyond, then random byte damage.
+  auto tryBytes = [&](const std::string& bytes, bool salvage) {
+    trace::Trace t;
+    std::string error;
+    trace::ReadOptions ro;
+    ro.salvage = salvage;
+    if (!trace::parseTrace(bytes.data(), bytes.size(), &t, &error, ro)) {
+      EXPECT_FALSE(error.empty());
+      EXPECT_EQ(error.find('\n'), std::string::npos) << error;
+      ++rejected;
+      return;
+    }
+    AppProfile p;
+    analyzeTrace(t, opt, &p);  // must not crash, whatever the reader let through
+    profileToJson(p);
+    formatReport(p);
+    TimelineInfo info;
+    timelineEvents(t, &info);
+    ++accepted;
+  };
+  for (size_t len = 0; len < good.size(); len += std::max<size_t>(1, good.size() / 97))
+    tryBytes(good.substr(0, len), len % 2 == 0);
+  for (int i = 0; i < 400; ++i) {
+    std::string bad = good;
+    int flips = 1 + static_cast<int>(rng() % 4);
+    for (int k = 0; k < flips; ++k)
+      bad[rng() % bad.size()] = static_cast<char>(rng() & 0xff);
+    tryBytes(bad, i % 2 == 0);
+  }
+  EXPECT_GT(rejected, 0);
+  tryBytes(good, false);
+  EXPECT_GT(accepted, 0);
+}
+
+}  // namespace
+}  // namespace hetopt::analyzer
