@@ -9,6 +9,8 @@ namespace hetopt::cli {
 int cmdDevices(int argc, char** argv);
 int cmdRun(int argc, char** argv);
 int cmdCharacterize(int argc, char** argv);
+int cmdTrace(int argc, char** argv);
+int cmdShow(int argc, char** argv);
 int cmdAnalyze(int argc, char** argv);
 
 }  // namespace hetopt::cli
