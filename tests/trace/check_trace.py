@@ -15,6 +15,9 @@
   check_trace.py invariance HETOPT APP SMALL LARGE MAXBYTES -- ARGS...
       Traces APP with --iters SMALL and --iters LARGE: the compressed structures must be identical
       (only counts differ) and the larger trace file under MAXBYTES.
+  check_trace.py fork HETOPT APP
+      Traces tests/trace/fork_exec: the parent, its forked child and its exec'd child each leave
+      their own complete trace (FILE, FILE.<pid>) holding only their own allocation.
   check_trace.py kill HETOPT SHIM APP SECONDS -- ARGS...
       Runs APP under the shim in trace mode, SIGKILLs it after SECONDS; the trace must still read
       (incomplete) and hold the calls made before the kill.
@@ -232,10 +235,40 @@ def check_kill(argv):
             fail(f'only {writes} clEnqueueWriteBuffer calls survived the kill')
 
 
+def check_fork(argv):
+    hetopt, app = argv[0], argv[1]
+    with tempfile.TemporaryDirectory(prefix='hetopt-trace-test.') as tmp:
+        path = os.path.join(tmp, 'f.trace')
+        r = run([hetopt, 'trace', '-o', path, '--', app])
+        m = re.search(r'children (\d+) (\d+)', r.stdout)
+        if r.returncode != 0 or not m:
+            fail(f'fork_exec exited {r.returncode}: {r.stdout} {r.stderr[-2000:]}')
+            return
+        expect = {path: 64 << 10, f'{path}.{m.group(1)}': 128 << 10, f'{path}.{m.group(2)}': 256 << 10}
+        for p, size in expect.items():
+            if not os.path.exists(p):
+                fail(f'no trace {os.path.basename(p)}; files: {sorted(os.listdir(tmp))}')
+                continue
+            if os.stat(p).st_mode & 0o777 != 0o600:
+                fail(f'{os.path.basename(p)} is not 0600')
+            t = show_json(hetopt, p)
+            if t is None:
+                continue
+            sizes = sorted(o['size'] for o in t['objects'] if o['kind'] == 'segment' and o['size'] >= 64 << 10)
+            print(f'{os.path.basename(p)}: pid {t["pid"]}, complete {t["complete"]}, segments {sizes}')
+            if not t['complete']:
+                fail(f'{os.path.basename(p)} is incomplete')
+            if sizes != [size]:
+                fail(f'{os.path.basename(p)}: segments of {sizes} bytes, expected only [{size}]')
+        if f'child trace {path}.{m.group(2)}' not in r.stderr:
+            fail('hetopt trace did not list the child traces')
+
+
 def main():
-    if len(sys.argv) < 2 or sys.argv[1] not in ('app', 'invariance', 'kill'):
+    if len(sys.argv) < 2 or sys.argv[1] not in ('app', 'invariance', 'kill', 'fork'):
         sys.exit(__doc__)
-    {'app': check_app, 'invariance': check_invariance, 'kill': check_kill}[sys.argv[1]](sys.argv[2:])
+    {'app': check_app, 'invariance': check_invariance, 'kill': check_kill,
+     'fork': check_fork}[sys.argv[1]](sys.argv[2:])
     if failures:
         sys.exit(1)
     print('OK')
