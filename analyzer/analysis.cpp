@@ -47,6 +47,28 @@ bool isCommunication(api::ApiKind k) {
   }
 }
 
+/// Calls that put work on a device or wait for it (the source's host dispatch/sync overhead), as
+/// opposed to set-up: platform queries, context/queue/buffer creation, program builds, releases.
+bool isDispatch(api::ApiKind k) {
+  switch (k) {
+    case api::ApiKind::H2d:
+    case api::ApiKind::D2h:
+    case api::ApiKind::D2d:
+    case api::ApiKind::Fill:
+    case api::ApiKind::Map:
+    case api::ApiKind::Unmap:
+    case api::ApiKind::Launch:
+    case api::ApiKind::SvmCopy:
+    case api::ApiKind::Migrate:
+    case api::ApiKind::Sync:
+    case api::ApiKind::Marker:
+    case api::ApiKind::SetArg:
+      return true;
+    default:
+      return false;
+  }
+}
+
 /// Which way a host ref moves data, and whether it counts for an object of `kind`. A map's host
 /// range inside an application allocation (USE_HOST_PTR) is filled from the device, an unmap's
 /// written back; a map of a device buffer returns driver memory, which is not the application's.
@@ -134,7 +156,7 @@ class Analyzer {
     for (const TraceNode& n : m_t.nodes) {
       if (!isCall(n)) continue;
       const api::ApiKind kind = callKind(n);
-      m_hostCallNs += static_cast<double>(n.host.total);
+      (isDispatch(kind) ? m_hostCallNs : m_setupHostNs) += static_cast<double>(n.host.total);
       m_deviceMissing += n.device.missing;
       m_deviceTimed += n.device.exec.count;
       if (isCommunication(kind)) {
@@ -446,6 +468,7 @@ class Analyzer {
     b.d2hNs = m_d2hNs;
     b.launchNs = m_launchNs;
     b.dispatchSyncNs = m_hostCallNs;
+    b.setupNs = m_setupHostNs;
     Eligibility& e = m_out->eligibility;
     e.threshold = m_opt.threshold;
     const char* basis = "";
@@ -518,7 +541,7 @@ class Analyzer {
   uint64_t m_trackedAllocations = 0;
   uint64_t m_kernels = 0, m_deviceMissing = 0, m_deviceTimed = 0;
   double m_commDeviceNs = 0, m_commHostNs = 0, m_kernelDeviceNs = 0, m_kernelHostNs = 0;
-  double m_syncHostNs = 0, m_hostCallNs = 0, m_launchNs = 0, m_h2dNs = 0, m_d2hNs = 0;
+  double m_syncHostNs = 0, m_hostCallNs = 0, m_setupHostNs = 0, m_launchNs = 0, m_h2dNs = 0, m_d2hNs = 0;
 };
 
 }  // namespace

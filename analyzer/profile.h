@@ -83,7 +83,10 @@ struct Breakdown {
   double h2dNs = 0;           ///< device time of host->device transfers
   double d2hNs = 0;           ///< device time of device->host transfers
   double launchNs = 0;        ///< kernel launch latency: submit -> start on the device
-  double dispatchSyncNs = 0;  ///< host time inside OpenCL calls (enqueueing and waiting)
+  double dispatchSyncNs = 0;  ///< host time in OpenCL calls that enqueue work or wait for it
+  /// Host time in the other OpenCL calls (queries, context and program set-up, releases): part of
+  /// cpu+sync, shown apart because it is start-up, not per-transfer overhead. Not stored in the DB.
+  double setupNs = 0;
   uint64_t kernels = 0;
   bool hasDeviceTimes = false;  ///< the trace carried profiling timestamps
   double fraction(double ns) const { return totalNs > 0 ? ns / totalNs : 0; }

@@ -129,6 +129,9 @@ std::string formatReport(const AppProfile& p) {
           percent(b.fraction(b.d2hNs)).c_str());
   appendf(&r, "  dispatch/sync  %10s %s\n", formatDuration(b.dispatchSyncNs).c_str(),
           percent(b.fraction(b.dispatchSyncNs)).c_str());
+  if (b.setupNs > 0)
+    appendf(&r, "  (OpenCL set-up: queries, contexts, program builds %s %s)\n",
+            formatDuration(b.setupNs).c_str(), percent(b.fraction(b.setupNs)).c_str());
 
   uint64_t sites = p.candidates.size() + p.hostOnlySites;
   appendf(&r,
@@ -199,7 +202,8 @@ std::string profileToJson(const AppProfile& p) {
   j.member("total_ns", b.totalNs).member("kernel_ns", b.kernelNs);
   j.member("communication_ns", b.communicationNs).member("cpu_sync_ns", b.cpuSyncNs);
   j.member("h2d_ns", b.h2dNs).member("launch_ns", b.launchNs).member("d2h_ns", b.d2hNs);
-  j.member("dispatch_sync_ns", b.dispatchSyncNs).member("kernels", b.kernels);
+  j.member("dispatch_sync_ns", b.dispatchSyncNs).member("setup_ns", b.setupNs);
+  j.member("kernels", b.kernels);
   j.endObject();
 
   j.key("candidates").beginArray();

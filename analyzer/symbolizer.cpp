@@ -62,6 +62,32 @@ bool Symbolizer::available() { return false; }
 namespace {
 // LLVM's placeholder for unknown names and files.
 std::string clean(const std::string& s) { return s == "<invalid>" ? std::string() : s; }
+
+#if HETOPT_HAVE_LLVM
+/// DW_AT_decl_file as a path. LLVM 14's DWARFDie::getDeclFile() reads the index as an unsigned
+/// constant only, and GCC 12 emits it as DW_FORM_implicit_const (signed) for DWARF 5, so the
+/// index is read here either way.
+std::string declFile(llvm::DWARFContext& ctx, const llvm::DWARFDie& die) {
+  auto value = die.find(llvm::dwarf::DW_AT_decl_file);
+  if (!value) return {};
+  uint64_t index = 0;
+  if (auto u = value->getAsUnsignedConstant()) {
+    index = *u;
+  } else if (auto i = value->getAsSignedConstant(); i && *i >= 0) {
+    index = static_cast<uint64_t>(*i);
+  } else {
+    return {};
+  }
+  llvm::DWARFUnit* unit = die.getDwarfUnit();
+  const llvm::DWARFDebugLine::LineTable* table = ctx.getLineTableForUnit(unit);
+  std::string name;
+  if (!table || !table->getFileNameByIndex(
+                    index, unit->getCompilationDir(),
+                    llvm::DILineInfoSpecifier::FileLineInfoKind::AbsoluteFilePath, name))
+    return {};
+  return name;
+}
+#endif
 }  // namespace
 
 std::string SiteLocation::describe(bool shortFile) const {
@@ -189,8 +215,12 @@ DataLocation Symbolizer::locateData(const ModulePc& at) {
       for (int b = 0; b < 8; ++b) address |= uint64_t((*block)[1 + b]) << (8 * b);
       if (address != d.start) continue;
       d.decl.line = static_cast<uint32_t>(die.getDeclLine());
-      d.decl.file = die.getDeclFile(
-          llvm::DILineInfoSpecifier::FileLineInfoKind::AbsoluteFilePath);
+      // A definition outside its class or namespace block (static members, anonymous
+      // namespaces) points at its declaration, which has the file; LLVM 14's getDeclFile() does
+      // not follow that link itself.
+      for (llvm::DWARFDie decl = die; decl && d.decl.file.empty();
+           decl = decl.getAttributeValueAsReferencedDie(llvm::dwarf::DW_AT_specification))
+        d.decl.file = declFile(*ctx, decl);
       if (const char* name = die.getName(llvm::DINameKind::ShortName)) d.decl.function = name;
       return d;
     }

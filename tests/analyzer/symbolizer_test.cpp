@@ -112,6 +112,24 @@ const int kStaticWeightsLine = __LINE__ - 1;
 
 namespace {
 
+// Internal linkage: GCC describes it as a declaration plus a definition that points back to it
+// (DW_AT_specification). The form of its file attribute varies with the unit (static_mmap's
+// ground-truth test covers DW_FORM_implicit_const).
+float g_anonWeights[4096];
+const int kAnonWeightsLine = __LINE__ - 1;
+
+TEST(Symbolizer, StaticDataOfAnAnonymousNamespace) {
+  if (!Symbolizer::available()) GTEST_SKIP() << "built without LLVM";
+  g_anonWeights[7] = 2.0f;
+  ModulePc pc = toModulePc(&g_anonWeights[7]);
+  Symbolizer sym;
+  hetopt::analyzer::DataLocation d = sym.locateData(pc);
+  ASSERT_TRUE(d.found) << d.note;
+  EXPECT_EQ(d.name, "(anonymous namespace)::g_anonWeights");
+  EXPECT_EQ(d.decl.line, static_cast<uint32_t>(kAnonWeightsLine));
+  EXPECT_EQ(d.decl.file, std::string(__FILE__));
+}
+
 TEST(Symbolizer, StaticDataNamesTheVariableAndItsDefinitionLine) {
   if (!Symbolizer::available()) GTEST_SKIP() << "built without LLVM";
   g_staticWeights[100] = 1.0f;
