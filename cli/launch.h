@@ -17,6 +17,9 @@ struct Launch {
   bool preloadShim = true;                                ///< LD_PRELOAD + OPENCL_LAYERS the shim
 };
 
+/// The file execvp() would run for `program` (PATH search when it has no '/'); empty if none.
+std::string resolveProgramPath(const std::string& program);
+
 /// Replaces this process with the program (signals and exit status pass through by construction).
 /// Returns only on failure: 127 when the program cannot be executed, 2 for hetopt's own errors.
 int execProgram(const Launch& launch);

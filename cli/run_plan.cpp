@@ -1,0 +1,55 @@
+// SPDX-License-Identifier: MIT
+/** @file Profile -> plan; see run_plan.h. */
+#include "cli/run_plan.h"
+
+#include <cstdio>
+
+namespace hetopt::cli {
+
+std::string poolPolicyFor(const std::string& decisionPolicy) {
+  if (decisionPolicy == "register") return "hybrid";
+  if (decisionPolicy == "opencl" || decisionPolicy == "hybrid" || decisionPolicy == "locked")
+    return decisionPolicy;
+  return "";
+}
+
+bool buildPlan(const analyzer::AppProfile& profile, const PlanOptions& options, Plan* plan,
+               std::string* whyNot) {
+  *plan = Plan();
+  if (!profile.eligibility.eligible && !options.ignoreEligibility) {
+    *whyNot = "not worth optimizing: " + profile.eligibility.reason;
+    return false;
+  }
+  if (profile.candidates.empty()) {
+    *whyNot = "no allocation site feeds host<->device transfers";
+    return false;
+  }
+  uint64_t liveBytes = 0;
+  std::string policy = poolPolicyFor(options.forcedPolicy);
+  if (!options.forcedPolicy.empty() && policy.empty()) {
+    *whyNot = "policy '" + options.forcedPolicy + "' cannot back a pool (use opencl, hybrid, locked)";
+    return false;
+  }
+  for (const analyzer::CandidateSite& site : profile.candidates) {  // most valuable first
+    std::string sitePolicy = options.forcedPolicy.empty() ? poolPolicyFor(site.gain.policy) : policy;
+    if (sitePolicy.empty() || (options.forcedPolicy.empty() && !site.gain.known)) continue;
+    if (policy.empty()) policy = sitePolicy;  // one pool: the most valuable site's policy
+    plan->sites.push_back({site.siteKey, 0, UINT64_MAX});
+    liveBytes += site.peakLiveBytes;
+  }
+  if (plan->sites.empty()) {
+    *whyNot = "pinning does not pay for this program's transfers on " + profile.device +
+              " (see `hetopt analyze`)";
+    return false;
+  }
+  plan->programPath = profile.program.path;
+  plan->programKey = profile.program.key();
+  plan->device = profile.device;
+  plan->poolPolicy = policy;
+  uint64_t bytes = static_cast<uint64_t>(static_cast<double>(liveBytes) * options.poolSlack) +
+                   (1u << 20);
+  plan->poolBytes = (bytes + (1u << 20) - 1) & ~uint64_t{(1u << 20) - 1};
+  return true;
+}
+
+}  // namespace hetopt::cli

@@ -1,0 +1,100 @@
+// SPDX-License-Identifier: MIT
+/** @file Profile -> plan decisions of `hetopt run`. */
+#include "cli/run_plan.h"
+
+#include <gtest/gtest.h>
+
+using namespace hetopt;
+using namespace hetopt::cli;
+
+namespace {
+
+analyzer::CandidateSite site(uint64_t key, const char* policy, uint64_t peakLive, bool known = true) {
+  analyzer::CandidateSite s;
+  s.siteKey = key;
+  s.gain.known = known;
+  s.gain.policy = policy;
+  s.peakLiveBytes = peakLive;
+  return s;
+}
+
+analyzer::AppProfile eligibleProfile() {
+  analyzer::AppProfile p;
+  p.program.path = "/opt/app";
+  p.program.buildId = "abcd";
+  p.device = "NVIDIA CUDA / NVIDIA H100";
+  p.eligibility.eligible = true;
+  p.eligibility.reason = "ratio 2.5 >= 0.1";
+  return p;
+}
+
+}  // namespace
+
+TEST(RunPlan, SitesThatGainBecomeThePlanWithAPoolForTheirPeak) {
+  analyzer::AppProfile p = eligibleProfile();
+  p.candidates = {site(0x11, "register", 64 << 20), site(0x22, "hybrid", 4 << 20),
+                  site(0x33, "standard", 1 << 20)};
+  Plan plan;
+  std::string why;
+  ASSERT_TRUE(buildPlan(p, {}, &plan, &why)) << why;
+  ASSERT_EQ(plan.sites.size(), 2u);  // the standard site stays with malloc
+  EXPECT_EQ(plan.poolPolicy, "hybrid");  // register (in place) -> the pooled policy as fast
+  EXPECT_EQ(plan.programKey, p.program.key());
+  EXPECT_EQ(plan.device, p.device);
+  EXPECT_GE(plan.poolBytes, uint64_t{68} << 20);
+  EXPECT_EQ(plan.poolBytes % (1 << 20), 0u);
+  std::string text = plan.serialize();
+  Plan back;
+  ASSERT_TRUE(parsePlan(text, &back, &why)) << why;
+  EXPECT_NE(back.find(0x11, 12345), nullptr);
+  EXPECT_EQ(back.find(0x33, 12345), nullptr);
+}
+
+TEST(RunPlan, IneligibleOrNothingToGainRunsUntouchedWithAReason) {
+  analyzer::AppProfile p = eligibleProfile();
+  p.candidates = {site(0x11, "opencl", 1 << 20)};
+  p.eligibility.eligible = false;
+  p.eligibility.reason = "dispatch ratio 0.01 < 0.1";
+  Plan plan;
+  std::string why;
+  EXPECT_FALSE(buildPlan(p, {}, &plan, &why));
+  EXPECT_NE(why.find("0.01"), std::string::npos) << why;
+  PlanOptions force;
+  force.ignoreEligibility = true;
+  EXPECT_TRUE(buildPlan(p, force, &plan, &why)) << why;
+
+  p = eligibleProfile();
+  p.candidates = {site(0x11, "standard", 1 << 20), site(0x22, "hybrid", 1 << 20, false)};
+  EXPECT_FALSE(buildPlan(p, {}, &plan, &why));
+  EXPECT_NE(why.find("does not pay"), std::string::npos) << why;
+}
+
+TEST(RunPlan, ForcedPolicyTakesEveryCandidate) {
+  analyzer::AppProfile p = eligibleProfile();
+  p.candidates = {site(0x11, "standard", 1 << 20), site(0x22, "", 1 << 20, false)};
+  PlanOptions o;
+  o.forcedPolicy = "opencl";
+  Plan plan;
+  std::string why;
+  ASSERT_TRUE(buildPlan(p, o, &plan, &why)) << why;
+  EXPECT_EQ(plan.sites.size(), 2u);
+  EXPECT_EQ(plan.poolPolicy, "opencl");
+  o.forcedPolicy = "standard";
+  EXPECT_FALSE(buildPlan(p, o, &plan, &why));
+}
+
+TEST(PlanFile, RejectsOtherVersionsAndGarbage) {
+  Plan plan;
+  std::string why;
+  EXPECT_FALSE(parsePlan("hetopt-plan 2\n", &plan, &why));
+  EXPECT_NE(why.find("version 2"), std::string::npos) << why;
+  EXPECT_FALSE(parsePlan("", &plan, &why));
+  EXPECT_FALSE(parsePlan("hetopt-plan 1\nsite zz 0 1\n", &plan, &why));
+  EXPECT_FALSE(parsePlan("hetopt-plan 1\nsite 12 10 5\n", &plan, &why));  // empty range
+  EXPECT_FALSE(parsePlan("hetopt-plan 1\nbogus\n", &plan, &why));
+  EXPECT_TRUE(parsePlan("hetopt-plan 1\n# comment\npool opencl 1048576\nsite 1f 0 100\n", &plan, &why))
+      << why;
+  EXPECT_EQ(plan.poolBytes, 1048576u);
+  EXPECT_NE(plan.find(0x1f, 50), nullptr);
+  EXPECT_EQ(plan.find(0x1f, 500), nullptr);
+}
