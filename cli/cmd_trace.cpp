@@ -13,6 +13,9 @@
 #include <vector>
 
 #include "cli/commands.h"
+#ifdef HETOPT_HAVE_ANALYZER
+#include "analyzer/analyze_file.h"
+#endif
 #include "cli/launch.h"
 #include "cli/show.h"
 #include "common/log.h"
@@ -41,14 +44,16 @@ std::vector<std::string> childTraces(const std::string& file) {
 }  // namespace
 
 int cmdTrace(int argc, char** argv) {
-  std::string output, device, error;
-  bool help = false;
+  std::string output, device, dbPath, error;
+  bool help = false, analyze = true;
   std::vector<std::string> program = splitProgram(
       argc, argv,
       [&](int i) -> int {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) return help = true, 1;
         if ((!strcmp(argv[i], "-o") || !strcmp(argv[i], "--output")) && i + 1 < argc) return output = argv[i + 1], 2;
         if (!strcmp(argv[i], "--device") && i + 1 < argc) return device = argv[i + 1], 2;
+        if (!strcmp(argv[i], "--db") && i + 1 < argc) return dbPath = argv[i + 1], 2;
+        if (!strcmp(argv[i], "--no-analyze")) return analyze = false, 1;
         return 0;
       },
       &error);
@@ -59,9 +64,12 @@ int cmdTrace(int argc, char** argv) {
         "SSA-versioned trace with host and device timings (OpenCL profiling is switched on for its\n"
         "queues without the program seeing it). Children it forks or executes get their own\n"
         "traces, FILE.<pid>. The program's exit status and signals pass through; a summary goes to\n"
-        "stderr at the end. Read the trace with `hetopt show FILE`.\n\n"
+        "stderr at the end, followed by the analysis (`hetopt analyze`), whose profile `hetopt run`\n"
+        "uses. Read the trace with `hetopt show FILE`.\n\n"
         "  -o FILE          trace file (default ./hetopt-<program>-<pid>.trace), created 0600\n"
-        "  --device FILTER  OpenCL device ('gpu', 'cpu' or a name substring); sets HETOPT_DEVICE\n");
+        "  --device FILTER  OpenCL device ('gpu', 'cpu' or a name substring); sets HETOPT_DEVICE\n"
+        "  --db PATH        where the profile is stored (default $HETOPT_DB, else ~/.local/share)\n"
+        "  --no-analyze     only record the trace\n");
     return 0;
   }
   if (program.empty()) {
@@ -116,6 +124,17 @@ int cmdTrace(int argc, char** argv) {
     }
   }
   for (const std::string& child : childTraces(output)) fprintf(stderr, "hetopt: child trace %s\n", child.c_str());
+#ifdef HETOPT_HAVE_ANALYZER
+  if (analyze && t.fileBytes > 0) {
+    // The report goes to stderr: the program's stdout stays exactly its own.
+    analyzer::AnalyzeRequest request;
+    request.tracePath = output;
+    request.dbPath = dbPath;
+    request.salvage = !t.complete;
+    fflush(stderr);
+    analyzer::runAnalysis(request, stderr);
+  }
+#endif
   fflush(stderr);
   exitLikeChild(status);
 }

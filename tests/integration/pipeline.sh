@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# The whole pipeline on one program: native run, `hetopt trace` (which analyzes and stores the
+# profile), `hetopt run` (optimized where the profile says so; on PoCL pinning never pays, so the
+# pool policy is forced with POLICY). The program's stdout must be identical in all three and every
+# run must succeed. Prints hetopt's stats line.
+#   pipeline.sh HETOPT POLICY -- PROGRAM [ARGS...]
+set -u
+hetopt=$1 policy=$2
+shift 2
+[[ ${1:-} == -- ]] && shift
+work=$(mktemp -d "${TMPDIR:-/tmp}/hetopt-pipeline.XXXXXX") || exit 2
+trap 'rm -rf "$work"' EXIT
+export HETOPT_DB=$work/hetopt.db XDG_CACHE_HOME=$work/cache
+
+fail() { echo "FAIL: $*"; for f in "$work"/*.err; do echo "--- $f"; tail -n 20 "$f"; done; exit 1; }
+"$@" >"$work/native.out" 2>"$work/native.err" || fail "native run exited $?"
+"$hetopt" trace -o "$work/app.trace" -- "$@" >"$work/trace.out" 2>"$work/trace.err" ||
+  fail "hetopt trace exited $?"
+grep -q "profile stored" "$work/trace.err" || fail "hetopt trace stored no profile"
+"$hetopt" run --stats --policy "$policy" -- "$@" >"$work/run.out" 2>"$work/run.err" ||
+  fail "hetopt run exited $?"
+for mode in trace run; do
+  cmp -s "$work/native.out" "$work/$mode.out" ||
+    { diff "$work/native.out" "$work/$mode.out"; fail "stdout under $mode differs from native"; }
+done
+echo "OK: identical stdout natively, traced and run"
+grep -h "hetopt: stats:\|running unoptimized" "$work/run.err"
