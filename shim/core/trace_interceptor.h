@@ -21,6 +21,7 @@
 #pragma once
 #include <CL/cl.h>
 
+#include <atomic>
 #include <cstdint>
 #include <map>
 #include <string>
@@ -87,7 +88,7 @@ class TraceInterceptor final : public Interceptor {
   std::map<trace::ObjectId, uint64_t> m_mapFlags;  ///< mapped pointer object -> last map flags
   std::vector<Pending> m_pending;  ///< recorder lock
   size_t m_resolveAt = 64;
-  bool m_active = true;
+  std::atomic<bool> m_active{true};  ///< false after exit or a failed restart; read lock-free by free()
 };
 
 }  // namespace hetopt::shim

@@ -4,6 +4,7 @@
  * corpus of the reader's fuzz target. Usage: trace_corpus DIR
  */
 #include <sys/stat.h>
+#include <zstd.h>
 
 #include <cstdio>
 #include <fstream>
@@ -57,6 +58,21 @@ int main(int argc, char** argv) {
     std::ofstream(dir + "/tail.trace", std::ios::binary) << data;
     s.finish();
     remove(path.c_str());
+  }
+  // The same records as raw record bytes ('R' + records: the fuzz target wraps them in a file).
+  for (const char* name : {"loops", "tail"}) {
+    hetopt::trace::Trace t;
+    std::ifstream in(dir + "/" + name + ".trace", std::ios::binary);
+    std::string data((std::istreambuf_iterator<char>(in)), {});
+    // Skip the header and the first chunk header; keep the decompressed records of chunk 0.
+    const auto* p = reinterpret_cast<const unsigned char*>(data.data());
+    if (data.size() < kFixedHeaderBytes + kChunkHeaderBytes) return 1;
+    const uint32_t header = getU32(p + 12);
+    const unsigned char* c = p + header;
+    const uint32_t payload = getU32(c + 8), raw = getU32(c + 12);
+    std::string records(raw, '\0');
+    if (ZSTD_isError(ZSTD_decompress(records.data(), raw, c + kChunkHeaderBytes, payload))) return 1;
+    std::ofstream(dir + "/" + name + ".records", std::ios::binary) << "R" << records;
   }
   return 0;
 }
