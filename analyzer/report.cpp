@@ -152,7 +152,10 @@ std::string formatReport(const AppProfile& p) {
             c.peakLiveBlocks, c.peakLiveBlocks == 1 ? "" : "s");
     appendf(&r, "      %s   %s\n", transferLine("h2d", c.h2d).c_str(),
             transferLine("d2h", c.d2h).c_str());
-    if (c.gain.known) {
+    if (c.gain.known && c.gain.policy == "standard") {
+      appendf(&r, "      predicted: malloc memory is already the best for these sizes here (%s)\n",
+              formatDuration(c.gain.standardNs).c_str());
+    } else if (c.gain.known) {
       appendf(&r, "      predicted: %s (%s) saves %s of %s\n", c.gain.policy.c_str(),
               c.gain.allocMode.c_str(), formatDuration(c.gain.savingNs()).c_str(),
               formatDuration(c.gain.standardNs).c_str());

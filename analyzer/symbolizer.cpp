@@ -60,10 +60,10 @@ bool Symbolizer::available() { return false; }
 #endif
 
 namespace {
+#if HETOPT_HAVE_LLVM
 // LLVM's placeholder for unknown names and files.
 std::string clean(const std::string& s) { return s == "<invalid>" ? std::string() : s; }
 
-#if HETOPT_HAVE_LLVM
 /// DW_AT_decl_file as a path. LLVM 14's DWARFDie::getDeclFile() reads the index as an unsigned
 /// constant only, and GCC 12 emits it as DW_FORM_implicit_const (signed) for DWARF 5, so the
 /// index is read here either way.

@@ -50,12 +50,14 @@ def main():
     # Track every allocation: selective_alloc's transfer-feeding calloc is 256 bytes, below the
     # default HETOPT_MIN_TRACKED_SIZE, and ground truth must not depend on that threshold.
     env["HETOPT_MIN_TRACKED_SIZE"] = "1"
+    # `hetopt trace` may analyse and store a profile at its end: never into the user's DB.
+    env["HETOPT_DB"] = os.path.join(workdir, "hetopt.db")
     run = subprocess.run([hetopt, "trace", "-o", trace, "--", app] + app_args, env=env,
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     if run.returncode != 0:
         print(f"FAIL {name}: hetopt trace exited {run.returncode}\n{run.stderr}")
         return 1
-    analysis = subprocess.run([hetopt, "analyze", "--json", "--no-store", trace],
+    analysis = subprocess.run([hetopt, "analyze", "--json", "--no-store", trace], env=env,
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     if analysis.returncode != 0:
         print(f"FAIL {name}: hetopt analyze exited {analysis.returncode}\n{analysis.stderr}")

@@ -1,0 +1,129 @@
+// SPDX-License-Identifier: MIT
+/** @file Predicted gains from a characterization stored through the characterize records. */
+#include "analyzer/gain.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+
+#include "characterize/records.h"
+#include "tests/analyzer/test_util.h"
+
+namespace hetopt::analyzer {
+namespace {
+
+using characterize::CharacterizationRun;
+using characterize::Decision;
+using characterize::Direction;
+using characterize::Fit;
+using characterize::Measure;
+
+// latency + size * nsPerByte, one regime.
+Fit linear(Measure m, PolicyKind p, double latencyNs, double nsPerByte) {
+  Fit f;
+  f.kind = m;
+  f.policy = p;
+  f.fn.count = 1;
+  f.fn.segments[0] = {0, latencyNs, nsPerByte};
+  f.fn.points = 10;
+  f.fn.sizeMin = 1024;
+  f.fn.sizeMax = 256 << 20;
+  return f;
+}
+
+Decision decision(Direction d, PolicyKind p, characterize::AllocMode mode) {
+  Decision x;
+  x.direction = d;
+  x.sizeLo = 0;
+  x.sizeHi = UINT64_MAX;
+  x.policy = p;
+  x.alloc = mode;
+  x.refSize = 1 << 20;
+  x.reason = "test";
+  return x;
+}
+
+class Gain : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    m_dir = testing::makeTempDir();
+    std::string error;
+    m_db = Db::open(m_dir + "/hetopt.db", Db::Mode::ReadWriteCreate, &error);
+    ASSERT_TRUE(m_db) << error;
+  }
+  void TearDown() override {
+    m_db.reset();
+    system(("rm -rf '" + m_dir + "'").c_str());
+  }
+  /// A device whose pinned memory moves data 5x faster than pageable memory.
+  void store(characterize::AllocMode mode) {
+    CharacterizationRun run;
+    run.info.key = {"FakeCL", "FakeCL 3.0", "Fake GPU 9000", "1.0", "Fake CPU", "6.1"};
+    run.info.deviceType = "GPU";
+    run.info.createdUtc = "2026-11-20T00:00:00Z";
+    run.info.hetoptVersion = "test";
+    run.info.hostname = "test";
+    for (Measure m : {Measure::H2D, Measure::D2H}) {
+      run.fits.push_back(linear(m, PolicyKind::Standard, 10000, 0.1));
+      run.fits.push_back(linear(m, PolicyKind::Hybrid, 10000, 0.02));
+    }
+    run.fits.push_back(linear(Measure::Alloc, PolicyKind::Standard, 1000, 0));
+    run.fits.push_back(linear(Measure::Alloc, PolicyKind::Hybrid, 1000, 0.5));
+    for (Direction d : {Direction::H2D, Direction::D2H, Direction::RoundTrip})
+      run.decisions.push_back(decision(d, PolicyKind::Hybrid, mode));
+    std::string error;
+    ASSERT_TRUE(characterize::storeRun(*m_db, &run, &error)) << error;
+  }
+  CandidateSite site() {
+    CandidateSite c;
+    c.allocations = 2;
+    c.typicalAllocBytes = 1 << 20;
+    c.h2d.add(1 << 20, 10, 0);
+    c.h2d.finish();
+    c.d2h.add(1 << 20, 10, 0);
+    c.d2h.finish();
+    return c;
+  }
+  std::string m_dir;
+  std::unique_ptr<Db> m_db;
+};
+
+TEST_F(Gain, PooledPolicySavesTheTransferTimeDifference) {
+  store(characterize::AllocMode::Pool);
+  std::string why;
+  auto model = loadGainModel(*m_db, "Fake GPU 9000", &why);
+  ASSERT_TRUE(model) << why;
+  GainPrediction g;
+  model->predict(site(), &g);
+  ASSERT_TRUE(g.known) << g.note;
+  EXPECT_EQ(g.policy, "hybrid");
+  EXPECT_EQ(g.allocMode, "pool");
+  const double mib = 1 << 20;
+  EXPECT_DOUBLE_EQ(g.standardNs, 20 * (10000 + 0.1 * mib));
+  EXPECT_DOUBLE_EQ(g.optimizedNs, 20 * (10000 + 0.02 * mib));
+  EXPECT_NE(g.note.find("Fake GPU 9000"), std::string::npos) << g.note;
+}
+
+TEST_F(Gain, DirectAllocationIsChargedPerAllocation) {
+  store(characterize::AllocMode::Direct);
+  std::string why;
+  auto model = loadGainModel(*m_db, "fake gpu 9000", &why);  // names match case-insensitively
+  ASSERT_TRUE(model) << why;
+  GainPrediction g;
+  model->predict(site(), &g);
+  ASSERT_TRUE(g.known) << g.note;
+  const double mib = 1 << 20;
+  EXPECT_DOUBLE_EQ(g.optimizedNs, 20 * (10000 + 0.02 * mib) + 2 * (0.5 * mib));
+}
+
+TEST_F(Gain, OtherDeviceOrEmptyDbSaysWhatToRun) {
+  std::string why;
+  EXPECT_FALSE(loadGainModel(*m_db, "Fake GPU 9000", &why));
+  EXPECT_NE(why.find("hetopt characterize"), std::string::npos) << why;
+  store(characterize::AllocMode::Pool);
+  EXPECT_FALSE(loadGainModel(*m_db, "pthread-skylake", &why));
+  EXPECT_NE(why.find("pthread-skylake"), std::string::npos) << why;
+}
+
+}  // namespace
+}  // namespace hetopt::analyzer
