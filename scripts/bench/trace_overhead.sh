@@ -1,49 +1,59 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# Tracing overhead: wall time of whole test-app runs natively and under `hetopt trace`,
-# alternating, RUNS times each, in the same session; prints the medians, the overhead in percent
-# (target: at most 5% for runs of a second or more) and the trace size.
+# Tracing overhead: whole test-app runs natively and under `hetopt trace`, alternating, RUNS times
+# each, in the same session. Prints per case the median wall time and the median CPU time (user +
+# system of the process and its threads: steadier than wall time on a shared machine) of each
+# variant, the overheads in percent (target: at most 5% of wall time for runs of a second or
+# more) and the trace size.
 #   trace_overhead.sh BUILD_DIR [RUNS] [APP:ARGS]...
-# Default apps and arguments are chosen to run at least a second on PoCL with 2 cores; on a GPU
-# pass your own, e.g. 'loop_wkr:--size 64M --iters 200'.
+# Default apps and arguments run about a second or more on PoCL with 2 cores; on a GPU pass your
+# own, e.g. 'loop_wkr:--size 64M --iters 200'.
 set -euo pipefail
 build=${1:?usage: trace_overhead.sh BUILD_DIR [RUNS] [APP:ARGS]...}
 runs=${2:-5}
 shift $(( $# >= 2 ? 2 : 1 ))
-cases=("$@")
-if [[ ${#cases[@]} -eq 0 ]]; then
-  cases=("loop_wkr:--size 4K --iters 20000"
-         "loop_wkr:--size 16M --iters 20"
-         "selective_alloc:--size 8M --iters 20"
-         "async_events:--size 8M --iters 40"
-         "two_threads:--size 4M --iters 40"
-         "vector_new:--size 16M --iters 20")
-fi
-hetopt=$build/bin/hetopt
-[[ -x $hetopt ]] || { echo "build hetopt first" >&2; exit 2; }
-out=$(mktemp -d "${TMPDIR:-/tmp}/hetopt-trace-bench.XXXXXX")
-trap 'rm -rf "$out"' EXIT
-
-now() { date +%s%N; }
+[[ -x $build/bin/hetopt ]] || { echo "build hetopt first" >&2; exit 2; }
 echo "machine: $(uname -n), $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')"
 echo "device: $("$build/bin/loop_wkr" --size 4K --iters 1 2>/dev/null | sed -n 's/^device: //p')"
-echo "date: $(date -u +%Y-%m-%d), runs: $runs per variant (median), alternating native/traced"
-printf '%-16s %-26s %10s %10s %9s %10s\n' app arguments native_ms traced_ms overhead trace_B
-for c in "${cases[@]}"; do
-  app=${c%%:*} args=${c#*:}
-  read -r -a argv <<<"$args"
-  : >"$out/native" ; : >"$out/traced"
-  for ((i = 0; i < runs; ++i)); do
-    t0=$(now); "$build/bin/$app" "${argv[@]}" >/dev/null 2>&1; t1=$(now)
-    echo $(( (t1 - t0) / 1000 )) >>"$out/native"
-    t0=$(now); "$hetopt" trace -o "$out/t.trace" -- "$build/bin/$app" "${argv[@]}" >/dev/null 2>&1; t1=$(now)
-    echo $(( (t1 - t0) / 1000 )) >>"$out/traced"
-  done
-  python3 - "$out" "$app" "$args" "$(stat -c %s "$out/t.trace")" <<'PY'
-import statistics, sys
-out, app, args, size = sys.argv[1:5]
-n = statistics.median(int(x) for x in open(f"{out}/native")) / 1000
-t = statistics.median(int(x) for x in open(f"{out}/traced")) / 1000
-print(f"{app:16s} {args:26s} {n:10.1f} {t:10.1f} {100 * (t - n) / n:8.1f}% {size:>10s}")
+exec python3 - "$build" "$runs" "$@" <<'PY'
+import os, resource, statistics, subprocess, sys, tempfile, time
+
+build, runs, cases = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
+if not cases:
+    cases = ["loop_wkr:--size 4K --iters 20000", "loop_wkr:--size 64M --iters 30",
+             "selective_alloc:--size 16M --iters 40", "async_events:--size 16M --iters 300",
+             "two_threads:--size 4M --iters 500", "vector_new:--size 32M --iters 40"]
+hetopt = os.path.join(build, "bin", "hetopt")
+
+def load():
+    return " ".join(open("/proc/loadavg").read().split()[:3])
+
+def timed(cmd):
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.monotonic()
+    r = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    wall = time.monotonic() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if r.returncode != 0:
+        sys.exit(f"failed ({r.returncode}): {' '.join(cmd)}")
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return wall * 1e3, cpu * 1e3
+
+print(f"date: {time.strftime('%Y-%m-%d', time.gmtime())}, runs: {runs} per variant (median), "
+      f"alternating native/traced; load average before: {load()}")
+print(f"{'app':16s} {'arguments':26s} {'wall ms':>16s} {'wall +%':>8s} {'cpu ms':>16s} {'cpu +%':>7s} {'trace B':>8s}")
+with tempfile.TemporaryDirectory(prefix="hetopt-trace-bench.") as tmp:
+    trace = os.path.join(tmp, "t.trace")
+    for case in cases:
+        app, args = case.split(":", 1)
+        cmd = [os.path.join(build, "bin", app)] + args.split()
+        native, traced = [], []
+        for _ in range(runs):
+            native.append(timed(cmd))
+            traced.append(timed([hetopt, "trace", "-o", trace, "--"] + cmd))
+        nw, tw = statistics.median(w for w, _ in native), statistics.median(w for w, _ in traced)
+        nc, tc = statistics.median(c for _, c in native), statistics.median(c for _, c in traced)
+        print(f"{app:16s} {args:26s} {nw:7.0f} -> {tw:6.0f} {100 * (tw - nw) / nw:7.1f}% "
+              f"{nc:7.0f} -> {tc:6.0f} {100 * (tc - nc) / nc:6.1f}% {os.path.getsize(trace):8d}")
+print(f"load average after: {load()}")
 PY
-done
