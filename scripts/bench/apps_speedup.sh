@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# Issue 6's table: every test app natively, hand-pinned (--pinned) and under `hetopt run`, RUNS
+# times each, interleaved, on the current default device. Needs a characterization of the device in
+# $HETOPT_DB (hetopt characterize). Each app is traced once first (profile stored). Prints, per
+# app, the median of the app's own elapsed_ms (allocation + transfers + kernels) and of the whole
+# process wall time, and the speedups over native; writes apps_speedup.dat for gnuplot in OUTDIR.
+#   apps_speedup.sh BUILD_DIR [RUNS] [OUTDIR]
+set -uo pipefail
+build=${1:?usage: apps_speedup.sh BUILD_DIR [RUNS] [OUTDIR]}
+runs=${2:-5}
+outdir=${3:-.}
+bin=$build/bin
+hetopt=$bin/hetopt
+work=$(mktemp -d "${TMPDIR:-/tmp}/hetopt-speedup.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+export XDG_CACHE_HOME=$work/cache
+
+declare -A args=(
+  [loop_wkr]="--size 64M --iters 20" [selective_alloc]="--size 64M --iters 20"
+  [vector_new]="--size 64M --iters 20" [calloc_realloc]="--size 64M --iters 20"
+  [host_ptr_buffers]="--size 64M --iters 20" [rect_map]="--size 64M --iters 20"
+  [async_events]="--size 64M --iters 20" [two_threads]="--size 64M --iters 20"
+  [dlopen_app]="--size 64M --iters 20" [static_mmap]="--size 64M --iters 20"
+  [compute_bound]="--size 4M --iters 100")
+apps=${APPS:-"loop_wkr selective_alloc vector_new calloc_realloc host_ptr_buffers rect_map async_events two_threads dlopen_app static_mmap compute_bound"}
+
+# One run: prints "<elapsed_ms> <wall_ms>"; exits non-zero when the program failed.
+measure() {
+  local t0 t1 out
+  t0=$(date +%s%N)
+  out=$("$@" 2>&1 >/dev/null) || return 1
+  t1=$(date +%s%N)
+  echo "$(sed -n 's/^elapsed_ms=//p' <<<"$out" | tail -n1) $(((t1 - t0) / 1000000))"
+}
+median() { sort -n | awk '{ a[NR] = $1 } END { print (NR ? a[int((NR + 1) / 2)] : "nan") }'; }
+
+printf '%-17s %10s %10s %10s %8s %8s | %9s %9s %9s %8s\n' app native_ms pinned_ms hetopt_ms \
+  pinned_x hetopt_x native_wall pinned_wall hetopt_wall hetopt_wall_x
+echo "# app native_ms pinned_ms hetopt_ms pinned_x hetopt_x" >"$outdir/apps_speedup.dat"
+for app in $apps; do
+  read -r -a a <<<"${ARGS:-${args[$app]}}"  # ARGS overrides every app's (quick checks)
+  "$hetopt" trace --no-analyze -o "$work/$app.trace" -- "$bin/$app" "${a[@]}" >/dev/null 2>"$work/$app.trace.err" &&
+    "$hetopt" analyze "$work/$app.trace" >"$work/$app.analysis" 2>&1 ||
+    { echo "$app: trace/analyze failed"; tail -5 "$work/$app.trace.err" "$work/$app.analysis"; continue; }
+  : >"$work/n" ; : >"$work/p" ; : >"$work/h"
+  for ((i = 0; i < runs; ++i)); do
+    measure "$bin/$app" "${a[@]}" >>"$work/n" || echo "$app native failed"
+    measure "$bin/$app" "${a[@]}" --pinned >>"$work/p" || echo "$app pinned failed"
+    measure "$hetopt" run -- "$bin/$app" "${a[@]}" >>"$work/h" || echo "$app hetopt failed"
+  done
+  n=$(cut -d' ' -f1 "$work/n" | median) p=$(cut -d' ' -f1 "$work/p" | median) h=$(cut -d' ' -f1 "$work/h" | median)
+  nw=$(cut -d' ' -f2 "$work/n" | median) pw=$(cut -d' ' -f2 "$work/p" | median) hw=$(cut -d' ' -f2 "$work/h" | median)
+  px=$(awk -v a="$n" -v b="$p" 'BEGIN { printf "%.2f", a / b }')
+  hx=$(awk -v a="$n" -v b="$h" 'BEGIN { printf "%.2f", a / b }')
+  hwx=$(awk -v a="$nw" -v b="$hw" 'BEGIN { printf "%.2f", a / b }')
+  printf '%-17s %10.1f %10.1f %10.1f %8s %8s | %9s %9s %9s %8s\n' "$app" "$n" "$p" "$h" "$px" "$hx" "$nw" "$pw" "$hw" "$hwx"
+  echo "$app $n $p $h $px $hx" >>"$outdir/apps_speedup.dat"
+  grep -h "Eligibility:\|dispatch ratio" "$work/$app.analysis" | head -2 | sed "s/^/    $app: /"
+  HETOPT_STATS=1 "$hetopt" run -- "$bin/$app" "${a[@]}" 2>&1 >/dev/null | grep -h "stats:\|unoptimized" | cut -c1-220 | sed "s/^/    /"
+done
