@@ -845,18 +845,22 @@ void TraceInterceptor::resolvePending(bool all) {
   std::vector<Pending> keep;
   for (const Pending& p : work) {
     if (p.generation != gen) continue;
-    cl_int st = -1;
-    if (!info || info(p.event, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof st, &st, nullptr) != CL_SUCCESS) st = -1;
-    if (st != CL_COMPLETE && st >= 0 && !all) {
-      keep.push_back(p);
-      continue;
+    // The end time is there once the command completed: one call settles the common case; the
+    // status is asked only when it is not (still running, failed, or no profiling after all).
+    cl_ulong t[4] = {};
+    bool okAll = prof && prof(p.event, CL_PROFILING_COMMAND_END, sizeof t[3], &t[3], nullptr) == CL_SUCCESS;
+    if (!okAll) {
+      cl_int st = -1;
+      if (!info || info(p.event, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof st, &st, nullptr) != CL_SUCCESS) st = -1;
+      if (st != CL_COMPLETE && st >= 0 && !all) {
+        keep.push_back(p);
+        continue;
+      }
     }
     Done d{p, false, {}};
-    cl_ulong t[4] = {};
-    const cl_profiling_info which[4] = {CL_PROFILING_COMMAND_QUEUED, CL_PROFILING_COMMAND_SUBMIT,
-                                        CL_PROFILING_COMMAND_START, CL_PROFILING_COMMAND_END};
-    bool okAll = st == CL_COMPLETE && prof;
-    for (int k = 0; okAll && k < 4; ++k)
+    const cl_profiling_info which[3] = {CL_PROFILING_COMMAND_QUEUED, CL_PROFILING_COMMAND_SUBMIT,
+                                        CL_PROFILING_COMMAND_START};
+    for (int k = 0; okAll && k < 3; ++k)
       okAll = prof(p.event, which[k], sizeof t[k], &t[k], nullptr) == CL_SUCCESS;
     if (okAll && t[3] >= t[2]) {
       d.timed = true;
