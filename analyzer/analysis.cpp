@@ -237,8 +237,23 @@ class Analyzer {
   static constexpr int kExtrapolateDepth = 12;  ///< deeper loops are replayed once per instance
 
   void replay() {
-    for (const trace::TraceThread& th : m_t.threads)
+    // Threads run concurrently but the trace does not say how they interleave: each is replayed
+    // on its own and the per-site peaks add up (all threads at their peak at once), which is what
+    // a pool must be able to hold.
+    std::vector<int64_t> peak(m_sites.size()), peakBlocks(m_sites.size());
+    for (const trace::TraceThread& th : m_t.threads) {
+      for (SiteAcc& s : m_sites) s.live = s.liveBlocks = s.peak = s.peakBlocks = 0;
+      m_objLive.clear();
       for (uint32_t e : th.entries) replayNode(e, 1, 0);
+      for (size_t i = 0; i < m_sites.size(); ++i) {
+        peak[i] += m_sites[i].peak;
+        peakBlocks[i] += m_sites[i].peakBlocks;
+      }
+    }
+    for (size_t i = 0; i < m_sites.size(); ++i) {
+      m_sites[i].peak = peak[i];
+      m_sites[i].peakBlocks = peakBlocks[i];
+    }
     if (m_budgetExceeded)
       m_out->warnings.push_back("peak live bytes are partial: the call tree is too large to replay");
   }

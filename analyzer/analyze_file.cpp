@@ -64,6 +64,24 @@ void identify(const trace::Trace& t, AnalyzeResult* r) {
                                 "): the profile will not be used by `hetopt run`");
 }
 
+/// The breakdown plot: `hetopt run`'s standard and optimized runs side by side when stored
+/// (figure 4.10 of the source for this program on this machine), else the traced run alone.
+void plotBreakdown(const AnalyzeRequest& req, Db* db, int64_t profileId, const AppProfile& p,
+                   std::vector<std::string>* notes) {
+  std::vector<BreakdownBar> bars;
+  std::string err;
+  if (db && profileId) loadRunBreakdowns(*db, profileId, &bars, &err);
+  if (bars.empty()) bars.push_back({"traced", p.breakdown});
+  PlotOutput out;
+  std::string title = baseName(p.program.path) + (p.device.empty() ? "" : " on " + p.device);
+  if (!writeBreakdownPlot(req.plotsDir, programSlug(p.program.path), title, bars, &out, &err))
+    notes->push_back("plots not written: " + err);
+  else if (!out.image.empty())
+    notes->push_back("breakdown plot: " + out.image);
+  else
+    notes->push_back("breakdown plot data: " + out.data + " (" + out.note + ")");
+}
+
 }  // namespace
 
 bool analyzeTraceFile(const AnalyzeRequest& req, AnalyzeResult* r, std::string* error) {
@@ -124,22 +142,47 @@ bool analyzeTraceFile(const AnalyzeRequest& req, AnalyzeResult* r, std::string* 
     else
       r->notes.push_back("timeline not written: " + err);
   }
-  if (!req.plotsDir.empty()) {
-    std::vector<BreakdownBar> bars;
-    if (db && r->profileId) loadRunBreakdowns(*db, r->profileId, &bars, &err);
-    // After `hetopt run` stored standard and optimized runs: those side by side (figure 4.10);
-    // before that, the traced run alone.
-    if (bars.empty()) bars.push_back({"traced", p.breakdown});
-    PlotOutput out;
-    std::string title = baseName(p.program.path) + (p.device.empty() ? "" : " on " + p.device);
-    if (!writeBreakdownPlot(req.plotsDir, programSlug(p.program.path), title, bars, &out, &err))
-      r->notes.push_back("plots not written: " + err);
-    else if (!out.image.empty())
-      r->notes.push_back("breakdown plot: " + out.image);
-    else
-      r->notes.push_back("breakdown plot data: " + out.data + " (" + out.note + ")");
-  }
+  if (!req.plotsDir.empty()) plotBreakdown(req, db.get(), r->profileId, p, &r->notes);
   return true;
+}
+
+int showStoredProfile(const std::string& program, const AnalyzeRequest& req, FILE* out) {
+  ProgramIdentity id;
+  std::string err;
+  if (!programIdentity(program, &id, &err)) {
+    warn("analyze: %s", err.c_str());
+    return 2;
+  }
+  const std::string dbPath = req.dbPath.empty() ? defaultDbPath() : req.dbPath;
+  std::unique_ptr<Db> db = Db::open(dbPath, Db::Mode::ReadOnly, &err);
+  if (!db) {
+    warn("analyze: %s", err.c_str());
+    return 2;
+  }
+  AppProfile p;
+  ProfileLookup lookup;
+  if (!loadProfile(*db, id, &p, &lookup, &err)) {
+    warn("analyze: %s: %s", dbPath.c_str(), err.c_str());
+    return 2;
+  }
+  if (lookup.status == ProfileLookup::Status::None) {
+    warn("no profile for %s in %s; run `hetopt trace` on it", id.path.c_str(), dbPath.c_str());
+    return 1;
+  }
+  if (lookup.status == ProfileLookup::Status::Stale) {
+    warn("the profile of %s in %s is for another build (%s, analysed %s); this one is %s: run "
+         "`hetopt trace` on it again",
+         id.path.c_str(), dbPath.c_str(), lookup.storedKey.c_str(),
+         lookup.storedCreatedUtc.c_str(), id.key().c_str());
+    return 1;
+  }
+  std::string text = req.json ? profileToJson(p) : formatReport(p);
+  fwrite(text.data(), 1, text.size(), out);
+  fflush(out);
+  std::vector<std::string> notes;
+  if (!req.plotsDir.empty()) plotBreakdown(req, db.get(), lookup.id, p, &notes);
+  for (const std::string& n : notes) warn("%s", n.c_str());
+  return 0;
 }
 
 int runAnalysis(const AnalyzeRequest& req, FILE* out) {

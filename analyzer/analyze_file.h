@@ -37,6 +37,13 @@ struct AnalyzeResult {
 /// foreign, corrupt, newer format); problems after that (DB, plots) are notes, not failures.
 bool analyzeTraceFile(const AnalyzeRequest& request, AnalyzeResult* result, std::string* error);
 
+/// `hetopt analyze --profile PROGRAM`: the profile stored for the program as it is now (its
+/// current build id or content hash), printed like a fresh analysis (text or `request.json`);
+/// `request.plotsDir` plots its breakdown, standard and optimized side by side once `hetopt run`
+/// stored them. Exit status 0; 1 when there is no profile or only a stale one (says why); 2 for
+/// hetopt's own errors.
+int showStoredProfile(const std::string& program, const AnalyzeRequest& request, FILE* out);
+
 /// analyzeTraceFile() plus output: the report (or JSON) on `out`, notes and errors on stderr.
 /// Returns the exit status of `hetopt analyze`: 0, or 2 for hetopt's own errors (unreadable
 /// trace, profile not stored).

@@ -21,7 +21,8 @@ namespace {
 void usage() {
   printf(
       "usage: hetopt analyze [--json] [--threshold R] [--db PATH | --no-store] [--timeline FILE]\n"
-      "                      [--plots DIR] [--no-symbols] [--salvage] TRACE\n\n"
+      "                      [--plots DIR] [--no-symbols] [--salvage] TRACE\n"
+      "       hetopt analyze --profile PROGRAM [--json] [--db PATH] [--plots DIR]\n\n"
       "Decides whether the traced program is worth optimizing and which of its allocation sites\n"
       "feed host<->device transfers, stores that as the program's profile in the DB (used by\n"
       "`hetopt run`) and prints why: eligibility with its numbers, the candidate sites at their\n"
@@ -35,7 +36,11 @@ void usage() {
       "  --plots DIR      write the execution breakdown plot (gnuplot) into DIR\n"
       "  --no-symbols     report sites as module+offset (no debug info lookup)\n"
       "  --salvage        analyse what precedes a corrupt part of the trace instead of failing\n"
-      "\nExit status: 0; 2 when the trace cannot be read or the profile cannot be stored.\n");
+      "  --profile PROGRAM  print the profile stored for PROGRAM as it is now (a rebuilt binary\n"
+      "                   has none); with --plots, its breakdown, standard and optimized side by\n"
+      "                   side once `hetopt run` stored them\n"
+      "\nExit status: 0; 1 when --profile finds no current profile; 2 when the trace cannot be\n"
+      "read or the profile cannot be stored.\n");
 }
 
 }  // namespace
@@ -43,6 +48,7 @@ void usage() {
 int cmdAnalyze(int argc, char** argv) {
 #if HETOPT_HAVE_ANALYZER
   analyzer::AnalyzeRequest req;
+  std::string profileOf;
   for (int i = 1; i < argc; ++i) {
     const char* a = argv[i];
     auto value = [&](const char* name) -> const char* {
@@ -84,6 +90,10 @@ int cmdAnalyze(int argc, char** argv) {
       const char* v = value(a);
       if (!v) return 2;
       req.plotsDir = v;
+    } else if (!strcmp(a, "--profile")) {
+      const char* v = value(a);
+      if (!v) return 2;
+      profileOf = v;
     } else if (a[0] == '-' && a[1] != '\0') {
       warn("analyze: unknown option %s (see hetopt analyze --help)", a);
       return 2;
@@ -93,6 +103,13 @@ int cmdAnalyze(int argc, char** argv) {
       warn("analyze: one trace at a time (got '%s' and '%s')", req.tracePath.c_str(), a);
       return 2;
     }
+  }
+  if (!profileOf.empty()) {
+    if (!req.tracePath.empty()) {
+      warn("analyze: --profile PROGRAM takes no trace (got '%s')", req.tracePath.c_str());
+      return 2;
+    }
+    return analyzer::showStoredProfile(profileOf, req, stdout);
   }
   if (req.tracePath.empty()) {
     warn("analyze: no trace given (see hetopt analyze --help)");

@@ -13,6 +13,7 @@
 
 #include "analyzer/analyze_file.h"
 #include "analyzer/profile_store.h"
+#include "analyzer/plots.h"
 #include "analyzer/report.h"
 #include "common/site_key.h"
 #include "tests/analyzer/test_util.h"
@@ -46,8 +47,13 @@ class App {
   trace::testing::Synth& synth() { return m_synth; }
 
   ObjectId buffer(uint64_t handle, uint64_t size) { return m_synth.buffer(handle, size); }
-  ObjectId malloc(uint64_t ptr, uint64_t size, uint64_t pc) { return m_synth.malloc(ptr, size, pc); }
-  void free(uint64_t ptr) { m_synth.free(ptr); }
+  ObjectId malloc(uint64_t ptr, uint64_t size, uint64_t pc) {
+    uint32_t site = rec().internSite(&pc, 1);
+    return rec().recordAlloc(m_thread, 0, ptr, size, 0, site, 50);
+  }
+  void free(uint64_t ptr) { rec().recordFree(m_thread, ptr); }
+  /// Later events come from the thread with system id `tid`.
+  void onThread(uint64_t tid) { m_thread = rec().thread(tid); }
   void realloc(uint64_t oldPtr, uint64_t newPtr, uint64_t size, uint64_t pc) {
     uint32_t site = rec().internSite(&pc, 1);
     rec().recordRealloc(m_thread, oldPtr, newPtr, size, site, 40);
@@ -290,6 +296,26 @@ TEST_F(Analysis, PeakLiveBytesFollowLoops) {
   EXPECT_TRUE(folded) << trace::testing::structure(t);
 }
 
+TEST_F(Analysis, ThreadsPeaksAddUp) {
+  // Two threads each hold one block from the same site: a pool must hold both at once.
+  App app(m_trace);
+  ObjectId dev = app.buffer(0x7000, 1 << 20);
+  for (uint64_t tid : {1000, 2000}) {
+    app.onThread(tid);
+    uint64_t ptr = 0x10000000 + tid * 0x100000;
+    app.malloc(ptr, 64 << 10, kSiteA);
+    app.write(dev, ptr, 64 << 10, 100);
+    app.kernel(dev, 1000);
+    app.free(ptr);
+  }
+  app.finish();
+  AppProfile p = analyze(app.read());
+  ASSERT_EQ(p.candidates.size(), 1u);
+  EXPECT_EQ(p.candidates[0].allocations, 2u);
+  EXPECT_EQ(p.candidates[0].peakLiveBlocks, 2u);
+  EXPECT_EQ(p.candidates[0].peakLiveBytes, 128u << 10);
+}
+
 TEST_F(Analysis, UseHostPtrBufferMakesACandidate) {
   App app(m_trace);
   app.malloc(0x10000000, 1 << 20, kSiteA);
@@ -391,6 +417,47 @@ TEST_F(Analysis, FileToStoredProfileKeyedByTheTracedBuild) {
   rebuilt.buildId = "ffffffffffffffffffffffffffffffffffffffff";
   ASSERT_TRUE(loadProfile(*db, rebuilt, &stored, &lookup, &error)) << error;
   EXPECT_EQ(lookup.status, ProfileLookup::Status::Stale);
+}
+
+TEST_F(Analysis, StoredProfileOfTheCurrentBinaryWithStandardAndOptimizedBars) {
+  ProgramIdentity self;
+  std::string error;
+  ASSERT_TRUE(programIdentity("/proc/self/exe", &self, &error)) << error;
+  AppProfile p = testing::sampleProfile();
+  p.program = self;
+  AnalyzeRequest req;
+  req.dbPath = m_dir + "/hetopt.db";
+  req.plotsDir = m_dir + "/plots";
+  int64_t id = 0;
+  {
+    std::unique_ptr<Db> db = Db::open(req.dbPath, Db::Mode::ReadWriteCreate, &error);
+    ASSERT_TRUE(db) << error;
+    ASSERT_TRUE(storeProfile(*db, p, &id, &error)) << error;
+    Breakdown optimized = p.breakdown;
+    optimized.communicationNs /= 4;
+    ASSERT_TRUE(storeRunBreakdown(*db, id, {"standard", p.breakdown}, &error)) << error;
+    ASSERT_TRUE(storeRunBreakdown(*db, id, {"optimized", optimized}, &error)) << error;
+  }
+  std::string outPath = m_dir + "/report.txt";
+  FILE* out = fopen(outPath.c_str(), "w");
+  ASSERT_NE(out, nullptr);
+  EXPECT_EQ(showStoredProfile("/proc/self/exe", req, out), 0);
+  fclose(out);
+  EXPECT_NE(testing::readFile(outPath).find("#1 main at main.cpp:29"), std::string::npos)
+      << testing::readFile(outPath);
+  std::string dat = testing::readFile(req.plotsDir + "/" + programSlug(self.path) + "-breakdown.dat");
+  EXPECT_NE(dat.find("\"standard\""), std::string::npos) << dat;
+  EXPECT_NE(dat.find("\"optimized\""), std::string::npos) << dat;
+  EXPECT_LT(dat.find("\"standard\""), dat.find("\"optimized\""));
+  // Another program has no profile: exit status 1, nothing printed.
+  std::string script = m_dir + "/script.sh";
+  FILE* f = fopen(script.c_str(), "w");
+  fputs("#!/bin/sh\n", f);
+  fclose(f);
+  out = fopen(outPath.c_str(), "w");
+  EXPECT_EQ(showStoredProfile(script, req, out), 1);
+  fclose(out);
+  EXPECT_TRUE(testing::readFile(outPath).empty());
 }
 
 TEST_F(Analysis, ForeignAndMissingFilesAreClearErrors) {
