@@ -655,7 +655,9 @@ bool Recorder::restartInChild(const RecorderConfig& config, std::string* error) 
   if (!open(config, error)) return false;
   // Segments alive in the child name sites and modules by the ids they had: define them again.
   for (uint32_t id = 1; id <= m_moduleRecords.size(); ++id) writeModule(id);
-  for (const auto& [pcs, id] : m_sites) writeSite(id, pcs);
+  std::vector<const std::vector<uint64_t>*> byId(m_sites.size());  // sites must come in id order
+  for (const auto& [pcs, id] : m_sites) byId[id - 1] = &pcs;
+  for (uint32_t id = 1; id <= byId.size(); ++id) writeSite(id, *byId[id - 1]);
   return true;
 }
 
