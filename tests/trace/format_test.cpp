@@ -175,3 +175,42 @@ TEST(TraceFormat, KilledWriterLeavesTheLastCheckpoint) {
   EXPECT_LE(writes, 5000u);
   EXPECT_LT(snapshot.size(), 2048u) << "tail snapshots overwrite each other";
 }
+
+TEST(TraceFormat, ForkedChildRedefinesSitesAndModules) {
+  std::string parent = tempPath("parent"), child = tempPath("child");
+  {
+    Synth s(parent);
+    // Interned in decreasing address order: the site map's order is not the id order.
+    s.malloc(0x10000, 8192, 0x403000);
+    s.malloc(0x20000, 8192, 0x402000);
+    s.malloc(0x30000, 8192, 0x401000);
+    RecorderConfig c;
+    c.path = child;
+    c.header.pid = 4343;
+    c.header.writerVersion = "test";
+    c.modules = fakeModules;
+    c.classifyRegions = false;
+    std::string error;
+    ASSERT_TRUE(s.recorder().restartInChild(c, &error)) << error;
+    uint32_t t = s.recorder().thread(2000);
+    s.recorder().recordFree(t, 0x20000);  // a block the parent allocated, freed in the child
+    s.recorder().finish();
+  }
+  Trace t;
+  std::string error;
+  ASSERT_TRUE(readTraceFile(child, &t, &error)) << error;
+  EXPECT_TRUE(t.complete);
+  EXPECT_EQ(t.header.pid, 4343u);
+  ASSERT_EQ(t.sites.size(), 3u);
+  EXPECT_EQ(t.sites[0].frames[0].offset, 0x3000u);
+  EXPECT_EQ(t.sites[2].frames[0].offset, 0x1000u);
+  EXPECT_EQ(callCount(t, "free"), 1u);
+  EXPECT_EQ(callCount(t, "malloc"), 0u) << "the parent's events stay in the parent's file";
+  for (const auto& [id, o] : t.objects) {
+    if (o.kind == ObjectKind::Segment) {
+      EXPECT_EQ(o.info.site, 2u);  // the freed block's site
+    }
+  }
+  unlink(parent.c_str());
+  unlink(child.c_str());
+}
