@@ -70,6 +70,11 @@ void writeLocation(JsonWriter& j, const SiteLocation& loc) {
   j.member("module", loc.modulePath);
   j.member("offset", loc.offset);
   if (!loc.note.empty()) j.member("note", loc.note);
+  j.key("callers").beginArray();
+  for (const SourceFrame& f : loc.callers)
+    j.beginObject().member("function", f.function).member("file", f.file)
+        .member("line", static_cast<uint64_t>(f.line)).endObject();
+  j.endArray();
   j.endObject();
 }
 
@@ -143,6 +148,8 @@ std::string formatReport(const AppProfile& p) {
   for (const CandidateSite& c : p.candidates) {
     appendf(&r, "  #%d %s\n", ++n, c.location.describe().c_str());
     if (c.location.hasSource) appendf(&r, "      %s\n", c.location.source.file.c_str());
+    if (!c.location.callers.empty())
+      appendf(&r, "      %s\n", c.location.describeCallers().c_str());
     else if (!c.location.note.empty()) appendf(&r, "      (%s)\n", c.location.note.c_str());
     appendf(&r, "      %s: %" PRIu64 " allocation%s", c.allocator.c_str(), c.allocations,
             c.allocations == 1 ? "" : "s");

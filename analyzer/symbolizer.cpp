@@ -104,6 +104,16 @@ std::string SiteLocation::describe(bool shortFile) const {
   return s;
 }
 
+std::string SiteLocation::describeCallers() const {
+  std::string s;
+  for (const SourceFrame& f : callers) {
+    s += s.empty() ? "called from " : ", from ";
+    s += (f.function.empty() ? std::string("?") : f.function) + " at " + baseName(f.file) + ":" +
+         std::to_string(f.line);
+  }
+  return s;
+}
+
 Symbolizer::Symbolizer() : Symbolizer(Options{}) {}
 Symbolizer::Symbolizer(Options options)
     : m_options(std::move(options)), m_impl(std::make_unique<Impl>()) {}
@@ -242,27 +252,30 @@ SiteLocation Symbolizer::locate(const std::vector<ModulePc>& site) {
     std::vector<SourceFrame> chain;
     std::string note;
     if (!frames(pc, &chain, &note)) {
-      if (loc.note.empty()) loc.note = baseName(pc.modulePath) + ": " + note;
+      if (!loc.hasSource && loc.note.empty()) loc.note = baseName(pc.modulePath) + ": " + note;
       continue;
     }
     for (const SourceFrame& f : chain) {
-      if (!f.file.empty() && f.line != 0 && !isSystemFile(f.file)) {
+      if (f.file.empty() || f.line == 0 || isSystemFile(f.file)) continue;
+      if (!loc.hasSource) {
         loc.hasSource = true;
         loc.source = f;
         loc.modulePath = pc.modulePath;
         loc.offset = pc.offset;
         loc.note.clear();
-        return loc;
+      } else if (loc.callers.size() < SiteLocation::kMaxCallers) {
+        loc.callers.push_back(f);
       }
     }
     // Only library code (or no line info) at this address: remember the innermost function name
     // for the module+offset form, and keep walking outwards.
-    if (!haveFallbackName) {
+    if (!loc.hasSource && !haveFallbackName) {
       loc.source.function = chain.back().function;
       haveFallbackName = true;
     }
   }
-  if (loc.note.empty()) loc.note = "no frame in the program's own source (no debug info?)";
+  if (!loc.hasSource && loc.note.empty())
+    loc.note = "no frame in the program's own source (no debug info?)";
   return loc;
 }
 

@@ -42,6 +42,12 @@ struct SiteLocation {
   std::string modulePath;  ///< module of the return address that gave the location
   uint64_t offset = 0;
   std::string note;  ///< why there is no source line ("no debug info", "binary changed", ...)
+  /// The next frames out that are in the program's own source (a helper that allocates is named
+  /// with who called it). Not stored in the DB.
+  static constexpr size_t kMaxCallers = 3;
+  std::vector<SourceFrame> callers;
+  /// "called from f at a.cpp:12, from main at b.cpp:40"; empty without callers.
+  std::string describeCallers() const;
   /// "function at file:line" (file shortened to its base name when `shortFile`), else
   /// "module+0xoffset [function]".
   std::string describe(bool shortFile = true) const;

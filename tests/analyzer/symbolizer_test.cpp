@@ -85,6 +85,7 @@ TEST(Symbolizer, SkipsLibraryFramesToTheUsersLine) {
   if (!Symbolizer::available()) GTEST_SKIP() << "built without LLVM";
   backtrace(t_stack, 1);  // loads libgcc's unwinder before the armed call
   int expectLine = 0;
+  const int callLine = __LINE__ + 1;
   ASSERT_EQ(allocateVector(1000, &expectLine), 1000u);
   ASSERT_GE(t_depth, 3);
   // The frames up to operator new's own are dropped, as the shim drops libstdc++'s operator new
@@ -113,6 +114,12 @@ TEST(Symbolizer, SkipsLibraryFramesToTheUsersLine) {
   EXPECT_EQ(loc.source.file, std::string(__FILE__));
   EXPECT_EQ(loc.source.line, static_cast<uint32_t>(expectLine));
   EXPECT_NE(loc.source.function.find("allocateVector"), std::string::npos);
+  // An allocating helper is named with its caller.
+  ASSERT_FALSE(loc.callers.empty());
+  EXPECT_EQ(loc.callers[0].line, static_cast<uint32_t>(callLine));
+  EXPECT_NE(loc.describeCallers().find("symbolizer_test.cpp:" + std::to_string(callLine)),
+            std::string::npos)
+      << loc.describeCallers();
 }
 
 }  // namespace
