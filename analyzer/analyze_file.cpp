@@ -71,7 +71,12 @@ void plotBreakdown(const AnalyzeRequest& req, Db* db, int64_t profileId, const A
   std::vector<BreakdownBar> bars;
   std::string err;
   if (db && profileId) loadRunBreakdowns(*db, profileId, &bars, &err);
-  if (bars.empty()) bars.push_back({"traced", p.breakdown});
+  if (bars.empty()) {
+    bars.push_back({"traced", p.breakdown});
+    // Until measured: the what-if of the characterized curves, labelled as a prediction.
+    Breakdown predicted;
+    if (predictOptimizedBreakdown(p, &predicted)) bars.push_back({"predicted", predicted});
+  }
   PlotOutput out;
   std::string title = baseName(p.program.path) + (p.device.empty() ? "" : " on " + p.device);
   if (!writeBreakdownPlot(req.plotsDir, programSlug(p.program.path), title, bars, &out, &err))

@@ -41,4 +41,30 @@ const char* untrackedKindName(UntrackedMemory::Kind k) {
   return "unknown";
 }
 
+bool predictOptimizedBreakdown(const AppProfile& p, Breakdown* out) {
+  double saved = 0, savedH2d = 0, savedD2h = 0;
+  bool any = false;
+  for (const CandidateSite& c : p.candidates) {
+    if (!c.gain.known || c.gain.standardNs <= 0) continue;
+    any = true;
+    double keep = std::min(1.0, std::max(0.0, c.gain.optimizedNs / c.gain.standardNs));
+    savedH2d += c.h2d.deviceNs * (1 - keep);
+    savedD2h += c.d2h.deviceNs * (1 - keep);
+  }
+  if (!any) return false;
+  saved = savedH2d + savedD2h;
+  Breakdown b = p.breakdown;
+  // The communication part may have been scaled to fit the wall time: scale the saving with it.
+  double commScale = p.eligibility.communicationNs > 0
+                         ? b.communicationNs / p.eligibility.communicationNs
+                         : 1.0;
+  double cut = std::min(b.communicationNs, saved * commScale);
+  b.communicationNs -= cut;
+  b.totalNs -= cut;
+  b.h2dNs -= savedH2d;
+  b.d2hNs -= savedD2h;
+  *out = b;
+  return true;
+}
+
 }  // namespace hetopt::analyzer

@@ -117,4 +117,9 @@ struct AppProfile {
   std::vector<std::string> warnings;  ///< shown in the report, kept in the DB
 };
 
+/// The traced breakdown with each candidate's measured transfer time scaled by its predicted
+/// optimized/standard ratio (gain.h): what the run would look like with the best policies, all
+/// else equal. False (and *out untouched) when no candidate has a known prediction.
+bool predictOptimizedBreakdown(const AppProfile& profile, Breakdown* out);
+
 }  // namespace hetopt::analyzer

@@ -125,6 +125,13 @@ std::string formatReport(const AppProfile& p) {
           percent(b.fraction(b.communicationNs)).c_str());
   appendf(&r, "  cpu+sync       %10s %s\n", formatDuration(b.cpuSyncNs).c_str(),
           percent(b.fraction(b.cpuSyncNs)).c_str());
+  Breakdown predicted;
+  if (predictOptimizedBreakdown(p, &predicted) && b.totalNs > 0)
+    appendf(&r, "  predicted with the best policies for the candidate sites: communication %s, "
+                "total %s (%.1f%% less)\n",
+            formatDuration(predicted.communicationNs).c_str(),
+            formatDuration(predicted.totalNs).c_str(),
+            100 * (b.totalNs - predicted.totalNs) / b.totalNs);
   appendf(&r, "Offload overhead (fractions of total time)\n");
   appendf(&r, "  host-to-device %10s %s\n", formatDuration(b.h2dNs).c_str(),
           percent(b.fraction(b.h2dNs)).c_str());

@@ -49,6 +49,23 @@ TEST(Report, SaysWhyWithNumbersAndSourceLines) {
   EXPECT_TRUE(contains(r, "trace ended early")) << r;
 }
 
+TEST(Report, PredictedBreakdownScalesTheCandidatesTransferTime) {
+  AppProfile p = sampleProfile();
+  Breakdown b;
+  ASSERT_TRUE(predictOptimizedBreakdown(p, &b));
+  // Site #1 keeps 2/7 of its 7.1 ms of transfers; the communication part (10 ms of the traced
+  // 12 ms, scaled to fit the wall time) shrinks by the same share.
+  const double cut = 7.1e6 * 5.0 / 7.0 * (10.0 / 12.0);
+  EXPECT_NEAR(b.communicationNs, 10e6 - cut, 1);
+  EXPECT_NEAR(b.totalNs, 100e6 - cut, 1);
+  EXPECT_DOUBLE_EQ(b.kernelNs, p.breakdown.kernelNs);
+  EXPECT_DOUBLE_EQ(b.cpuSyncNs, p.breakdown.cpuSyncNs);
+  EXPECT_NE(formatReport(p).find("predicted with the best policies"), std::string::npos);
+  for (CandidateSite& c : p.candidates) c.gain.known = false;
+  EXPECT_FALSE(predictOptimizedBreakdown(p, &b));
+  EXPECT_EQ(formatReport(p).find("predicted with the best policies"), std::string::npos);
+}
+
 TEST(Report, IneligibleIsSaid) {
   AppProfile p = sampleProfile();
   p.eligibility.eligible = false;
