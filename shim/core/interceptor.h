@@ -53,6 +53,12 @@ struct AllocEvent {
 using NextFunctionLookup = void* (*)(api::ApiId id);
 extern NextFunctionLookup g_nextFunction;
 
+/// g_nextFunction typed: `auto fn = realClFunction<decltype(&clFinish)>(api::ApiId::clFinish);`
+template <typename Fn>
+Fn realClFunction(api::ApiId id) {
+  return reinterpret_cast<Fn>(g_nextFunction ? g_nextFunction(id) : nullptr);
+}
+
 class Interceptor {
  public:
   virtual ~Interceptor() = default;

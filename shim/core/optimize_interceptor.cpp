@@ -16,7 +16,6 @@
 #include "common/program_identity.h"
 #include "common/site_key.h"
 #include "shim/core/callsite.h"
-#include "shim/core/real_opencl.h"
 #include "shim/core/state.h"
 
 namespace hetopt::shim {
@@ -106,19 +105,19 @@ void OptimizeInterceptor::failPool(const char* why) {
 void OptimizeInterceptor::preparePool() {
   ScopedInternal internal;  // this thread's OpenCL calls and allocations are the shim's own
   double start = nowMs();
-  ClQueryFunctions query{realCl<decltype(&clGetPlatformIDs)>("clGetPlatformIDs"),
-                         realCl<decltype(&clGetPlatformInfo)>("clGetPlatformInfo"),
-                         realCl<decltype(&clGetDeviceIDs)>("clGetDeviceIDs"),
-                         realCl<decltype(&clGetDeviceInfo)>("clGetDeviceInfo")};
-  auto createContext = realCl<decltype(&clCreateContext)>("clCreateContext");
-  auto createQueue = realCl<decltype(&clCreateCommandQueueWithProperties)>(
-      "clCreateCommandQueueWithProperties");
+  ClQueryFunctions query{realClFunction<decltype(&clGetPlatformIDs)>(api::ApiId::clGetPlatformIDs),
+                         realClFunction<decltype(&clGetPlatformInfo)>(api::ApiId::clGetPlatformInfo),
+                         realClFunction<decltype(&clGetDeviceIDs)>(api::ApiId::clGetDeviceIDs),
+                         realClFunction<decltype(&clGetDeviceInfo)>(api::ApiId::clGetDeviceInfo)};
+  auto createContext = realClFunction<decltype(&clCreateContext)>(api::ApiId::clCreateContext);
+  auto createQueue = realClFunction<decltype(&clCreateCommandQueueWithProperties)>(
+      api::ApiId::clCreateCommandQueueWithProperties);
   PolicyEnv env;
-  env.cl = {realCl<decltype(&clCreateBuffer)>("clCreateBuffer"),
-            realCl<decltype(&clReleaseMemObject)>("clReleaseMemObject"),
-            realCl<decltype(&clEnqueueMapBuffer)>("clEnqueueMapBuffer"),
-            realCl<decltype(&clEnqueueUnmapMemObject)>("clEnqueueUnmapMemObject"),
-            realCl<decltype(&clFinish)>("clFinish")};
+  env.cl = {realClFunction<decltype(&clCreateBuffer)>(api::ApiId::clCreateBuffer),
+            realClFunction<decltype(&clReleaseMemObject)>(api::ApiId::clReleaseMemObject),
+            realClFunction<decltype(&clEnqueueMapBuffer)>(api::ApiId::clEnqueueMapBuffer),
+            realClFunction<decltype(&clEnqueueUnmapMemObject)>(api::ApiId::clEnqueueUnmapMemObject),
+            realClFunction<decltype(&clFinish)>(api::ApiId::clFinish)};
   if (!query.getPlatformIDs || !query.getPlatformInfo || !query.getDeviceIDs ||
       !query.getDeviceInfo || !createContext || !createQueue || !env.cl.createBuffer ||
       !env.cl.releaseMemObject || !env.cl.enqueueMapBuffer || !env.cl.enqueueUnmapMemObject ||

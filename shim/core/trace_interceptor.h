@@ -77,7 +77,7 @@ class TraceInterceptor final : public Interceptor {
   void resolvePending(bool all);
   template <typename Fn>
   Fn real(api::ApiId id) {
-    return reinterpret_cast<Fn>(g_nextFunction ? g_nextFunction(id) : nullptr);
+    return realClFunction<Fn>(id);
   }
 
   trace::Recorder m_recorder;
