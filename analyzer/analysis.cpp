@@ -153,6 +153,18 @@ class Analyzer {
   }
 
   void scanCalls() {
+    // Host memory a map returned belongs to an OpenCL buffer: already the driver's (pinned)
+    // memory, as in hand-pinned code. Transfers from it are not the application's to improve.
+    std::set<ObjectId> mapped;
+    for (const TraceNode& n : m_t.nodes) {
+      if (!isCall(n)) continue;
+      for (const trace::Ref& r : n.refs) {
+        const TraceObject* o = m_t.object(r.obj);
+        if ((r.flags & trace::kRefHost) && r.access == HostAccess::Mapped && o &&
+            o->kind == ObjectKind::Untracked)
+          mapped.insert(o->id);
+      }
+    }
     for (const TraceNode& n : m_t.nodes) {
       if (!isCall(n)) continue;
       const api::ApiKind kind = callKind(n);
@@ -201,6 +213,9 @@ class Analyzer {
           if (site == 0) continue;
           m_sites[site].candidate = true;
           (m.dir == Dir::H2D ? m_sites[site].h2d : m_sites[site].d2h).add(size, n.host.count, ns);
+        } else if (mapped.count(m.obj->id)) {
+          TransferStats& t = m.dir == Dir::H2D ? m_out->openclMapped.h2d : m_out->openclMapped.d2h;
+          t.add(size, n.host.count, ns);
         } else {
           UntrackedAcc& u = m_untracked[m.obj->id];
           (m.dir == Dir::H2D ? u.h2d : u.d2h).add(size, n.host.count, ns);
@@ -408,6 +423,8 @@ class Analyzer {
       m_out->candidates.push_back(std::move(c));
     }
     m_out->trackedAllocations = m_trackedAllocations;
+    m_out->openclMapped.h2d.finish();
+    m_out->openclMapped.d2h.finish();
     // Most valuable first: the predicted saving where known, else the volume moved.
     std::stable_sort(m_out->candidates.begin(), m_out->candidates.end(),
                      [](const CandidateSite& a, const CandidateSite& b) {

@@ -114,6 +114,11 @@ struct AppProfile {
   uint64_t hostOnlyAllocations = 0;
   uint64_t trackedAllocations = 0;
   std::vector<UntrackedMemory> untracked;
+  /// Transfers whose host side is memory mapped from an OpenCL buffer (hand-pinned code): already
+  /// the driver's pinned memory, nothing to do. Report and JSON only, not stored in the DB.
+  struct {
+    TransferStats h2d, d2h;
+  } openclMapped;
   std::vector<std::string> warnings;  ///< shown in the report, kept in the DB
 };
 

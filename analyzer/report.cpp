@@ -187,6 +187,11 @@ std::string formatReport(const AppProfile& p) {
               transferLine("d2h", u.d2h).c_str());
     }
   }
+  if (p.openclMapped.h2d.transfers + p.openclMapped.d2h.transfers > 0) {
+    appendf(&r, "\nTransfers from memory mapped from OpenCL buffers (already pinned, nothing to do)\n");
+    appendf(&r, "      %s   %s\n", transferLine("h2d", p.openclMapped.h2d).c_str(),
+            transferLine("d2h", p.openclMapped.d2h).c_str());
+  }
   if (!p.warnings.empty()) {
     appendf(&r, "\nWarnings\n");
     for (const std::string& w : p.warnings) appendf(&r, "  %s\n", w.c_str());
@@ -265,6 +270,10 @@ std::string profileToJson(const AppProfile& p) {
     j.endObject();
   }
   j.endArray();
+  j.key("opencl_mapped").beginObject();
+  writeTransfers(j, "h2d", p.openclMapped.h2d);
+  writeTransfers(j, "d2h", p.openclMapped.d2h);
+  j.endObject();
   j.key("warnings").beginArray();
   for (const std::string& w : p.warnings) j.value(w);
   j.endArray();

@@ -351,6 +351,24 @@ TEST_F(Analysis, UntrackedMemoryIsReportedWithItsVolumeAndDriverMappingsAreNot) 
   EXPECT_NE(formatReport(p).find("no tracked allocation made"), std::string::npos);
 }
 
+TEST_F(Analysis, HandPinnedMappedMemoryIsNotUntrackedApplicationMemory) {
+  // The vendor-guide pattern: map an ALLOC_HOST_PTR buffer once, transfer from the mapped memory.
+  App app(m_trace);
+  ObjectId pinned = app.buffer(0x7100, 1 << 20);
+  ObjectId dev = app.buffer(0x7000, 1 << 20);
+  app.mapDeviceBuffer(pinned, 0x60000000, 1 << 20);
+  app.write(dev, 0x60000000, 1 << 20, 100);
+  app.read(dev, 0x60000000, 1 << 20, 100);
+  app.kernel(dev, 1000);
+  app.finish();
+  AppProfile p = analyze(app.read());
+  EXPECT_TRUE(p.candidates.empty());
+  EXPECT_TRUE(p.untracked.empty());
+  EXPECT_EQ(p.openclMapped.h2d.bytes, 1u << 20);
+  EXPECT_EQ(p.openclMapped.d2h.bytes, 1u << 20);
+  EXPECT_NE(formatReport(p).find("already pinned, nothing to do"), std::string::npos);
+}
+
 TEST_F(Analysis, TimelineHasKernelsAndTransfersOnTheQueueAndCallsOnTheThread) {
   App app(m_trace);
   writeKernelRead(app, 3, 1000, 4000);
