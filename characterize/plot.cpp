@@ -81,29 +81,6 @@ std::string timeTics(double lo, double hi) {
   return t + ")";
 }
 
-bool writeFile(const std::string& path, const std::string& text, std::string* error) {
-  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  if (fd < 0) {
-    *error = "cannot write " + path + ": " + strerror(errno);
-    return false;
-  }
-  size_t done = 0;
-  while (done < text.size()) {
-    ssize_t n = ::write(fd, text.data() + done, text.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      *error = "cannot write " + path + ": " + strerror(errno);
-      ::close(fd);
-      return false;
-    }
-    done += static_cast<size_t>(n);
-  }
-  if (::close(fd) != 0) {
-    *error = "cannot write " + path + ": " + strerror(errno);
-    return false;
-  }
-  return true;
-}
 
 }  // namespace
 
@@ -217,7 +194,7 @@ bool writePlotFiles(const CharacterizationRun& run, const std::string& dir, cons
       present[name] = true;
     }
   }
-  if (!writeFile(out->data, dat, error)) return false;
+  if (!writePrivateFile(out->data, dat, error)) return false;
 
   // ---- script
   const std::string device = run.info.key.deviceName + " (" + run.info.key.platformName +
@@ -307,7 +284,7 @@ set tics nomirror
                       : "plot " + cmd + "\n";
   }
   gp += "unset multiplot\n";
-  return writeFile(out->script, gp, error);
+  return writePrivateFile(out->script, gp, error);
 }
 
 std::string findGnuplot() {

@@ -2,6 +2,7 @@
 /** @file Paths and permission checks. */
 #include "common/paths.h"
 
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -55,6 +56,30 @@ bool isSafeToRead(const std::string& path, std::string* error) {
   }
   if (st.st_mode & (S_IWGRP | S_IWOTH)) {
     if (error) *error = path + " is writable by others; refusing to use it (chmod 600 it)";
+    return false;
+  }
+  return true;
+}
+
+bool writePrivateFile(const std::string& path, const std::string& content, std::string* error) {
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0) {
+    *error = "cannot write " + path + ": " + strerror(errno);
+    return false;
+  }
+  size_t done = 0;
+  while (done < content.size()) {
+    ssize_t n = ::write(fd, content.data() + done, content.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      *error = "cannot write " + path + ": " + strerror(errno);
+      ::close(fd);
+      return false;
+    }
+    done += static_cast<size_t>(n);
+  }
+  if (::close(fd) != 0) {
+    *error = "cannot write " + path + ": " + strerror(errno);
     return false;
   }
   return true;

@@ -15,6 +15,10 @@ bool makePrivateDirs(const std::string& dir, std::string* error);
 /// or that another user owns: such a file could steer what the shim does inside a process.
 bool isSafeToRead(const std::string& path, std::string* error);
 
+/// Creates or truncates `path` with mode 0600 and writes `content` (EINTR-safe). False with a
+/// one-line *error naming the path.
+bool writePrivateFile(const std::string& path, const std::string& content, std::string* error);
+
 /// Directory part of a path ("." when none).
 std::string dirName(const std::string& path);
 /// Last path component.

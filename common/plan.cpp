@@ -2,6 +2,8 @@
 /** @file Plan file reading and writing; see plan.h. */
 #include "common/plan.h"
 
+#include "common/paths.h"
+
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -140,16 +142,7 @@ bool readPlanFile(const std::string& path, Plan* plan, std::string* error) {
 }
 
 bool writePlanFile(const std::string& path, const Plan& plan, std::string* error) {
-  int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  if (fd < 0) {
-    *error = path + ": " + strerror(errno);
-    return false;
-  }
-  std::string text = plan.serialize();
-  bool ok = write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
-  ok = (close(fd) == 0) && ok;
-  if (!ok) *error = path + ": write failed";
-  return ok;
+  return writePrivateFile(path, plan.serialize(), error);
 }
 
 }  // namespace hetopt
