@@ -10,6 +10,7 @@
 #include <set>
 
 #include "analyzer/json_writer.h"
+#include "common/paths.h"
 
 namespace hetopt::analyzer {
 namespace {
@@ -80,28 +81,7 @@ std::string timelineJson(const TimelineInfo& info, const std::vector<TimelineEve
 
 bool writeTimeline(const std::string& path, const TimelineInfo& info,
                    const std::vector<TimelineEvent>& events, std::string* error) {
-  std::string doc = timelineJson(info, events);
-  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  if (fd < 0) {
-    *error = "cannot write " + path + ": " + strerror(errno);
-    return false;
-  }
-  size_t done = 0;
-  while (done < doc.size()) {
-    ssize_t n = ::write(fd, doc.data() + done, doc.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      *error = "cannot write " + path + ": " + strerror(errno);
-      ::close(fd);
-      return false;
-    }
-    done += static_cast<size_t>(n);
-  }
-  if (::close(fd) != 0) {
-    *error = "cannot write " + path + ": " + strerror(errno);
-    return false;
-  }
-  return true;
+  return writePrivateFile(path, timelineJson(info, events), error);
 }
 
 }  // namespace hetopt::analyzer
