@@ -198,6 +198,18 @@ class Analyzer {
         moved.push_back({&r, o, dir});
         movedBytes += r.bytes;
       }
+      if (moved.empty() && isCommunication(kind)) {
+        // No application host range (a map of a device buffer, SVM-to-SVM, migrations): the
+        // overhead terms still get the time, by what the call does.
+        const double ns = static_cast<double>(n.device.exec.total);
+        switch (kind) {
+          case api::ApiKind::H2d:
+          case api::ApiKind::Unmap: m_h2dNs += ns; break;
+          case api::ApiKind::D2h:
+          case api::ApiKind::Map: m_d2hNs += ns; break;
+          default: m_h2dNs += ns / 2, m_d2hNs += ns / 2;  // direction unknown
+        }
+      }
       for (const Moved& m : moved) {
         double share = movedBytes ? static_cast<double>(m.ref->bytes) / movedBytes
                                   : 1.0 / static_cast<double>(moved.size());

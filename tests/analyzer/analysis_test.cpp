@@ -349,6 +349,10 @@ TEST_F(Analysis, UntrackedMemoryIsReportedWithItsVolumeAndDriverMappingsAreNot) 
   EXPECT_EQ(u.d2h.bytes, 2048u);
   EXPECT_EQ(u.regionBytes, 4096u);
   EXPECT_NE(formatReport(p).find("no tracked allocation made"), std::string::npos);
+  // The map's device time is still device-to-host communication in the overhead terms.
+  EXPECT_DOUBLE_EQ(p.breakdown.h2dNs, 200);
+  EXPECT_DOUBLE_EQ(p.breakdown.d2hNs, 50 + 10);
+  EXPECT_DOUBLE_EQ(p.eligibility.communicationNs, 260);
 }
 
 TEST_F(Analysis, HandPinnedMappedMemoryIsNotUntrackedApplicationMemory) {
