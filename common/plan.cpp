@@ -104,6 +104,11 @@ bool parsePlan(const std::string& text, Plan* plan, std::string* error) {
     lineNo = 0;
     return fail("empty plan");
   }
+  // A plan cut short (disk full, a killed writer) must not pass for a smaller one: the writer
+  // ends every line with a newline and always writes a pool and at least one site.
+  if (text.back() != '\n') return fail("truncated plan (its last line is incomplete)");
+  if (plan->poolBytes == 0 || plan->sites.empty())
+    return fail("incomplete plan (truncated?): no pool or no site");
   std::sort(plan->sites.begin(), plan->sites.end(),
             [](const PlanSite& a, const PlanSite& b) { return a.key < b.key; });
   return true;

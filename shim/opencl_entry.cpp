@@ -176,7 +176,10 @@ void* nextFunction(ApiId id) {
     if (void* fn = layerNextOf(id)) return fn;
   return preloadNext(id);
 }
-const bool s_nextRegistered = (g_nextFunction = &nextFunction, true);
+// Registered by a prioritized constructor: it must precede the shim's own constructor (preload.cpp),
+// which may start optimize mode's pool thread; a dynamic initializer here ran after it (link order),
+// so that thread could find no OpenCL functions ("no OpenCL loader in this process").
+__attribute__((constructor(101))) void registerNextFunction() { g_nextFunction = &nextFunction; }
 
 void* wrapExtensionAddress(const char* name, cl_platform_id platform, void* real) {
   if (!real || !name) return real;

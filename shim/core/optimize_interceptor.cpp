@@ -77,6 +77,11 @@ OptimizeInterceptor* OptimizeInterceptor::create() {
          plan.poolPolicy.c_str());
     return nullptr;
   }
+  bool waitOk = true;
+  optionUnsigned(Option::POOL_WAIT_MS, 0, 600000, &waitOk);
+  if (!waitOk)
+    warn("ignoring invalid HETOPT_POOL_WAIT_MS (0-600000); using %s",
+         optionInfo(Option::POOL_WAIT_MS).defaultValue);
   auto* self = new OptimizeInterceptor(std::move(plan));
   // Prepared off the critical path; the thread ends when the pool is ready (or failed).
   std::thread([self] { self->preparePool(); }).detach();
@@ -220,6 +225,21 @@ void OptimizeInterceptor::callBegin(CallRecord& call) {
     } else {
       (h2d ? m_otherH2d : m_otherD2h).fetch_add(1, std::memory_order_relaxed);
     }
+  }
+}
+
+void OptimizeInterceptor::callEnd(CallRecord& call) {
+  // PoCL (3.1) returns a dummy context from a failed clCreateContext[FromType] (e.g. no GPU), and
+  // releasing that dummy aborts in pocl_llvm_release_context while another context lives: here
+  // the pool's. clinfo does exactly this. The spec says NULL on failure, so the program gets NULL
+  // and the dummy is left alone (never released: releasing it is what aborts).
+  if (call.id != api::ApiId::clCreateContext && call.id != api::ApiId::clCreateContextFromType)
+    return;
+  auto* err = reinterpret_cast<const cl_int*>(static_cast<uintptr_t>(call.args[call.numArgs - 1]));
+  if (call.result && err && *err != CL_SUCCESS) {
+    debug("%s failed (%d) but returned a context; the program gets NULL",
+          api::apiInfo(call.id).name, *err);
+    call.result = 0;
   }
 }
 

@@ -40,6 +40,7 @@ class OptimizeInterceptor final : public Interceptor {
   size_t usableSize(const void* ptr) const override { return m_pool.usableSize(ptr); }
   void* resize(void* ptr, size_t size) override;
   void callBegin(CallRecord& call) override;
+  void callEnd(CallRecord& call) override;
   void forkChild() override;
   void processExit() override;
 

@@ -15,6 +15,8 @@ analyzer::CandidateSite site(uint64_t key, const char* policy, uint64_t peakLive
   s.gain.known = known;
   s.gain.policy = policy;
   s.peakLiveBytes = peakLive;
+  s.gain.standardNs = 2e6;
+  s.gain.optimizedNs = 1e6;  // saves 1 ms
   return s;
 }
 
@@ -69,6 +71,19 @@ TEST(RunPlan, IneligibleOrNothingToGainRunsUntouchedWithAReason) {
   EXPECT_NE(why.find("does not pay"), std::string::npos) << why;
 }
 
+TEST(RunPlan, SitesThatDoNotRepayTheirPinningStayWithMalloc) {
+  analyzer::AppProfile p = eligibleProfile();
+  analyzer::CandidateSite once = site(0x44, "hybrid", 64 << 20);
+  once.gain.optimizedNs = 3e6;  // pinning its 64 MiB costs more than one transfer saves
+  p.candidates = {site(0x11, "hybrid", 1 << 20), once};
+  Plan plan;
+  std::string why;
+  ASSERT_TRUE(buildPlan(p, {}, &plan, &why)) << why;
+  ASSERT_EQ(plan.sites.size(), 1u);
+  EXPECT_EQ(plan.sites[0].key, 0x11u);
+  EXPECT_LT(plan.poolBytes, uint64_t{64} << 20);
+}
+
 TEST(RunPlan, ForcedPolicyTakesEveryCandidate) {
   analyzer::AppProfile p = eligibleProfile();
   p.candidates = {site(0x11, "standard", 1 << 20), site(0x22, "", 1 << 20, false)};
@@ -92,6 +107,12 @@ TEST(PlanFile, RejectsOtherVersionsAndGarbage) {
   EXPECT_FALSE(parsePlan("hetopt-plan 1\nsite zz 0 1\n", &plan, &why));
   EXPECT_FALSE(parsePlan("hetopt-plan 1\nsite 12 10 5\n", &plan, &why));  // empty range
   EXPECT_FALSE(parsePlan("hetopt-plan 1\nbogus\n", &plan, &why));
+  // Truncated plans: a cut line, or whole lines missing.
+  EXPECT_FALSE(parsePlan("hetopt-plan 1\npool opencl 1048576\nsite 1f 0 10", &plan, &why));
+  EXPECT_NE(why.find("truncated"), std::string::npos) << why;
+  EXPECT_FALSE(parsePlan("hetopt-plan 1\nprogram /bin/x build-id:ab\n", &plan, &why));
+  EXPECT_NE(why.find("truncated"), std::string::npos) << why;
+  EXPECT_FALSE(parsePlan("hetopt-plan 1\npool opencl 1048576\n", &plan, &why));
   EXPECT_TRUE(parsePlan("hetopt-plan 1\n# comment\npool opencl 1048576\nsite 1f 0 100\n", &plan, &why))
       << why;
   EXPECT_EQ(plan.poolBytes, 1048576u);

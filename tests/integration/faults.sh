@@ -1,0 +1,145 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# Faults hetopt must survive. For each, the program (exit3_app: transfers from malloc'd memory,
+# exits 3) must print exactly its native stdout and exit 3, and hetopt must say what happened in
+# the expected message, once:
+#   - no locked memory (RLIMIT_MEMLOCK 64 KiB, CAP_IPC_LOCK dropped) under a hybrid/locked pool;
+#   - a pool too small for the sites (fallbacks counted);
+#   - corrupt, truncated, foreign-version, world-writable, missing plan files;
+#   - bogus HETOPT_* values; a corrupt or missing DB; a trace path that cannot be created.
+#   faults.sh HETOPT SHIM EXIT3_APP
+set -u
+hetopt=$1 shim=$2 app=$3
+work=$(mktemp -d "${TMPDIR:-/tmp}/hetopt-faults.XXXXXX") || exit 2
+trap 'chmod -R u+w "$work"; rm -rf "$work"' EXIT
+export HETOPT_DB=$work/hetopt.db XDG_CACHE_HOME=$work/cache
+unset HETOPT_MODE HETOPT_PLAN_FILE HETOPT_STATS HETOPT_MIN_TRACKED_SIZE HETOPT_SITE_DEPTH \
+  HETOPT_POOL_WAIT_MS HETOPT_TRACE_FILE
+failed=0
+
+"$app" >"$work/native.out" 2>/dev/null
+rc=$?
+[[ $rc -eq 3 && -s $work/native.out ]] || { echo "FAIL: native run exited $rc"; exit 1; }
+
+# check NAME PATTERN [COUNT] -- CMD...: exit 3, native stdout, and COUNT (default 1) lines of
+# hetopt's on stderr, one of which matches PATTERN (grep -E).
+check() {
+  local name=$1 pattern=$2 want=1 rc n
+  shift 2
+  [[ $1 != -- ]] && { want=$1; shift; }
+  shift
+  "$@" >"$work/$name.out" 2>"$work/$name.err"
+  rc=$?
+  n=$(grep -c '^hetopt' "$work/$name.err")
+  local why=''
+  [[ $rc -eq 3 ]] || why+=" exit status $rc;"
+  cmp -s "$work/native.out" "$work/$name.out" || why+=" stdout differs from native;"
+  [[ $n -eq $want ]] || why+=" $n lines from hetopt, expected $want;"
+  grep -Eq "$pattern" "$work/$name.err" || why+=" no line matching '$pattern';"
+  if [[ -n $why ]]; then
+    echo "FAIL: $name:$why"; sed 's/^/    /' "$work/$name.err"; failed=1
+  else
+    echo "ok: $name: $(grep -E "$pattern" "$work/$name.err" | head -n 1 | cut -c1-200)"
+  fi
+}
+shimmed() { env LD_PRELOAD="$shim" OPENCL_LAYERS="$shim" "$@"; }
+# The pool's fallback counters from the stats line of run NAME.
+stat() { sed -n "s/.*hetopt: stats:.* $2.*/\1/p" "$work/$1.err"; }
+
+# ---- a hand-written plan naming every tracked site of the app -------------------------------
+HETOPT_MODE=count HETOPT_REPORT_FILE="$work/count" LD_PRELOAD="$shim" "$app" >/dev/null 2>&1
+keys=$(awk '$1 == "site" { print $2 }' "$work/count")
+[[ -n $keys ]] || { echo "FAIL: count mode saw no allocation site"; exit 1; }
+build_id=$(readelf -n "$app" | awk '/Build ID/ { print $3 }')
+plan() {  # plan FILE POOL_POLICY POOL_BYTES
+  {
+    echo "hetopt-plan 1"
+    echo "program $(readlink -f "$app") build-id:$build_id"
+    echo "device ${HETOPT_DEVICE:-}"
+    echo "pool $2 $3"
+    for k in $keys; do echo "site $k 0 18446744073709551615"; done
+  } >"$1"
+  chmod 600 "$1"
+}
+opt() { local p=$1; shift; shimmed env HETOPT_MODE=optimize HETOPT_PLAN_FILE="$p" "$@"; }
+plan "$work/good.plan" opencl $((8 << 20))
+check good_plan 'stats: opencl pool' -- opt "$work/good.plan" HETOPT_STATS=1 "$app"
+[[ $(stat good_plan 'redirected \([0-9]*\) allocations') -ge 2 ]] ||
+  { echo "FAIL: good_plan: the app's blocks were not served from the pool"; failed=1; }
+
+# ---- (a) no locked memory: root ignores RLIMIT_MEMLOCK unless CAP_IPC_LOCK is dropped -----------
+nolock=(prlimit --memlock=65536)
+[[ $(id -u) -eq 0 ]] && nolock=(setpriv --inh-caps=-ipc_lock --bounding-set=-ipc_lock "${nolock[@]}")
+for policy in hybrid locked; do
+  plan "$work/$policy.plan" $policy $((8 << 20))
+  # The warning when the pool fails, and the stats line saying what the allocations fell back to.
+  check memlock_$policy 'stats: no pool \(mlock of .* refused.*RLIMIT_MEMLOCK 64.0 KiB' 2 -- \
+    "${nolock[@]}" env LD_PRELOAD="$shim" HETOPT_MODE=optimize HETOPT_PLAN_FILE="$work/$policy.plan" \
+    HETOPT_STATS=1 "$app"
+  [[ $(stat memlock_$policy 'redirected \([0-9]*\) allocations') -eq 0 &&
+     $(stat memlock_$policy 'fallbacks: \([0-9]*\) before the pool') -ge 2 ]] ||
+    { echo "FAIL: memlock_$policy: fallbacks not counted"; failed=1; }
+done
+# Through `hetopt run --policy hybrid` (profile from `hetopt trace`): the same, end to end.
+"$hetopt" trace -o "$work/app.trace" -- "$app" >/dev/null 2>"$work/trace.err"
+grep -q "profile stored" "$work/trace.err" || { echo "FAIL: hetopt trace stored no profile"; exit 1; }
+check memlock_run 'stats: no pool \(mlock of' 2 -- \
+  "${nolock[@]}" "$hetopt" run --stats --policy hybrid -- "$app"
+
+# ---- (b) a pool too small for the sites: every block that does not fit falls back -------------
+plan "$work/small.plan" opencl 65536
+check pool_too_small 'stats: opencl pool of 0.1 MiB' -- opt "$work/small.plan" HETOPT_STATS=1 "$app"
+[[ $(stat pool_too_small '\([0-9]*\) pool full') -ge 2 ]] ||
+  { echo "FAIL: pool_too_small: the 1 MiB blocks were not counted as pool-full fallbacks"; failed=1; }
+
+# ---- (c) bad plan files: one warning, unoptimized run ----------------------------------------
+printf 'garbage\001\002\n' >"$work/corrupt.plan"
+head -c 60 "$work/good.plan" >"$work/cut.plan"                   # cut inside a line
+head -n 3 "$work/good.plan" >"$work/lines.plan"                  # whole lines missing
+sed 's/^hetopt-plan 1$/hetopt-plan 99/' "$work/good.plan" >"$work/v99.plan"
+cp "$work/good.plan" "$work/shared.plan"
+chmod 600 "$work/corrupt.plan" "$work/cut.plan" "$work/lines.plan" "$work/v99.plan"
+chmod 666 "$work/shared.plan"
+check plan_corrupt 'optimization plan .*not a hetopt plan.*running unoptimized' -- \
+  opt "$work/corrupt.plan" "$app"
+check plan_cut_line 'optimization plan .*truncated.*running unoptimized' -- opt "$work/cut.plan" "$app"
+check plan_missing_lines 'optimization plan .*truncated.*running unoptimized' -- \
+  opt "$work/lines.plan" "$app"
+check plan_version 'version 99 is not supported \(this hetopt reads 1\)' -- opt "$work/v99.plan" "$app"
+check plan_world_writable 'writable by others.*refusing it' -- opt "$work/shared.plan" "$app"
+check plan_missing 'optimization plan .*No such file' -- opt "$work/none.plan" "$app"
+check plan_unset 'without HETOPT_PLAN_FILE' -- shimmed env HETOPT_MODE=optimize "$app"
+
+# ---- bogus HETOPT_* values: one warning each, the default used -------------------------------
+check mode_bogus 'ignoring HETOPT_MODE=bogus' -- shimmed env HETOPT_MODE=bogus "$app"
+check min_tracked_abc 'invalid HETOPT_MIN_TRACKED_SIZE' -- \
+  opt "$work/good.plan" HETOPT_MIN_TRACKED_SIZE=abc "$app"
+check site_depth_99 'invalid HETOPT_SITE_DEPTH' -- opt "$work/good.plan" HETOPT_SITE_DEPTH=99 "$app"
+check pool_wait_negative 'invalid HETOPT_POOL_WAIT_MS' -- \
+  opt "$work/good.plan" HETOPT_POOL_WAIT_MS=-1 "$app"
+
+# ---- DBs and trace paths through the CLI ------------------------------------------------------
+head -c 4096 /dev/urandom >"$work/corrupt.db"
+check run_db_corrupt 'not a readable hetopt DB.*running unoptimized' -- \
+  "$hetopt" run --db "$work/corrupt.db" -- "$app"
+check run_db_missing 'no hetopt DB at .*running unoptimized' -- \
+  "$hetopt" run --db "$work/nodir/none.db" -- "$app"
+touch "$work/afile"
+check trace_not_a_dir 'cannot create .*running the program untraced' -- \
+  "$hetopt" trace -o "$work/afile/x.trace" -- "$app"
+check trace_no_dir 'cannot create .*running the program untraced' -- \
+  "$hetopt" trace -o "$work/nodir/x.trace" -- "$app"
+# The trace is written and analyzed; only storing the profile fails, and says so.
+"$hetopt" trace --db "$work/corrupt.db" -o "$work/c.trace" -- "$app" >"$work/trace_db.out" \
+  2>"$work/trace_db.err"
+rc=$?
+if [[ $rc -ne 3 ]] || ! cmp -s "$work/native.out" "$work/trace_db.out" ||
+   ! grep -q 'profile not stored: .*not a readable hetopt DB' "$work/trace_db.err" ||
+   ! "$hetopt" show "$work/c.trace" >/dev/null 2>&1; then
+  echo "FAIL: trace_db_corrupt (exit $rc)"; tail -n 5 "$work/trace_db.err"; failed=1
+else
+  echo "ok: trace_db_corrupt: $(grep 'profile not stored' "$work/trace_db.err" | cut -c1-200)"
+fi
+
+[[ $failed -eq 0 ]] && echo "OK: every fault handled"
+exit $failed
