@@ -32,7 +32,9 @@ bool buildPlan(const analyzer::AppProfile& profile, const PlanOptions& options, 
   }
   for (const analyzer::CandidateSite& site : profile.candidates) {  // most valuable first
     std::string sitePolicy = options.forcedPolicy.empty() ? poolPolicyFor(site.gain.policy) : policy;
-    if (sitePolicy.empty() || (options.forcedPolicy.empty() && !site.gain.known)) continue;
+    if (sitePolicy.empty()) continue;
+    // Unless forced: only sites the curves say repay their share of the pool.
+    if (options.forcedPolicy.empty() && (!site.gain.known || site.gain.savingNs() <= 0)) continue;
     if (policy.empty()) policy = sitePolicy;  // one pool: the most valuable site's policy
     plan->sites.push_back({site.siteKey, 0, UINT64_MAX});
     liveBytes += site.peakLiveBytes;

@@ -56,7 +56,7 @@ class Gain : public ::testing::Test {
     system(("rm -rf '" + m_dir + "'").c_str());
   }
   /// A device whose pinned memory moves data 5x faster than pageable memory.
-  void store(characterize::AllocMode mode) {
+  void store(characterize::AllocMode mode, PolicyKind chosen = PolicyKind::Hybrid) {
     CharacterizationRun run;
     run.info.key = {"FakeCL", "FakeCL 3.0", "Fake GPU 9000", "1.0", "Fake CPU", "6.1"};
     run.info.deviceType = "GPU";
@@ -70,7 +70,7 @@ class Gain : public ::testing::Test {
     run.fits.push_back(linear(Measure::Alloc, PolicyKind::Standard, 1000, 0));
     run.fits.push_back(linear(Measure::Alloc, PolicyKind::Hybrid, 1000, 0.5));
     for (Direction d : {Direction::H2D, Direction::D2H, Direction::RoundTrip})
-      run.decisions.push_back(decision(d, PolicyKind::Hybrid, mode));
+      run.decisions.push_back(decision(d, chosen, mode));
     std::string error;
     ASSERT_TRUE(characterize::storeRun(*m_db, &run, &error)) << error;
   }
@@ -78,6 +78,7 @@ class Gain : public ::testing::Test {
     CandidateSite c;
     c.allocations = 2;
     c.typicalAllocBytes = 1 << 20;
+    c.peakLiveBytes = 2 << 20;
     c.h2d.add(1 << 20, 10, 0);
     c.h2d.finish();
     c.d2h.add(1 << 20, 10, 0);
@@ -88,7 +89,7 @@ class Gain : public ::testing::Test {
   std::unique_ptr<Db> m_db;
 };
 
-TEST_F(Gain, PooledPolicySavesTheTransferTimeDifference) {
+TEST_F(Gain, PooledPolicySavesTheTransferTimeDifferenceLessItsPinning) {
   store(characterize::AllocMode::Pool);
   std::string why;
   auto model = loadGainModel(*m_db, "Fake GPU 9000", &why);
@@ -100,8 +101,39 @@ TEST_F(Gain, PooledPolicySavesTheTransferTimeDifference) {
   EXPECT_EQ(g.allocMode, "pool");
   const double mib = 1 << 20;
   EXPECT_DOUBLE_EQ(g.standardNs, 20 * (10000 + 0.1 * mib));
-  EXPECT_DOUBLE_EQ(g.optimizedNs, 20 * (10000 + 0.02 * mib));
+  // The pool pins the site's peak live bytes (2 MiB) once.
+  EXPECT_DOUBLE_EQ(g.optimizedNs, 20 * (10000 + 0.02 * mib) + 0.5 * 2 * mib);
   EXPECT_NE(g.note.find("Fake GPU 9000"), std::string::npos) << g.note;
+}
+
+TEST_F(Gain, ASiteThatCrossesOnceDoesNotRepayItsPinning) {
+  store(characterize::AllocMode::Pool);
+  std::string why;
+  auto model = loadGainModel(*m_db, "Fake GPU 9000", &why);
+  ASSERT_TRUE(model) << why;
+  CandidateSite once;
+  once.allocations = 1;
+  once.typicalAllocBytes = once.peakLiveBytes = 64 << 20;
+  once.h2d.add(64 << 20, 1, 0);  // e.g. a CL_MEM_COPY_HOST_PTR buffer made from it
+  once.h2d.finish();
+  GainPrediction g;
+  model->predict(once, &g);
+  ASSERT_TRUE(g.known) << g.note;
+  EXPECT_LT(g.savingNs(), 0) << "saves " << g.savingNs() << " ns";
+}
+
+TEST_F(Gain, RegisterIsServedFromAHybridPoolUntilInPlaceRegistrationExists) {
+  store(characterize::AllocMode::Direct, PolicyKind::Register);
+  std::string why;
+  auto model = loadGainModel(*m_db, "Fake GPU 9000", &why);
+  ASSERT_TRUE(model) << why;
+  GainPrediction g;
+  model->predict(site(), &g);
+  ASSERT_TRUE(g.known) << g.note;
+  EXPECT_EQ(g.policy, "hybrid");
+  EXPECT_EQ(g.allocMode, "pool");
+  const double mib = 1 << 20;
+  EXPECT_DOUBLE_EQ(g.optimizedNs, 20 * (10000 + 0.02 * mib) + 0.5 * 2 * mib);
 }
 
 TEST_F(Gain, DirectAllocationIsChargedPerAllocation) {
