@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# alloc_torture (every allocation function from several threads, realloc chains, fork, fork+exec,
+# the C library's promises checked) in optimize mode with every one of its allocation sites in the
+# plan: the pool serves and frees from many threads at once, realloc moves blocks in and out of it,
+# and it runs out. alloc_torture uses no OpenCL, so the loader is preloaded for the pool's context.
+#   torture_optimize.sh SHIM ALLOC_TORTURE ITERATIONS
+set -u
+shim=$1 app=$2 iters=$3
+work=$(mktemp -d "${TMPDIR:-/tmp}/hetopt-torture.XXXXXX") || exit 2
+trap 'rm -rf "$work"' EXIT
+unset HETOPT_MODE HETOPT_PLAN_FILE HETOPT_STATS HETOPT_POOL_WAIT_MS
+loader=$(ldconfig -p | awk '/libOpenCL\.so\.1 / { print $NF; exit }')
+[[ -n $loader ]] || { echo "FAIL: no libOpenCL.so.1"; exit 1; }
+
+HETOPT_MODE=count HETOPT_REPORT_FILE="$work/count" LD_PRELOAD="$shim" "$app" "$iters" >/dev/null ||
+  { echo "FAIL: count-mode run"; exit 1; }
+keys=$(awk '$1 == "site" { print $2 }' "$work/count")
+[[ -n $keys ]] || { echo "FAIL: count mode saw no allocation site"; exit 1; }
+build_id=$(readelf -n "$app" | awk '/Build ID/ { print $3 }')
+failed=0
+# run NAME POOL_BYTES WAIT_MS FIELD: FIELD (a stats regex with one number) must be >= 1.
+run() {
+  {
+    echo "hetopt-plan 1"
+    echo "program $(readlink -f "$app") build-id:$build_id"
+    echo "device ${HETOPT_DEVICE:-}"
+    echo "pool opencl $2"
+    for k in $keys; do echo "site $k 0 18446744073709551615"; done
+  } >"$work/$1.plan"
+  chmod 600 "$work/$1.plan"
+  HETOPT_MODE=optimize HETOPT_PLAN_FILE="$work/$1.plan" HETOPT_STATS=1 HETOPT_POOL_WAIT_MS=$3 \
+    LD_PRELOAD="$shim $loader" "$app" "$iters" >"$work/$1.out" 2>"$work/$1.err"
+  local rc=$? n
+  n=$(sed -n "s/.*hetopt: stats:.*$4.*/\1/p" "$work/$1.err" | head -n 1)
+  if [[ $rc -ne 0 || ${n:-0} -lt 1 ]]; then
+    echo "FAIL: $1: exit $rc, '$4' = ${n:-none}"; tail -n 5 "$work/$1.err"; failed=1
+  else
+    echo "ok: $1: $(grep -o 'stats: .*moved out by realloc' "$work/$1.err" | head -n 1)"
+  fi
+}
+run large_pool $((64 << 20)) 5000 'redirected \([0-9]*\) allocations'
+run small_pool $((256 << 10)) 5000 ' \([0-9]*\) pool full'
+run no_wait $((64 << 20)) 0 'redirected \([0-9]*\) allocations'
+exit $failed
