@@ -11,6 +11,7 @@
 
 #include "common/log.h"
 #include "common/options.h"
+#include "shim/core/callsite.h"
 #include "shim/core/count_interceptor.h"
 #include "shim/core/interceptor.h"
 #include "shim/core/optimize_interceptor.h"
@@ -110,6 +111,9 @@ void activate(Mode mode) {
       if (!created) return;
       break;
   }
+  // Built now, while the process normally has one thread: a fork() during another thread's
+  // first use (static initialization, first snapshot) would leave the child waiting forever.
+  ModuleMap::instance().refresh();
   g_interceptor.store(created, std::memory_order_release);
   debug("shim active in %s mode", modeName(mode));
 }

@@ -55,8 +55,12 @@ void* operator new(std::size_t size) {
   if (void* p = malloc(size ? size : 1)) return p;
   throw std::bad_alloc();
 }
+// The nothrow forms too: the standard library's call the ones above, but a sanitizer runtime brings
+// its own, and its nothrow new (std::stable_sort's buffer) then met our delete (ASan: mismatch).
+void* operator new(std::size_t size, const std::nothrow_t&) noexcept { return malloc(size ? size : 1); }
 void operator delete(void* p) noexcept { free(p); }
 void operator delete(void* p, std::size_t) noexcept { free(p); }
+void operator delete(void* p, const std::nothrow_t&) noexcept { free(p); }
 
 namespace {
 

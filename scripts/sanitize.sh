@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# Sanitizer builds and a CI-sized test subset (not part of .ci/run; docs/results.md "Sanitizers"
+# has its findings and duration).
+#
+#   scripts/sanitize.sh [asan|tsan]...      default: both
+#
+# asan: build-asan with -fsanitize=address,undefined (any UB report fails the test), running the
+#   unit tests (labels unit, policies, trace, analyzer, characterize) and the hetopt binary on the
+#   committed golden traces and bad input. Excluded, on purpose: every test that preloads the shim
+#   into a program (trace.<app>.matches, the ground-truth, kill, fork and torture tests). The shim
+#   interposes malloc and so does the ASan runtime, which must come first in the library list:
+#   the program's malloc calls then reach ASan and never the shim's entry points, so such a run
+#   would not test the shim as it is used, and reversing the order makes ASan refuse to start.
+#   The shim's logic is covered by shim_unit_tests and the pool tests, which link it directly.
+#   Also excluded: policies.policy, which checks that mlock locks pages: ASan's mlock interceptor
+#   only returns 0 (nothing locked), so it fails there for ASan's reason, not ours.
+# tsan: build-tsan with -fsanitize=thread, only the multi-threaded code that can be linked into a
+#   test binary: the pinned pool (stress tests with several threads), the trace recorder and the
+#   shim core's unit tests (same malloc-interposition reason as above for the preloaded shim).
+#   Excluded: ModuleMap.FindsTheTestExecutableAndSkipsLibc, which takes &abort as a libc address:
+#   under TSan that is the runtime's interceptor in libtsan.so.
+#
+# BUILD_JOBS (default 2) limits the build.
+set -u
+cd "$(dirname "$0")/.."
+jobs=${BUILD_JOBS:-2}
+kinds=("$@")
+[[ ${#kinds[@]} -eq 0 ]] && kinds=(asan tsan)
+status=0
+
+configure() {  # configure DIR SANITIZERS
+  [[ -f $1/build.ninja ]] && return 0
+  cmake -S . -B "$1" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DHETOPT_SANITIZE="$2" \
+    -DHETOPT_BUILD_BENCH=OFF >"$1.configure.log" 2>&1 || { cat "$1.configure.log"; return 1; }
+}
+
+for kind in "${kinds[@]}"; do
+  start=$(date +%s)
+  case $kind in
+    asan)
+      configure build-asan address,undefined || { status=1; continue; }
+      cmake --build build-asan -j"$jobs" || { status=1; continue; }
+      # Leaks are not checked: the trace recorder keeps its thread states and old address tables
+      # on purpose (threads may outlive it; lock-free readers may still probe an old table), and
+      # every LeakSanitizer report here is one of those two.
+      ASAN_OPTIONS=detect_leaks=0:abort_on_error=0 \
+      UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+        ctest --test-dir build-asan -j"$jobs" --output-on-failure --timeout 300 \
+          -L 'unit|policies|trace|analyzer|characterize' \
+          -E '\.matches$|ground_truth|trip_count_invariant|sigkill|fork_exec|alloc_torture|reader_fuzz|^policies\.policy$' ||
+        status=1
+      ;;
+    tsan)
+      configure build-tsan thread || { status=1; continue; }
+      cmake --build build-tsan -j"$jobs" --target pool_test pool_test_release trace_unit_tests \
+        shim_unit_tests || { status=1; continue; }
+      # halt_on_error: a data race fails the test instead of only printing.
+      TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
+        ctest --test-dir build-tsan -j"$jobs" --output-on-failure --timeout 300 \
+          -R '^policies\.pool\.|^(ModuleMap|CallSite|Options|ApiTable|Compressor|TraceFormat)\.' \
+          -E '^ModuleMap\.FindsTheTestExecutableAndSkipsLibc$' ||
+        status=1
+      ;;
+    *) echo "sanitize.sh: unknown kind '$kind' (asan, tsan)" >&2; exit 2 ;;
+  esac
+  echo "sanitize.sh: $kind took $(($(date +%s) - start)) s"
+done
+exit $status
