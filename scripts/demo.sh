@@ -35,3 +35,9 @@ step "native run"
 "$app" "${args[@]}"
 step "hetopt run"
 "$hetopt" run -- "$app" "${args[@]}"
+if has trace; then
+  # On a CPU device the curves say pinning never pays, so the plain run above is untouched; this
+  # shows the optimize-mode mechanics there anyway (on a GPU the plain run is already optimized).
+  step "hetopt run --stats --policy opencl (pool forced: what the shim does)"
+  "$hetopt" run --stats --policy opencl -- "$app" "${args[@]}"
+fi
