@@ -12,25 +12,12 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "common/gnuplot.h"
 #include "common/paths.h"
 
 namespace hetopt::analyzer {
 namespace {
 
-
-std::string findOnPath(const char* name) {
-  const char* path = getenv("PATH");
-  std::string p = path ? path : "/usr/bin:/bin";
-  size_t start = 0;
-  while (start <= p.size()) {
-    size_t end = p.find(':', start);
-    if (end == std::string::npos) end = p.size();
-    std::string candidate = p.substr(start, end - start) + "/" + name;
-    if (end > start && access(candidate.c_str(), X_OK) == 0) return candidate;
-    start = end + 1;
-  }
-  return {};
-}
 
 // gnuplot strings in double quotes: escape what gnuplot would interpret.
 std::string gpQuote(const std::string& s) {
@@ -44,34 +31,6 @@ std::string gpQuote(const std::string& s) {
     r += c;
   }
   return r + "\"";
-}
-
-bool runGnuplot(const std::string& gnuplot, const std::string& script, std::string* error) {
-  pid_t pid = fork();
-  if (pid < 0) {
-    *error = std::string("fork failed: ") + strerror(errno);
-    return false;
-  }
-  if (pid == 0) {
-    if (chdir(dirName(script).c_str()) != 0) _exit(126);
-    int devnull = ::open("/dev/null", O_WRONLY);
-    if (devnull >= 0) dup2(devnull, 1);  // gnuplot's chatter is not ours to print
-    std::string base = baseName(script);
-    execl(gnuplot.c_str(), "gnuplot", base.c_str(), static_cast<char*>(nullptr));
-    _exit(127);
-  }
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0) {
-    if (errno != EINTR) {
-      *error = std::string("waitpid failed: ") + strerror(errno);
-      return false;
-    }
-  }
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-    *error = "gnuplot " + script + " failed";
-    return false;
-  }
-  return true;
 }
 
 }  // namespace
@@ -123,7 +82,7 @@ set tics nomirror
         "     '' using 4 title \"cpu+sync\" lc rgb \"#bab0ac\"\n";
   if (!writePrivateFile(out->script, gp, error)) return false;
 
-  std::string gnuplot = findOnPath("gnuplot");
+  std::string gnuplot = findGnuplot();
   if (gnuplot.empty()) {
     out->note = "gnuplot not found; render with: cd " + dir + " && gnuplot " + stem + ".gp";
     return true;

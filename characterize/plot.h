@@ -31,10 +31,6 @@ std::string plotSlug(const CharacterizationRun& run);
 bool writePlotFiles(const CharacterizationRun& run, const std::string& dir, const std::string& slug,
                     PlotFormat format, PlotFiles* out, std::string* error);
 
-/// gnuplot's path from $PATH, or empty.
-std::string findGnuplot();
-
-/// Runs gnuplot on `files.script` inside its directory. False with *error when gnuplot failed.
-bool renderPlots(const std::string& gnuplot, const PlotFiles& files, std::string* error);
+// Rendering: common/gnuplot.h (findGnuplot, runGnuplot on files.script).
 
 }  // namespace hetopt::characterize

@@ -17,6 +17,7 @@
 #include "characterize/records.h"
 #include "characterize/units.h"
 #include "cli/commands.h"
+#include "common/gnuplot.h"
 #include "cli/icd_doctor.h"
 #include "common/cl_select.h"
 #include "common/db.h"
@@ -179,7 +180,7 @@ void writePlots(const CharacterizationRun& run, const Args& args,
     return;
   }
   fflush(stdout);
-  if (!renderPlots(gnuplot, files, &error)) {
+  if (!runGnuplot(gnuplot, files.script, &error)) {
     warn("characterize: %s", error.c_str());
     return;
   }

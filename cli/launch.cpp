@@ -65,19 +65,7 @@ std::string shimPath(std::string* error) {
 }
 
 std::string resolveProgramPath(const std::string& program) {
-  if (program.find('/') != std::string::npos) return program;
-  const char* path = getenv("PATH");
-  std::string dirs = path ? path : "/usr/local/bin:/usr/bin:/bin";
-  size_t start = 0;
-  while (start <= dirs.size()) {
-    size_t colon = dirs.find(':', start);
-    std::string dir = dirs.substr(start, colon == std::string::npos ? std::string::npos : colon - start);
-    std::string candidate = (dir.empty() ? "." : dir) + "/" + program;
-    if (access(candidate.c_str(), X_OK) == 0) return candidate;
-    if (colon == std::string::npos) break;
-    start = colon + 1;
-  }
-  return {};
+  return program.find('/') != std::string::npos ? program : findOnPath(program);
 }
 
 int execProgram(const Launch& launch) {

@@ -19,6 +19,10 @@ bool isSafeToRead(const std::string& path, std::string* error);
 /// one-line *error naming the path.
 bool writePrivateFile(const std::string& path, const std::string& content, std::string* error);
 
+/// The first executable `name` in $PATH (an empty entry is the current directory, as for
+/// execvp); empty when there is none.
+std::string findOnPath(const std::string& name);
+
 /// Directory part of a path ("." when none).
 std::string dirName(const std::string& path);
 /// Last path component.

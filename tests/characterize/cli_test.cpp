@@ -6,6 +6,8 @@
  * corrupt DB is one clear error.
  */
 #include <gtest/gtest.h>
+
+#include "common/gnuplot.h"
 #include <sys/wait.h>
 #include <unistd.h>
 
