@@ -174,7 +174,7 @@ bool OptimizeInterceptor::waitForPool() {
 void* OptimizeInterceptor::serve(AllocFn fn, size_t size, size_t alignment, const CallSite& site) {
   if (!m_plan.find(siteKey(site), size)) return nullptr;
   if (!waitForPool()) {
-    m_notReady.fetch_add(1, std::memory_order_relaxed);
+    m_noPool.fetch_add(1, std::memory_order_relaxed);
     return nullptr;
   }
   void* p = fn == AllocFn::Calloc ? m_pool.allocateZeroed(1, size)
@@ -261,11 +261,11 @@ void OptimizeInterceptor::processExit() {
                          : std::string("pool still preparing");
   auto n = [](const std::atomic<uint64_t>& v) { return std::to_string(v.load()); };
   warn("stats: %s; %zu candidate sites; redirected %s allocations (%s), released %s; "
-       "fallbacks: %s before the pool was ready, %s pool full, %s moved out by realloc; "
+       "fallbacks: %s with no pool (not ready in time, or it failed), %s pool full, %s moved out by realloc; "
        "transfers from pinned pool memory: %s h2d (%s), %s d2h (%s); from other memory: %s h2d, "
        "%s d2h",
        pool.c_str(), m_plan.sites.size(), n(m_served).c_str(), mib(m_servedBytes).c_str(),
-       n(m_released).c_str(), n(m_notReady).c_str(), n(m_poolFull).c_str(),
+       n(m_released).c_str(), n(m_noPool).c_str(), n(m_poolFull).c_str(),
        n(m_movedOut).c_str(), n(m_pinnedH2d).c_str(), mib(m_pinnedH2dBytes).c_str(),
        n(m_pinnedD2h).c_str(), mib(m_pinnedD2hBytes).c_str(), n(m_otherH2d).c_str(),
        n(m_otherD2h).c_str());

@@ -67,7 +67,7 @@ class OptimizeInterceptor final : public Interceptor {
   char m_failure[256] = {};
 
   std::atomic<uint64_t> m_served{0}, m_servedBytes{0}, m_released{0};
-  std::atomic<uint64_t> m_notReady{0}, m_poolFull{0}, m_movedOut{0};
+  std::atomic<uint64_t> m_noPool{0}, m_poolFull{0}, m_movedOut{0};
   std::atomic<uint64_t> m_pinnedH2d{0}, m_pinnedH2dBytes{0}, m_pinnedD2h{0}, m_pinnedD2hBytes{0};
   std::atomic<uint64_t> m_otherH2d{0}, m_otherD2h{0};
 };
