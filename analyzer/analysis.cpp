@@ -33,20 +33,6 @@ api::ApiKind callKind(const TraceNode& n) {
   return api::apiInfo(static_cast<api::ApiId>(n.code)).kind;
 }
 
-bool isCommunication(api::ApiKind k) {
-  switch (k) {
-    case api::ApiKind::H2d:
-    case api::ApiKind::D2h:
-    case api::ApiKind::Map:
-    case api::ApiKind::Unmap:
-    case api::ApiKind::SvmCopy:
-    case api::ApiKind::Migrate:
-      return true;
-    default:
-      return false;
-  }
-}
-
 /// Calls that put work on a device or wait for it (the source's host dispatch/sync overhead), as
 /// opposed to set-up: platform queries, context/queue/buffer creation, program builds, releases.
 bool isDispatch(api::ApiKind k) {
@@ -171,7 +157,7 @@ class Analyzer {
       (isDispatch(kind) ? m_hostCallNs : m_setupHostNs) += static_cast<double>(n.host.total);
       m_deviceMissing += n.device.missing;
       m_deviceTimed += n.device.exec.count;
-      if (isCommunication(kind)) {
+      if (api::isCommunicationKind(kind)) {
         m_commDeviceNs += static_cast<double>(n.device.exec.total);
         m_commHostNs += static_cast<double>(n.host.total);
       }
@@ -198,7 +184,7 @@ class Analyzer {
         moved.push_back({&r, o, dir});
         movedBytes += r.bytes;
       }
-      if (moved.empty() && isCommunication(kind)) {
+      if (moved.empty() && api::isCommunicationKind(kind)) {
         // No application host range (a map of a device buffer, SVM-to-SVM, migrations): the
         // overhead terms still get the time, by what the call does.
         const double ns = static_cast<double>(n.device.exec.total);

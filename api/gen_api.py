@@ -202,6 +202,13 @@ struct ApiInfo {{
   const ArgInfo* args;
 }};
 
+/// Kinds that move data between host and device memory (transfers, maps, SVM copies,
+/// migrations): what the trace summary and the analysis count as communication.
+inline bool isCommunicationKind(ApiKind k) {{
+  return k == ApiKind::H2d || k == ApiKind::D2h || k == ApiKind::Map || k == ApiKind::Unmap ||
+         k == ApiKind::SvmCopy || k == ApiKind::Migrate;
+}}
+
 const ApiInfo& apiInfo(ApiId id);
 inline const char* apiName(ApiId id) {{ return apiInfo(id).name; }}
 /// Lookup by name; false when the name is not in the table.

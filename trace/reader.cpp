@@ -466,21 +466,13 @@ TraceSummary summarize(const Trace& t) {
         s.deviceMissing += n.device.missing;
         s.launchLatencyNs += n.device.queuedToSubmit + n.device.submitToStart;
         const api::ApiKind kind = api::apiInfo(static_cast<api::ApiId>(n.code)).kind;
-        switch (kind) {
-          case api::ApiKind::Launch:
-            s.kernels += n.host.count;
-            s.kernelNs += n.device.exec.total;
-            break;
-          case api::ApiKind::H2d:
-          case api::ApiKind::D2h:
-          case api::ApiKind::Map:
-          case api::ApiKind::Unmap:
-          case api::ApiKind::SvmCopy:
-          case api::ApiKind::Migrate:
-            s.transferNs += n.device.exec.total;
-            break;
-          default:
-            s.otherDeviceNs += n.device.exec.total;
+        if (kind == api::ApiKind::Launch) {
+          s.kernels += n.host.count;
+          s.kernelNs += n.device.exec.total;
+        } else if (api::isCommunicationKind(kind)) {
+          s.transferNs += n.device.exec.total;
+        } else {
+          s.otherDeviceNs += n.device.exec.total;
         }
         for (const Ref& r : n.refs) {
           if (!(r.flags & kRefHost)) continue;

@@ -329,13 +329,11 @@ uint32_t Recorder::internSite(const uint64_t* pcs, unsigned depth) {
   return id;
 }
 
-ObjectId Recorder::recordAlloc(uint32_t thread, uint8_t allocFn, uint64_t ptr, uint64_t size,
-                               uint64_t alignment, uint32_t site, uint64_t hostNs) {
-  // A block at this address that we missed the free of (e.g. freed by a driver thread) ends here.
-  auto old = m_segments.find(ptr);
-  if (old != m_segments.end()) {
+ObjectId Recorder::createSegment(uint64_t ptr, uint64_t size, uint32_t site, uint8_t allocFn) {
+  auto stale = m_segments.find(ptr);
+  if (stale != m_segments.end()) {
     m_segmentStarts.erase(ptr);
-    m_segments.erase(old);
+    m_segments.erase(stale);
   }
   ObjectId id = m_objects.create(ObjectKind::Segment);
   ObjectInfo& info = m_objects.info(id);
@@ -346,6 +344,12 @@ ObjectId Recorder::recordAlloc(uint32_t thread, uint8_t allocFn, uint64_t ptr, u
   info.allocFn = allocFn;
   m_segments[ptr] = Range{ptr + std::max<uint64_t>(size, 1), id};
   m_segmentStarts.insert(ptr);
+  return id;
+}
+
+ObjectId Recorder::recordAlloc(uint32_t thread, uint8_t allocFn, uint64_t ptr, uint64_t size,
+                               uint64_t alignment, uint32_t site, uint64_t hostNs) {
+  ObjectId id = createSegment(ptr, size, site, allocFn);
 
   Leaf leaf;
   leaf.type = LeafType::Alloc;
@@ -412,24 +416,12 @@ void Recorder::recordRealloc(uint32_t thread, uint64_t oldPtr, uint64_t newPtr, 
     leaf.refs.push_back(r);
   }
   if (site) {
-    auto stale = m_segments.find(newPtr);
-    if (stale != m_segments.end()) {
-      m_segmentStarts.erase(newPtr);
-      m_segments.erase(stale);
-    }
-    ObjectId id = m_objects.create(ObjectKind::Segment);
-    ObjectInfo& info = m_objects.info(id);
-    info.fields = kObjAddress | kObjSite;
-    info.address = newPtr;
-    info.size = size;
-    info.site = site;
-    info.allocFn = 2;
+    ObjectId id = createSegment(newPtr, size, site, 2);
     if (oldObj) {
+      ObjectInfo& info = m_objects.info(id);
       info.fields |= kObjParent;
       info.related = oldObj;
     }
-    m_segments[newPtr] = Range{newPtr + std::max<uint64_t>(size, 1), id};
-    m_segmentStarts.insert(newPtr);
     Ref r;
     r.obj = id;
     r.arg = kRefArgReturn;

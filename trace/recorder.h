@@ -146,6 +146,9 @@ class Recorder {
     ObjectId obj;
   };
 
+  /// A new host segment object for the block at [ptr, ptr+size), replacing a live one at that
+  /// address whose free we missed (e.g. freed by a driver thread).
+  ObjectId createSegment(uint64_t ptr, uint64_t size, uint32_t site, uint8_t allocFn);
   void afterAppend(uint32_t thread);
   void checkpoint(bool withTail);
   void writeFinal(uint32_t thread, bool all);
