@@ -9,6 +9,7 @@
 #   - bogus HETOPT_* values; a corrupt or missing DB; a trace path that cannot be created.
 #   faults.sh HETOPT SHIM EXIT3_APP
 set -u
+source "$(dirname "${BASH_SOURCE[0]}")/plan_lib.sh"
 hetopt=$1 shim=$2 app=$3
 work=$(mktemp -d "${TMPDIR:-/tmp}/hetopt-faults.XXXXXX") || exit 2
 trap 'chmod -R u+w "$work"; rm -rf "$work"' EXIT
@@ -50,16 +51,9 @@ stat() { sed -n "s/.*hetopt: stats:.* $2.*/\1/p" "$work/$1.err"; }
 HETOPT_MODE=count HETOPT_REPORT_FILE="$work/count" LD_PRELOAD="$shim" "$app" >/dev/null 2>&1
 keys=$(awk '$1 == "site" { print $2 }' "$work/count")
 [[ -n $keys ]] || { echo "FAIL: count mode saw no allocation site"; exit 1; }
-build_id=$(readelf -n "$app" | awk '/Build ID/ { print $3 }')
 plan() {  # plan FILE POOL_POLICY POOL_BYTES
-  {
-    echo "hetopt-plan 1"
-    echo "program $(readlink -f "$app") build-id:$build_id"
-    echo "device ${HETOPT_DEVICE:-}"
-    echo "pool $2 $3"
-    for k in $keys; do echo "site $k 0 18446744073709551615"; done
-  } >"$1"
-  chmod 600 "$1"
+  # shellcheck disable=SC2086
+  write_plan "$1" "$app" "$2" "$3" $keys || { echo "FAIL: $app has no build id"; exit 1; }
 }
 opt() { local p=$1; shift; shimmed env HETOPT_MODE=optimize HETOPT_PLAN_FILE="$p" "$@"; }
 plan "$work/good.plan" opencl $((8 << 20))

@@ -7,6 +7,7 @@
 #   optimize_smoke.sh SHIM POLICY SIZE -- PROGRAM [ARGS...]
 # With TIMES=N it also prints the median elapsed_ms of N native and N optimized runs.
 set -u
+source "$(dirname "${BASH_SOURCE[0]}")/plan_lib.sh"
 shim=$1 policy=$2 size=$3
 shift 3
 [[ ${1:-} == -- ]] && shift
@@ -18,15 +19,9 @@ HETOPT_MODE=count HETOPT_REPORT_FILE="$work/count" LD_PRELOAD="$shim" "$@" >/dev
   { echo "FAIL: count-mode run failed"; exit 1; }
 keys=$(awk -v s="$size" '$1 == "site" && $6 >= s { print $2 }' "$work/count")
 [[ -n $keys ]] || { echo "FAIL: no allocation site of $size bytes or more"; cat "$work/count"; exit 1; }
-build_id=$(readelf -n "$prog" | awk '/Build ID/ { print $3 }')
-{
-  echo "hetopt-plan 1"
-  echo "program $(readlink -f "$prog") build-id:$build_id"
-  echo "device ${HETOPT_DEVICE:-}"
-  echo "pool $policy $((size * 4 + (1 << 20)))"
-  for k in $keys; do echo "site $k 0 18446744073709551615"; done
-} >"$work/plan"
-chmod 600 "$work/plan"
+# shellcheck disable=SC2086
+write_plan "$work/plan" "$prog" "$policy" $((size * 4 + (1 << 20))) $keys ||
+  { echo "FAIL: $prog has no build id"; exit 1; }
 
 "$@" >"$work/native.out" 2>"$work/native.err" || { echo "FAIL: native run"; cat "$work/native.err"; exit 1; }
 HETOPT_MODE=optimize HETOPT_PLAN_FILE="$work/plan" HETOPT_STATS=1 LD_PRELOAD="$shim" \

@@ -12,6 +12,7 @@
 #
 #   third_party.sh HETOPT SHIM [--vary ERE] [--optimized] -- PROGRAM [ARGS...]
 set -u
+source "$(dirname "${BASH_SOURCE[0]}")/plan_lib.sh"
 hetopt=$1 shim=$2
 shift 2
 vary='' optimized=0
@@ -74,16 +75,8 @@ HETOPT_MODE=count HETOPT_REPORT_FILE="$work/count" LD_PRELOAD="$shim" "$@" >/dev
 keys=$(awk '$1 == "site" { print $2 }' "$work/count")
 [[ -n $keys ]] || fail "count mode saw no allocation site"
 bytes=$(awk '$1 == "site" { s += $6 } END { print (s > 268435456 ? 268435456 : s) + 1048576 }' "$work/count")
-build_id=$(readelf -n "$prog" | awk '/Build ID/ { print $3 }')
-[[ -n $build_id ]] || fail "$prog has no build id"
-{
-  echo "hetopt-plan 1"
-  echo "program $(readlink -f "$prog") build-id:$build_id"
-  echo "device ${HETOPT_DEVICE:-}"
-  echo "pool opencl $bytes"
-  for k in $keys; do echo "site $k 0 18446744073709551615"; done
-} >"$work/plan"
-chmod 600 "$work/plan"
+# shellcheck disable=SC2086
+write_plan "$work/plan" "$prog" opencl "$bytes" $keys || fail "$prog has no build id"
 run planned env HETOPT_MODE=optimize HETOPT_PLAN_FILE="$work/plan" HETOPT_STATS=1 \
   LD_PRELOAD="$shim" OPENCL_LAYERS="$shim" "$@"
 redirected=$(stat_field planned 'redirected \([0-9]*\) allocations')

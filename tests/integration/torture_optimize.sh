@@ -6,6 +6,7 @@
 # and it runs out. alloc_torture uses no OpenCL, so the loader is preloaded for the pool's context.
 #   torture_optimize.sh SHIM ALLOC_TORTURE ITERATIONS
 set -u
+source "$(dirname "${BASH_SOURCE[0]}")/plan_lib.sh"
 shim=$1 app=$2 iters=$3
 work=$(mktemp -d "${TMPDIR:-/tmp}/hetopt-torture.XXXXXX") || exit 2
 trap 'rm -rf "$work"' EXIT
@@ -17,18 +18,11 @@ HETOPT_MODE=count HETOPT_REPORT_FILE="$work/count" LD_PRELOAD="$shim" "$app" "$i
   { echo "FAIL: count-mode run"; exit 1; }
 keys=$(awk '$1 == "site" { print $2 }' "$work/count")
 [[ -n $keys ]] || { echo "FAIL: count mode saw no allocation site"; exit 1; }
-build_id=$(readelf -n "$app" | awk '/Build ID/ { print $3 }')
 failed=0
 # run NAME POOL_BYTES WAIT_MS FIELD: FIELD (a stats regex with one number) must be >= 1.
 run() {
-  {
-    echo "hetopt-plan 1"
-    echo "program $(readlink -f "$app") build-id:$build_id"
-    echo "device ${HETOPT_DEVICE:-}"
-    echo "pool opencl $2"
-    for k in $keys; do echo "site $k 0 18446744073709551615"; done
-  } >"$work/$1.plan"
-  chmod 600 "$work/$1.plan"
+  # shellcheck disable=SC2086
+  write_plan "$work/$1.plan" "$app" opencl "$2" $keys || { echo "FAIL: no build id"; exit 1; }
   HETOPT_MODE=optimize HETOPT_PLAN_FILE="$work/$1.plan" HETOPT_STATS=1 HETOPT_POOL_WAIT_MS=$3 \
     LD_PRELOAD="$shim $loader" "$app" "$iters" >"$work/$1.out" 2>"$work/$1.err"
   local rc=$? n

@@ -1,0 +1,20 @@
+# SPDX-License-Identifier: MIT
+# Sourced by the integration scripts that run optimize mode without the analyzer: a hand-written
+# plan (common/plan.h format) naming allocation sites found by count mode.
+
+# write_plan FILE PROGRAM POLICY POOL_BYTES KEY...: a 0600 plan serving every KEY (any size) from a
+# POLICY pool of POOL_BYTES for PROGRAM, on $HETOPT_DEVICE. Returns 1 when PROGRAM has no build id.
+write_plan() {
+  local file=$1 prog=$2 policy=$3 bytes=$4 build_id k
+  shift 4
+  build_id=$(readelf -n "$prog" | awk '/Build ID/ { print $3 }')
+  [[ -n $build_id ]] || return 1
+  {
+    echo "hetopt-plan 1"
+    echo "program $(readlink -f "$prog") build-id:$build_id"
+    echo "device ${HETOPT_DEVICE:-}"
+    echo "pool $policy $bytes"
+    for k in "$@"; do echo "site $k 0 18446744073709551615"; done
+  } >"$file"
+  chmod 600 "$file"
+}
