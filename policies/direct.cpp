@@ -138,6 +138,7 @@ void* DirectAllocator::allocate(size_t size, size_t alignment, bool zero) {
   std::unique_lock<std::mutex> lock(m_lock);
   if (!m_policy) return failLocked("no policy"), nullptr;
   if (align > os::pageSize()) return failLocked("alignment above a page"), nullptr;
+  if (size > SIZE_MAX / 2) return failLocked("size too large"), nullptr;  // no wrap when rounding
   if (m_stats.liveBlocks >= m_maxLive) return failLocked("too many live blocks"), nullptr;
   Allocation a;
   // Whole 16-byte units, as malloc's usable sizes are.

@@ -120,13 +120,14 @@ TEST(DirectAllocator, FailuresAreCountedWithTheFirstReason) {
   EXPECT_EQ(d.allocate(100, 0, false), nullptr);
   policy.fail = false;
   EXPECT_EQ(d.allocate(100, 8192, false), nullptr);  // above a page
+  EXPECT_EQ(d.allocate(SIZE_MAX - 8, 0, false), nullptr);  // rounding up must not wrap to 0
   policy.misalign = true;
   EXPECT_EQ(d.allocate(100, 64, false), nullptr);  // the policy's block is only 16-aligned
   EXPECT_EQ(policy.releases, 1);                    // ... and was given back
   void* p = d.allocate(100, 16, false);             // which is enough for malloc's alignment
   EXPECT_NE(p, nullptr);
   d.deallocate(p);
-  EXPECT_EQ(d.stats().failures, 3u);
+  EXPECT_EQ(d.stats().failures, 4u);
   EXPECT_STREQ(d.stats().firstFailure, "fake refusal");
 }
 
