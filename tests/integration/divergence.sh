@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 # Trace conformance end to end: trace PROGRAM with --size TRACED, then `hetopt run` it (pool policy
-# forced, as on PoCL pinning never pays) with --size RUN. Its stdout must equal the native run's
+# forced, as on PoCL pinning never pays; --force, as on a loaded machine PoCL's kernel times can
+# make the traced run look ineligible) with --size RUN. Its stdout must equal the native run's
 # with --size RUN, and hetopt's stats line must match EXPECT (an extended regex): "deactivated: ..."
 # when RUN is far from TRACED, "conformant" when they match. RUN_OPTS goes to `hetopt run`.
 #   divergence.sh HETOPT PROGRAM TRACED RUN EXPECT [ARGS...]
@@ -18,7 +19,7 @@ fail() { echo "FAIL: $*"; for f in "$work"/*.err; do echo "--- $f"; tail -n 20 "
 grep -q "profile stored" "$work/trace.err" || fail "hetopt trace stored no profile"
 "$prog" --size "$size" "$@" >"$work/native.out" 2>"$work/native.err" || fail "native run exited $?"
 # shellcheck disable=SC2086
-"$hetopt" run --stats --policy opencl ${RUN_OPTS:-} -- "$prog" --size "$size" "$@" >"$work/run.out" \
+"$hetopt" run --stats --force --policy opencl ${RUN_OPTS:-} -- "$prog" --size "$size" "$@" >"$work/run.out" \
   2>"$work/run.err" || fail "hetopt run exited $?"
 cmp -s "$work/native.out" "$work/run.out" ||
   { diff "$work/native.out" "$work/run.out"; fail "stdout under hetopt run differs from native"; }
