@@ -101,6 +101,20 @@ TEST(RunPlan, ForcedPolicyTakesEveryCandidate) {
   EXPECT_FALSE(buildPlan(p, o, &plan, &why));
 }
 
+// Sizes read from a damaged DB (tests/fuzz/db_fuzz.cpp edits them): a message, no overflowing
+// pool (the double -> uint64_t conversion was undefined beyond 2^64).
+TEST(RunPlan, ImplausiblePeakSizesGiveAReasonNotAPool) {
+  analyzer::AppProfile p = eligibleProfile();
+  p.candidates = {site(1, "hybrid", UINT64_MAX), site(2, "hybrid", UINT64_MAX / 2)};
+  Plan plan;
+  std::string why;
+  EXPECT_FALSE(buildPlan(p, {}, &plan, &why));
+  EXPECT_NE(why.find("implausible pool"), std::string::npos) << why;
+  p.candidates = {site(1, "hybrid", uint64_t{1} << 40)};  // 1 TiB still makes a plan
+  EXPECT_TRUE(buildPlan(p, {}, &plan, &why)) << why;
+  EXPECT_GE(plan.poolBytes, uint64_t{5} << 38);
+}
+
 TEST(PlanFile, RejectsOtherVersionsAndGarbage) {
   Plan plan;
   std::string why;

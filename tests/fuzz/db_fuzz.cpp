@@ -149,9 +149,11 @@ void editRows(const uint8_t* p, const uint8_t* end) {
 }  // namespace
 
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
-  char tmpl[] = "/tmp/hetopt-dbfuzz-XXXXXX";
-  if (!mkdtemp(tmpl)) abort();
-  g_dir = tmpl;
+  // Memory-backed where possible: every input is written out as a file.
+  char shm[] = "/dev/shm/hetopt-dbfuzz-XXXXXX", tmp[] = "/tmp/hetopt-dbfuzz-XXXXXX";
+  const char* dir = mkdtemp(shm);
+  if (!dir && !(dir = mkdtemp(tmp))) abort();
+  g_dir = dir;
   g_path = g_dir + "/hetopt.db";
   std::string error;
   if (!fuzz::writeSampleDb(g_path, &error)) {
