@@ -22,6 +22,7 @@
 #include "cli/show.h"
 #include "common/log.h"
 #include "common/paths.h"
+#include "common/private_file.h"
 #include "trace/reader.h"
 
 namespace hetopt::cli {
@@ -89,11 +90,17 @@ int cmdTrace(int argc, char** argv) {
   for (const std::string& old : childTraces(output)) unlink(old.c_str());
 
   // A trace path that cannot be created: one line, and the program runs untouched (no shim, so no
-  // second complaint from it), its exit status being hetopt's.
-  int probe = open(output.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  // second complaint from it), its exit status being hetopt's. The probe has the shim writer's
+  // rules (openPrivateFile: no symbolic link, no file of another user's).
+  const char* why = nullptr;
+  int probe = openPrivateFile(output.c_str(), false, false, &why);
+  if (probe >= 0 && (fstat(probe, &st) != 0 || !S_ISREG(st.st_mode))) {
+    close(probe);
+    probe = -1;
+    why = "not a regular file";
+  }
   if (probe < 0) {
-    warn("trace: cannot create %s: %s; running the program untraced", output.c_str(),
-         strerror(errno));
+    warn("trace: cannot create %s: %s; running the program untraced", output.c_str(), why);
     Launch plain;
     plain.argv = program;
     plain.preloadShim = false;

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <string>
 
 namespace hetopt::cli {
 
@@ -46,7 +47,7 @@ bool buildPlan(const analyzer::AppProfile& profile, const PlanOptions& options, 
                          std::clamp(site.typicalAllocBytes, site.minAllocBytes, site.maxAllocBytes),
                          site.peakLiveBytes, site.peakLiveBlocks};
     plan->sites.push_back(planned);
-    liveBytes += site.peakLiveBytes;
+    liveBytes = site.peakLiveBytes > UINT64_MAX - liveBytes ? UINT64_MAX : liveBytes + site.peakLiveBytes;
   }
   if (plan->sites.empty()) {
     *whyNot = "pinning does not pay for this program's transfers on " + profile.device +
@@ -58,8 +59,14 @@ bool buildPlan(const analyzer::AppProfile& profile, const PlanOptions& options, 
   plan->device = profile.device;
   plan->poolPolicy = policy;
   plan->directAllocation = options.directAllocation;
-  uint64_t bytes = static_cast<uint64_t>(static_cast<double>(liveBytes) * options.poolSlack) +
-                   (1u << 20);
+  // The sizes come from a DB file: a damaged one must give a message, not an overflowing pool.
+  const double want = static_cast<double>(liveBytes) * options.poolSlack + (1u << 20);
+  if (!(want < 0x1p50)) {
+    *whyNot = "the profile asks for an implausible pool (" + std::to_string(want) +
+              " bytes); trace the program again";
+    return false;
+  }
+  const uint64_t bytes = static_cast<uint64_t>(want);
   plan->poolBytes = (bytes + (1u << 20) - 1) & ~uint64_t{(1u << 20) - 1};
   return true;
 }

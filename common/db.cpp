@@ -33,6 +33,11 @@ std::unique_ptr<Db> Db::open(const std::string& path, Mode mode, std::string* er
     return nullptr;
   }
   struct stat st;
+  if (lstat(path.c_str(), &st) == 0 && S_ISLNK(st.st_mode)) {
+    // Someone who can plant a link could point it at any file of this user's.
+    *error = path + " is a symbolic link; refusing to use it as the DB (name the file itself)";
+    return nullptr;
+  }
   if (stat(path.c_str(), &st) != 0) {
     if (errno != ENOENT || mode == Mode::ReadOnly) {
       *error = errno == ENOENT ? "no hetopt DB at " + path + " (run `hetopt characterize` first)"
@@ -55,7 +60,8 @@ std::unique_ptr<Db> Db::open(const std::string& path, Mode mode, std::string* er
   if (!isSafeToRead(path, error)) return nullptr;
 
   sqlite3* handle = nullptr;
-  int flags = mode == Mode::ReadOnly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE;
+  // NOFOLLOW: a link planted between the checks above and this open is refused too.
+  int flags = (mode == Mode::ReadOnly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE) | SQLITE_OPEN_NOFOLLOW;
   int rc = sqlite3_open_v2(path.c_str(), &handle, flags, nullptr);
   if (rc != SQLITE_OK) {
     *error = "cannot open " + path + ": " + sqlite3_errstr(rc);

@@ -11,6 +11,7 @@
 #include <cstring>
 
 #include "common/options.h"
+#include "common/private_file.h"
 
 namespace hetopt {
 
@@ -41,13 +42,17 @@ bool makePrivateDirs(const std::string& dir, std::string* error) {
     if (error) *error = dir + " is not a directory";
     return false;
   }
-  return true;
+  return isPrivateDir(dir, error);
 }
 
 bool isSafeToRead(const std::string& path, std::string* error) {
   struct stat st;
-  if (stat(path.c_str(), &st) != 0) {
+  if (lstat(path.c_str(), &st) != 0) {
     if (error) *error = path + ": " + strerror(errno);
+    return false;
+  }
+  if (S_ISLNK(st.st_mode)) {
+    if (error) *error = path + " is a symbolic link; refusing to use it (name the file itself)";
     return false;
   }
   if (st.st_uid != getuid() && st.st_uid != 0) {
@@ -58,13 +63,33 @@ bool isSafeToRead(const std::string& path, std::string* error) {
     if (error) *error = path + " is writable by others; refusing to use it (chmod 600 it)";
     return false;
   }
+  return isPrivateDir(dirName(path), error);
+}
+
+bool isPrivateDir(const std::string& dir, std::string* error) {
+  struct stat st;
+  if (stat(dir.c_str(), &st) != 0) {
+    if (error) *error = dir + ": " + strerror(errno);
+    return false;
+  }
+  // Whoever may write the directory may replace the files in it (unless it is sticky, as /tmp).
+  if (st.st_uid != getuid() && st.st_uid != 0) {
+    if (error) *error = "directory " + dir + " belongs to another user; refusing to use files in it";
+    return false;
+  }
+  if ((st.st_mode & (S_IWGRP | S_IWOTH)) && !(st.st_mode & S_ISVTX)) {
+    if (error)
+      *error = "directory " + dir + " is writable by others; refusing to use files in it (chmod 700 it)";
+    return false;
+  }
   return true;
 }
 
 bool writePrivateFile(const std::string& path, const std::string& content, std::string* error) {
-  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  const char* why = nullptr;
+  int fd = openPrivateFile(path.c_str(), true, false, &why);
   if (fd < 0) {
-    *error = "cannot write " + path + ": " + strerror(errno);
+    *error = "cannot write " + path + ": " + why;
     return false;
   }
   size_t done = 0;

@@ -8,15 +8,22 @@ namespace hetopt {
 /// $HETOPT_DB, else $XDG_DATA_HOME/hetopt/hetopt.db, else ~/.local/share/hetopt/hetopt.db.
 std::string defaultDbPath();
 
-/// mkdir -p with mode 0700 for every created component. False with *error on failure.
+/// mkdir -p with mode 0700 for every created component; the last one, when it existed, must pass
+/// isPrivateDir(). False with *error on failure.
 bool makePrivateDirs(const std::string& dir, std::string* error);
 
-/// Refuses files that others can write (group/world-writable file or parent dir without sticky bit)
-/// or that another user owns: such a file could steer what the shim does inside a process.
+/// Refuses files that others can write (group/world-writable file or parent dir without sticky bit),
+/// that another user owns, or that are symbolic links: such a file could steer what hetopt does
+/// (or what the shim does inside a process).
 bool isSafeToRead(const std::string& path, std::string* error);
 
-/// Creates or truncates `path` with mode 0600 and writes `content` (EINTR-safe). False with a
-/// one-line *error naming the path.
+/// A directory whose files only this user (or root) can replace: owned by this user or root, and
+/// not writable by group or others unless sticky (as /tmp).
+bool isPrivateDir(const std::string& dir, std::string* error);
+
+/// Creates or truncates `path` with mode 0600 and writes `content` (EINTR-safe), refusing a symbolic
+/// link or another user's file at `path` (openPrivateFile). False with a one-line *error naming
+/// the path.
 bool writePrivateFile(const std::string& path, const std::string& content, std::string* error);
 
 /// The first executable `name` in $PATH (an empty entry is the current directory, as for

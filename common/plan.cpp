@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cinttypes>
 #include <cstdio>
@@ -47,6 +48,25 @@ const PlanSite* Plan::find(uint64_t key, uint64_t size) const {
   for (; it != sites.end() && it->key == key; ++it)
     if (size >= it->minBytes && size <= it->maxBytes) return &*it;
   return nullptr;
+}
+
+std::string Plan::unwritableReason() const {
+  auto bad = [](const std::string& s, bool blanksOk) {
+    for (char c : s)
+      if (c == '\n' || c == '\r' || c == '\0' || (!blanksOk && isspace(static_cast<unsigned char>(c))))
+        return true;
+    return false;
+  };
+  // Readers skip white space before the path and the device name.
+  auto leadingSpace = [](const std::string& s) { return !s.empty() && isspace(static_cast<unsigned char>(s[0])); };
+  if (programPath.empty() || bad(programPath, true) || leadingSpace(programPath))
+    return "the program path cannot be written in a plan";
+  if (programKey.empty() || bad(programKey, false)) return "the program key cannot be written in a plan";
+  if (bad(device, true) || leadingSpace(device))
+    return "the device name cannot be written in a plan";
+  if (poolPolicy.empty() || bad(poolPolicy, false)) return "the pool policy cannot be written in a plan";
+  if (poolBytes == 0 || sites.empty()) return "a plan needs a pool and at least one site";
+  return {};
 }
 
 std::string Plan::serialize() const {
@@ -98,7 +118,15 @@ bool parsePlan(const std::string& text, Plan* plan, std::string* error) {
       continue;
     }
     if (tag == "program") {
-      if (!(words >> plan->programPath >> plan->programKey)) return fail("program needs path and key");
+      // "program <path> <key>": the key is the last word, the path everything before it (blanks
+      // included: programs live in "My Programs" too).
+      std::string rest;
+      std::getline(words >> std::ws, rest);
+      size_t blank = rest.find_last_of(" \t");
+      if (blank == std::string::npos || blank == 0) return fail("program needs path and key");
+      plan->programPath = rest.substr(0, blank);
+      plan->programKey = rest.substr(blank + 1);
+      if (plan->programKey.empty()) return fail("program needs path and key");
     } else if (tag == "device") {
       std::getline(words >> std::ws, plan->device);
     } else if (tag == "pool") {
@@ -129,7 +157,7 @@ bool parsePlan(const std::string& text, Plan* plan, std::string* error) {
       return fail("unknown entry '" + tag + "'");
     }
     std::string extra;
-    if (tag != "device" && (words >> extra)) return fail("unexpected '" + extra + "'");
+    if (tag != "device" && tag != "program" && (words >> extra)) return fail("unexpected '" + extra + "'");
   }
   if (!sawHeader) {
     lineNo = 0;
@@ -140,22 +168,26 @@ bool parsePlan(const std::string& text, Plan* plan, std::string* error) {
   if (text.back() != '\n') return fail("truncated plan (its last line is incomplete)");
   if (plan->poolBytes == 0 || plan->sites.empty())
     return fail("incomplete plan (truncated?): no pool or no site");
-  std::sort(plan->sites.begin(), plan->sites.end(),
+  std::stable_sort(plan->sites.begin(), plan->sites.end(),
             [](const PlanSite& a, const PlanSite& b) { return a.key < b.key; });
   return true;
 }
 
 bool readPlanFile(const std::string& path, Plan* plan, std::string* error) {
-  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
   if (fd < 0) {
-    *error = path + ": " + strerror(errno);
+    *error = path + (errno == ELOOP ? " is a symbolic link; refusing it" : ": " + std::string(strerror(errno)));
     return false;
   }
   struct stat st;
-  if (fstat(fd, &st) != 0 || (st.st_mode & (S_IWGRP | S_IWOTH)) ||
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || (st.st_mode & (S_IWGRP | S_IWOTH)) ||
       (st.st_uid != getuid() && st.st_uid != 0)) {
     close(fd);
-    *error = path + " is writable by others or owned by another user; refusing it";
+    *error = path + " is not a regular file, is writable by others or is owned by another user; refusing it";
+    return false;
+  }
+  if (!isPrivateDir(dirName(path), error)) {
+    close(fd);
     return false;
   }
   std::string text;
@@ -178,6 +210,11 @@ bool readPlanFile(const std::string& path, Plan* plan, std::string* error) {
 }
 
 bool writePlanFile(const std::string& path, const Plan& plan, std::string* error) {
+  std::string why = plan.unwritableReason();
+  if (!why.empty()) {
+    *error = "cannot write the plan " + path + ": " + why;
+    return false;
+  }
   return writePrivateFile(path, plan.serialize(), error);
 }
 

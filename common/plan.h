@@ -6,7 +6,9 @@
  * documents it beside the trace format):
  *
  *   hetopt-plan 1
- *   program <path> <identity key>          the program it was made for (ProgramIdentity::key())
+ *   program <path> <identity key>          the program it was made for (ProgramIdentity::key());
+ *                                          the path runs to the line's last blank, so it may hold
+ *                                          blanks
  *   device <filter>                        device for the shim's own context (HETOPT_DEVICE rules)
  *   pool <policy> <bytes>                  pinned pool: backing policy and capacity
  *   pool-mode direct                       optional: no pool; every candidate allocation is made
@@ -16,7 +18,9 @@
  *         <peak-live-blocks>]              sizes the curves say gain there; optionally what the
  *                                          profile saw there (the shim's conformance check)
  *
- * Lines starting with '#' are comments. Readers reject other versions, naming both.
+ * Lines starting with '#' are comments. Readers reject other versions, naming both. A plan whose
+ * fields cannot be written this way (a line break anywhere, a blank in the key or the policy) is
+ * refused by the writer rather than written as something else.
  */
 #pragma once
 #include <cstddef>
@@ -57,6 +61,8 @@ struct Plan {
 
   /// The entry for `key` whose size range holds `size`, or null.
   const PlanSite* find(uint64_t key, uint64_t size) const;
+  /// Empty when serialize() reads back as this plan; else why not (one line).
+  std::string unwritableReason() const;
   std::string serialize() const;
 };
 
@@ -64,7 +70,7 @@ struct Plan {
 bool parsePlan(const std::string& text, Plan* plan, std::string* error);
 /// Reads and parses a file; refuses files others can write.
 bool readPlanFile(const std::string& path, Plan* plan, std::string* error);
-/// Writes the plan to `path` with mode 0600.
+/// Writes the plan to `path` with mode 0600; refuses a plan with an unwritableReason().
 bool writePlanFile(const std::string& path, const Plan& plan, std::string* error);
 
 }  // namespace hetopt

@@ -11,6 +11,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "common/private_file.h"
 #include "hetopt/version.h"
 #include "trace/format.h"
 
@@ -60,12 +61,12 @@ TraceFileWriter::~TraceFileWriter() {
 
 bool TraceFileWriter::open(const std::string& path, const FileHeader& header, std::string* error) {
   abandon();
-  m_fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+  const char* why = nullptr;
+  m_fd = openPrivateFile(path.c_str(), true, false, &why);
   if (m_fd < 0) {
-    *error = "cannot create " + path + ": " + strerror(errno);
+    *error = "cannot create " + path + ": " + why;
     return false;
   }
-  fchmod(m_fd, 0600);  // an existing file keeps its mode through O_TRUNC
   std::string h = encodeHeader(header, HETOPT_TRACE_FORMAT_VERSION);
   if (!pwriteAll(m_fd, h.data(), h.size(), 0)) {
     *error = "cannot write " + path + ": " + strerror(errno);

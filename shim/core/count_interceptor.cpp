@@ -8,7 +8,9 @@
 #include <cstdio>
 #include <string>
 
+#include "common/log.h"
 #include "common/options.h"
+#include "common/private_file.h"
 
 namespace hetopt::shim {
 
@@ -67,8 +69,12 @@ void CountInterceptor::processExit() {
   if (m_droppedSites) out += "sites_dropped " + std::to_string(m_droppedSites) + "\n";
 
   const char* path = optionString(Option::REPORT_FILE);
-  int fd = *path ? open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600) : 2;
-  if (fd < 0) fd = 2;
+  const char* why = nullptr;
+  int fd = *path ? openPrivateFile(path, false, true, &why) : 2;
+  if (fd < 0) {
+    warn("cannot write the count report to %s: %s; writing it to stderr", path, why);
+    fd = 2;
+  }
   ssize_t w = write(fd, out.data(), out.size());
   (void)w;
   if (fd != 2) close(fd);

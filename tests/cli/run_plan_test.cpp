@@ -3,6 +3,9 @@
 #include "cli/run_plan.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdlib>
 
 using namespace hetopt;
 using namespace hetopt::cli;
@@ -98,6 +101,20 @@ TEST(RunPlan, ForcedPolicyTakesEveryCandidate) {
   EXPECT_FALSE(buildPlan(p, o, &plan, &why));
 }
 
+// Sizes read from a damaged DB (tests/fuzz/db_fuzz.cpp edits them): a message, no overflowing
+// pool (the double -> uint64_t conversion was undefined beyond 2^64).
+TEST(RunPlan, ImplausiblePeakSizesGiveAReasonNotAPool) {
+  analyzer::AppProfile p = eligibleProfile();
+  p.candidates = {site(1, "hybrid", UINT64_MAX), site(2, "hybrid", UINT64_MAX / 2)};
+  Plan plan;
+  std::string why;
+  EXPECT_FALSE(buildPlan(p, {}, &plan, &why));
+  EXPECT_NE(why.find("implausible pool"), std::string::npos) << why;
+  p.candidates = {site(1, "hybrid", uint64_t{1} << 40)};  // 1 TiB still makes a plan
+  EXPECT_TRUE(buildPlan(p, {}, &plan, &why)) << why;
+  EXPECT_GE(plan.poolBytes, uint64_t{5} << 38);
+}
+
 TEST(PlanFile, RejectsOtherVersionsAndGarbage) {
   Plan plan;
   std::string why;
@@ -155,4 +172,41 @@ TEST(PlanFile, CarriesTheSitesProfileAndTheDirectModeAndReadsPlansWithout) {
                          &why));  // min > max
   EXPECT_FALSE(parsePlan("hetopt-plan 1\npool opencl 1\nsite 1f 0 100 extra\n", &back, &why));
   EXPECT_FALSE(parsePlan("hetopt-plan 1\npool opencl 1\npool-mode naive\nsite 1f 0 1\n", &back, &why));
+}
+
+// Found by the plan fuzz target (tests/fuzz/plan_fuzz.cpp): a program path with a blank was
+// written as a plan that read back as "unexpected" words, so `hetopt run` never optimized
+// programs under "My Programs"; a device name with a line break would have added plan lines.
+TEST(PlanFile, WhatTheWriterWritesReadsBackAsItself) {
+  Plan plan;
+  plan.programPath = "/home/user/My Programs/solver v2 ";
+  plan.programKey = "build-id:abcd";
+  plan.device = "NVIDIA CUDA / NVIDIA H100  PCIe";
+  plan.poolPolicy = "hybrid";
+  plan.poolBytes = 2 << 20;
+  plan.sites = {{7, 0, 100}, {7, 200, 300}, {9, 0, UINT64_MAX}};
+  ASSERT_EQ(plan.unwritableReason(), "");
+  Plan back;
+  std::string why;
+  ASSERT_TRUE(parsePlan(plan.serialize(), &back, &why)) << why;
+  EXPECT_EQ(back.programPath, plan.programPath);
+  EXPECT_EQ(back.programKey, plan.programKey);
+  EXPECT_EQ(back.device, plan.device);
+  ASSERT_EQ(back.sites.size(), 3u);
+  EXPECT_EQ(back.sites[1].minBytes, 200u);  // equal keys keep their order
+  EXPECT_NE(back.find(7, 250), nullptr);
+
+  for (auto edit : {+[](Plan* p) { p->device = "cpu\nsite 1 0 1"; },
+                    +[](Plan* p) { p->programPath = "/bin/x\r"; },
+                    +[](Plan* p) { p->programKey = "build-id:ab cd"; },
+                    +[](Plan* p) { p->poolPolicy = "opencl\t"; }, +[](Plan* p) { p->sites.clear(); }}) {
+    Plan bad = plan;
+    edit(&bad);
+    EXPECT_NE(bad.unwritableReason(), "");
+    char dir[] = "/tmp/hetopt-plan-XXXXXX";
+    ASSERT_TRUE(mkdtemp(dir));
+    EXPECT_FALSE(writePlanFile(std::string(dir) + "/p.plan", bad, &why));
+    EXPECT_NE(why.find("cannot write the plan"), std::string::npos) << why;
+    rmdir(dir);
+  }
 }

@@ -6,7 +6,9 @@
 #   - no locked memory (RLIMIT_MEMLOCK 64 KiB, CAP_IPC_LOCK dropped) under a hybrid/locked pool;
 #   - a pool too small for the sites (fallbacks counted);
 #   - corrupt, truncated, foreign-version, world-writable, missing plan files;
-#   - bogus HETOPT_* values; a corrupt or missing DB; a trace path that cannot be created.
+#   - bogus HETOPT_* values; a corrupt or missing DB; a trace path that cannot be created;
+#   - another user's plants: a symbolic link at the plan, trace or DB path (nothing is written
+#     through it), a group/world-writable DB or DB directory.
 #   faults.sh HETOPT SHIM EXIT3_APP
 set -u
 source "$(dirname "${BASH_SOURCE[0]}")/plan_lib.sh"
@@ -134,6 +136,43 @@ if [[ $rc -ne 3 ]] || ! cmp -s "$work/native.out" "$work/trace_db.out" ||
 else
   echo "ok: trace_db_corrupt: $(grep 'profile not stored' "$work/trace_db.err" | cut -c1-200)"
 fi
+
+# ---- another user's plants: links at hetopt's paths, files and directories others can write ----
+printf 'precious\n' >"$work/victim"
+victim_intact() {  # NAME: nothing was written through a link
+  [[ $(cat "$work/victim") == precious ]] || { echo "FAIL: $1: the link's target was written"; failed=1; }
+}
+ln -s "$work/good.plan" "$work/link.plan"
+check plan_symlink 'link.plan is a symbolic link; refusing it\); running unoptimized' -- \
+  opt "$work/link.plan" "$app"
+# `hetopt run` writes its plan where a link waits (the plan of memlock_run above, replaced).
+planfile=$(ls "$work"/cache/hetopt/plans/*.plan 2>/dev/null | head -n 1)
+if [[ -z $planfile ]]; then
+  echo "FAIL: hetopt run left no plan in $work/cache/hetopt/plans"; failed=1
+else
+  rm -f "$planfile" && ln -s "$work/victim" "$planfile"
+  check run_plan_symlink 'cannot write .*\.plan: is a symbolic link; refusing to write through it; running unoptimized' -- \
+    "$hetopt" run --policy hybrid -- "$app"
+  victim_intact run_plan_symlink
+  rm -f "$planfile"
+fi
+ln -s "$work/victim" "$work/link.trace"
+check trace_symlink 'cannot create .*link.trace: is a symbolic link; refusing to write through it; running the program untraced' -- \
+  "$hetopt" trace -o "$work/link.trace" -- "$app"
+check shim_trace_symlink 'trace mode: cannot create .*link.trace: is a symbolic link.*running untraced' -- \
+  shimmed env HETOPT_MODE=trace HETOPT_TRACE_FILE="$work/link.trace" "$app"
+victim_intact trace_symlink
+ln -s "$HETOPT_DB" "$work/link.db"
+check run_db_symlink 'link.db is a symbolic link; refusing to use it as the DB.*running unoptimized' -- \
+  "$hetopt" run --db "$work/link.db" -- "$app"
+for mode in 660 606; do
+  cp "$HETOPT_DB" "$work/shared$mode.db" && chmod $mode "$work/shared$mode.db"
+  check run_db_mode$mode 'shared'$mode'.db is writable by others; refusing to use it.*running unoptimized' -- \
+    "$hetopt" run --db "$work/shared$mode.db" -- "$app"
+done
+mkdir -p "$work/opendir" && cp "$HETOPT_DB" "$work/opendir/hetopt.db" && chmod 777 "$work/opendir"
+check run_db_open_dir 'directory .*opendir is writable by others; refusing to use files in it.*running unoptimized' -- \
+  "$hetopt" run --db "$work/opendir/hetopt.db" -- "$app"
 
 [[ $failed -eq 0 ]] && echo "OK: every fault handled"
 exit $failed

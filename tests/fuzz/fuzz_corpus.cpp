@@ -1,0 +1,82 @@
+// SPDX-License-Identifier: MIT
+/**
+ * @file Writes the seed corpora of the plan and DB fuzz targets with hetopt's own writers:
+ *   fuzz_corpus plan DIR   plans `hetopt run` makes (cli/run_plan + writePlanFile), and field seeds
+ *   fuzz_corpus db DIR     DBs written by storeRun/storeProfile, and row-edit seeds ('U')
+ */
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <string>
+
+#include "cli/run_plan.h"
+#include "common/paths.h"
+#include "tests/fuzz/samples.h"
+
+using namespace hetopt;
+
+namespace {
+
+bool writeRaw(const std::string& path, const std::string& bytes) {
+  std::ofstream out(path, std::ios::binary);
+  out << bytes;
+  return static_cast<bool>(out);
+}
+
+bool planCorpus(const std::string& dir, std::string* error) {
+  analyzer::AppProfile profile = fuzz::sampleProfile();
+  Plan plan;
+  cli::PlanOptions options;
+  options.forcedPolicy = "hybrid";
+  if (!cli::buildPlan(profile, options, &plan, error)) return false;
+  if (!writePlanFile(dir + "/forced.plan", plan, error)) return false;
+  plan.programPath = "/home/user/My Programs/solver";  // a blank in the path
+  plan.sites.push_back({plan.sites.back().key, 4096, 1 << 20});
+  if (!writePlanFile(dir + "/blank.plan", plan, error)) return false;
+  // Field seed: 'S' path 0x01 key 0x01 device 0x01 policy, pool bytes, (key, min, shift, max)...
+  std::string fields = "S" + plan.programPath + '\x01' + plan.programKey + '\x01' + plan.device +
+                       '\x01' + plan.poolPolicy + '\x01';
+  fields.append(reinterpret_cast<const char*>(&plan.poolBytes), 8);
+  for (const PlanSite& s : plan.sites) {
+    fields.append(reinterpret_cast<const char*>(&s.key), 8);
+    fields.append(reinterpret_cast<const char*>(&s.minBytes), 8);
+    fields += '\0';
+    fields.append(reinterpret_cast<const char*>(&s.maxBytes), 8);
+  }
+  return writeRaw(dir + "/fields.seed", fields) || (*error = "cannot write " + dir, false);
+}
+
+bool dbCorpus(const std::string& dir, std::string* error) {
+  if (!fuzz::writeSampleDb(dir + "/sample.db", error)) return false;
+  {
+    // Only a characterization (what `hetopt characterize` leaves before any trace).
+    std::unique_ptr<Db> db = Db::open(dir + "/platform.db", Db::Mode::ReadWriteCreate, error);
+    characterize::CharacterizationRun run = fuzz::sampleRun();
+    if (!db || !characterize::storeRun(*db, &run, error)) return false;
+  }
+  // Row edits of the sample DB: none, and one integer set in the first table's first row.
+  std::string edit = std::string("U") + '\0' + '\0' + '\0' + '\0' + std::string(8, '\xff');
+  if (!writeRaw(dir + "/unchanged.edits", "U") || !writeRaw(dir + "/one.edits", edit)) {
+    *error = "cannot write " + dir;
+    return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 3 || (strcmp(argv[1], "plan") != 0 && strcmp(argv[1], "db") != 0)) {
+    fprintf(stderr, "usage: fuzz_corpus plan|db DIR\n");
+    return 2;
+  }
+  const std::string dir = argv[2];
+  std::string error;
+  bool ok = makePrivateDirs(dir, &error) &&
+            (strcmp(argv[1], "plan") == 0 ? planCorpus(dir, &error) : dbCorpus(dir, &error));
+  if (!ok) {
+    fprintf(stderr, "fuzz_corpus: %s\n", error.c_str());
+    return 1;
+  }
+  return 0;
+}
