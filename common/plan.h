@@ -5,8 +5,12 @@
  * characterization; read by the shim at start-up. A small versioned text format (trace/FORMAT.md
  * documents it beside the trace format):
  *
- *   hetopt-plan 1
+ *   hetopt-plan 2
  *   program <path> <identity key>          the program it was made for (ProgramIdentity::key())
+ *   stamp <dev> <inode> <size> <mtime-ns> <ctime-ns>
+ *                                          optional: the program file's stamp when `hetopt run`
+ *                                          identified it; a file with the same stamp is the
+ *                                          program without hashing it again (common/program_identity.h)
  *   device <filter>                        device for the shim's own context (HETOPT_DEVICE rules)
  *   pool <policy> <bytes>                  pinned pool: backing policy and capacity
  *   site <key-hex> <min-bytes> <max-bytes> candidate allocation site (common/site_key.h) and the
@@ -20,9 +24,11 @@
 #include <string>
 #include <vector>
 
+#include "common/program_identity.h"
+
 namespace hetopt {
 
-inline constexpr int kPlanFormatVersion = 1;
+inline constexpr int kPlanFormatVersion = 2;
 
 struct PlanSite {
   uint64_t key = 0;
@@ -33,6 +39,8 @@ struct PlanSite {
 struct Plan {
   std::string programPath;
   std::string programKey;  ///< "build-id:<hex>" or "sha256:<hex>"
+  bool hasProgramStamp = false;
+  FileStamp programStamp;  ///< the file programKey was computed from
   std::string device;
   std::string poolPolicy = "opencl";
   uint64_t poolBytes = 0;
