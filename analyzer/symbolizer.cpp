@@ -18,6 +18,7 @@ namespace {
 
 using CreateBackend = SymbolizerBackend* (*)(uint32_t);
 
+#if HETOPT_HAVE_LLVM
 constexpr const char* kBackendLibrary = "libhetopt_symbolize.so";
 
 /// The backend library at `path` (empty: beside the executable), loaded once per process and never
@@ -51,6 +52,7 @@ CreateBackend loadBackend(const std::string& path, std::string* why) {
   *why = it->second.error;
   return it->second.create;
 }
+#endif
 
 }  // namespace
 
