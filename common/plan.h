@@ -5,7 +5,7 @@
  * characterization; read by the shim at start-up. A small versioned text format (trace/FORMAT.md
  * documents it beside the trace format):
  *
- *   hetopt-plan 2
+ *   hetopt-plan 1
  *   program <path> <identity key>          the program it was made for (ProgramIdentity::key())
  *   stamp <dev> <inode> <size> <mtime-ns> <ctime-ns>
  *                                          optional: the program file's stamp when `hetopt run`
@@ -16,7 +16,8 @@
  *   site <key-hex> <min-bytes> <max-bytes> candidate allocation site (common/site_key.h) and the
  *                                          sizes the curves say gain there
  *
- * Lines starting with '#' are comments. Readers reject other versions, naming both.
+ * Lines starting with '#' are comments. Readers reject other versions, naming both. Plans without
+ * a stamp (hand-written ones, older writers) make the shim identify the program itself.
  */
 #pragma once
 #include <cstddef>
@@ -28,7 +29,7 @@
 
 namespace hetopt {
 
-inline constexpr int kPlanFormatVersion = 2;
+inline constexpr int kPlanFormatVersion = 1;
 
 struct PlanSite {
   uint64_t key = 0;

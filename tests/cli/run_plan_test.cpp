@@ -106,25 +106,24 @@ TEST(RunPlan, ForcedPolicyTakesEveryCandidate) {
 TEST(PlanFile, RejectsOtherVersionsAndGarbage) {
   Plan plan;
   std::string why;
-  EXPECT_FALSE(parsePlan("hetopt-plan 1\n", &plan, &why));
-  EXPECT_NE(why.find("version 1"), std::string::npos) << why;
-  EXPECT_FALSE(parsePlan("hetopt-plan 3\n", &plan, &why));
+  EXPECT_FALSE(parsePlan("hetopt-plan 2\n", &plan, &why));
+  EXPECT_NE(why.find("version 2"), std::string::npos) << why;
   EXPECT_FALSE(parsePlan("", &plan, &why));
-  EXPECT_FALSE(parsePlan("hetopt-plan 2\nsite zz 0 1\n", &plan, &why));
-  EXPECT_FALSE(parsePlan("hetopt-plan 2\nsite 12 10 5\n", &plan, &why));  // empty range
-  EXPECT_FALSE(parsePlan("hetopt-plan 2\nbogus\n", &plan, &why));
+  EXPECT_FALSE(parsePlan("hetopt-plan 1\nsite zz 0 1\n", &plan, &why));
+  EXPECT_FALSE(parsePlan("hetopt-plan 1\nsite 12 10 5\n", &plan, &why));  // empty range
+  EXPECT_FALSE(parsePlan("hetopt-plan 1\nbogus\n", &plan, &why));
   // Truncated plans: a cut line, or whole lines missing.
-  EXPECT_FALSE(parsePlan("hetopt-plan 2\npool opencl 1048576\nsite 1f 0 10", &plan, &why));
+  EXPECT_FALSE(parsePlan("hetopt-plan 1\npool opencl 1048576\nsite 1f 0 10", &plan, &why));
   EXPECT_NE(why.find("truncated"), std::string::npos) << why;
-  EXPECT_FALSE(parsePlan("hetopt-plan 2\nprogram /bin/x build-id:ab\n", &plan, &why));
+  EXPECT_FALSE(parsePlan("hetopt-plan 1\nprogram /bin/x build-id:ab\n", &plan, &why));
   EXPECT_NE(why.find("truncated"), std::string::npos) << why;
-  EXPECT_FALSE(parsePlan("hetopt-plan 2\npool opencl 1048576\n", &plan, &why));
-  EXPECT_TRUE(parsePlan("hetopt-plan 2\n# comment\npool opencl 1048576\nsite 1f 0 100\n", &plan, &why))
+  EXPECT_FALSE(parsePlan("hetopt-plan 1\npool opencl 1048576\n", &plan, &why));
+  EXPECT_TRUE(parsePlan("hetopt-plan 1\n# comment\npool opencl 1048576\nsite 1f 0 100\n", &plan, &why))
       << why;
   EXPECT_EQ(plan.poolBytes, 1048576u);
   EXPECT_FALSE(plan.hasProgramStamp);
   EXPECT_NE(plan.find(0x1f, 50), nullptr);
   EXPECT_EQ(plan.find(0x1f, 500), nullptr);
-  EXPECT_FALSE(parsePlan("hetopt-plan 2\nstamp 1 2 x 4 5\npool opencl 1048576\nsite 1f 0 100\n", &plan, &why));
+  EXPECT_FALSE(parsePlan("hetopt-plan 1\nstamp 1 2 x 4 5\npool opencl 1048576\nsite 1f 0 100\n", &plan, &why));
   EXPECT_NE(why.find("stamp"), std::string::npos) << why;
 }

@@ -10,7 +10,7 @@ write_plan() {
   build_id=$(readelf -n "$prog" | awk '/Build ID/ { print $3 }')
   [[ -n $build_id ]] || return 1
   {
-    echo "hetopt-plan 2"
+    echo "hetopt-plan 1"
     echo "program $(readlink -f "$prog") build-id:$build_id"
     echo "device ${HETOPT_DEVICE:-}"
     echo "pool $policy $bytes"
