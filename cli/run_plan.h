@@ -16,6 +16,7 @@ namespace hetopt::cli {
 struct PlanOptions {
   std::string forcedPolicy;  ///< non-empty: every candidate site, this pool policy (experiments, CI)
   bool ignoreEligibility = false;
+  bool directAllocation = false;  ///< --no-pool: every candidate allocated by the policy directly
   double poolSlack = 1.25;   ///< pool = slack * sum of the sites' peak live bytes (+ 1 MiB)
 };
 
