@@ -1,94 +1,94 @@
 // SPDX-License-Identifier: MIT
-/** @file Site symbolization through LLVM's symbolizer; see symbolizer.h. */
+/** @file Site symbolization (the LLVM part is loaded on first use); see symbolizer.h. */
 #include "analyzer/symbolizer.h"
+
+#include <dlfcn.h>
 
 #include <cinttypes>
 #include <cstdio>
+#include <mutex>
 
+#include "analyzer/symbolizer_backend.h"
+#include "common/log.h"
 #include "common/paths.h"
 #include "common/program_identity.h"
 
-#if HETOPT_HAVE_LLVM
-#include <llvm/BinaryFormat/Dwarf.h>
-#include <llvm/DebugInfo/DWARF/DWARFContext.h>
-#include <llvm/DebugInfo/Symbolize/Symbolize.h>
-#include <llvm/Object/ObjectFile.h>
-#include <llvm/Support/Error.h>
-#endif
-
 namespace hetopt::analyzer {
-
-#if HETOPT_HAVE_LLVM
-struct Symbolizer::Impl {
-  llvm::symbolize::LLVMSymbolizer llvm{makeOptions()};
-  /// Debug info of modules asked about data, opened once (null context: none readable).
-  struct Dwarf {
-    llvm::object::OwningBinary<llvm::object::ObjectFile> binary;
-    std::unique_ptr<llvm::DWARFContext> context;
-  };
-  std::map<std::string, Dwarf> dwarf;
-  llvm::DWARFContext* dwarfFor(const std::string& path) {
-    auto it = dwarf.find(path);
-    if (it == dwarf.end()) {
-      Dwarf d;
-      auto obj = llvm::object::ObjectFile::createObjectFile(path);
-      if (obj) {
-        d.binary = std::move(*obj);
-        // Damaged DWARF is skipped quietly: the site is still named by its symbol.
-        d.context = llvm::DWARFContext::create(
-            *d.binary.getBinary(), llvm::DWARFContext::ProcessDebugRelocations::Process, nullptr,
-            "", [](llvm::Error e) { llvm::consumeError(std::move(e)); },
-            [](llvm::Error e) { llvm::consumeError(std::move(e)); });
-      } else {
-        llvm::consumeError(obj.takeError());
-      }
-      it = dwarf.emplace(path, std::move(d)).first;
-    }
-    return it->second.context.get();
-  }
-  static llvm::symbolize::LLVMSymbolizer::Options makeOptions() {
-    llvm::symbolize::LLVMSymbolizer::Options o;
-    o.Demangle = true;
-    o.UseSymbolTable = true;  // function names even for code without DWARF
-    return o;
-  }
-};
-bool Symbolizer::available() { return true; }
-#else
-struct Symbolizer::Impl {};
-bool Symbolizer::available() { return false; }
-#endif
-
 namespace {
-#if HETOPT_HAVE_LLVM
-// LLVM's placeholder for unknown names and files.
-std::string clean(const std::string& s) { return s == "<invalid>" ? std::string() : s; }
 
-/// DW_AT_decl_file as a path. LLVM 14's DWARFDie::getDeclFile() reads the index as an unsigned
-/// constant only, and GCC 12 emits it as DW_FORM_implicit_const (signed) for DWARF 5, so the
-/// index is read here either way.
-std::string declFile(llvm::DWARFContext& ctx, const llvm::DWARFDie& die) {
-  auto value = die.find(llvm::dwarf::DW_AT_decl_file);
-  if (!value) return {};
-  uint64_t index = 0;
-  if (auto u = value->getAsUnsignedConstant()) {
-    index = *u;
-  } else if (auto i = value->getAsSignedConstant(); i && *i >= 0) {
-    index = static_cast<uint64_t>(*i);
-  } else {
-    return {};
+using CreateBackend = SymbolizerBackend* (*)(uint32_t);
+
+#if HETOPT_HAVE_LLVM
+constexpr const char* kBackendLibrary = "libhetopt_symbolize.so";
+
+/// The backend library at `path` (empty: beside the executable), loaded once per process and never
+/// unloaded; null with *why when it cannot be, after one warning per path.
+CreateBackend loadBackend(const std::string& path, std::string* why) {
+  struct Loaded {
+    CreateBackend create = nullptr;
+    std::string error;
+  };
+  static std::mutex mutex;
+  static std::map<std::string, Loaded> loaded;
+  std::lock_guard<std::mutex> lock(mutex);
+  auto it = loaded.find(path);
+  if (it == loaded.end()) {
+    Loaded l;
+    std::string file = path.empty() ? installedLibrary(kBackendLibrary, &l.error) : path;
+    if (!file.empty()) {
+      if (void* handle = dlopen(file.c_str(), RTLD_NOW | RTLD_LOCAL)) {
+        l.create = reinterpret_cast<CreateBackend>(dlsym(handle, "hetopt_symbolizer_backend_create"));
+        if (!l.create) l.error = file + " has no hetopt_symbolizer_backend_create";
+      } else {
+        const char* e = dlerror();
+        l.error = e ? e : file + ": cannot be loaded";
+      }
+    }
+    if (!l.create)
+      warn("cannot load the symbolizer (%s): allocation sites are named by module+offset",
+           l.error.c_str());
+    it = loaded.emplace(path, std::move(l)).first;
   }
-  llvm::DWARFUnit* unit = die.getDwarfUnit();
-  const llvm::DWARFDebugLine::LineTable* table = ctx.getLineTableForUnit(unit);
-  std::string name;
-  if (!table || !table->getFileNameByIndex(
-                    index, unit->getCompilationDir(),
-                    llvm::DILineInfoSpecifier::FileLineInfoKind::AbsoluteFilePath, name))
-    return {};
-  return name;
+  *why = it->second.error;
+  return it->second.create;
 }
 #endif
+
 }  // namespace
+
+struct Symbolizer::Impl {
+  bool tried = false;
+  std::unique_ptr<SymbolizerBackend> backend;
+  std::string problem;  ///< why there is no backend
+};
+
+bool Symbolizer::available() {
+#if HETOPT_HAVE_LLVM
+  std::string why;
+  return loadBackend({}, &why) != nullptr;
+#else
+  return false;
+#endif
+}
+
+SymbolizerBackend* Symbolizer::backend() {
+  Impl& impl = *m_impl;
+  if (!impl.tried) {
+    impl.tried = true;
+#if HETOPT_HAVE_LLVM
+    std::string why;
+    if (CreateBackend create = loadBackend(m_options.backendPath, &why)) {
+      impl.backend.reset(create(kSymbolizerBackendAbi));
+      if (!impl.backend) impl.problem = "the symbolizer library is from another hetopt build";
+    } else {
+      impl.problem = "symbolizer not loaded: " + why;
+    }
+#else
+    impl.problem = "built without LLVM: no symbolization";
+#endif
+  }
+  return impl.backend.get();
+}
 
 std::string SiteLocation::describe(bool shortFile) const {
   char off[32];
@@ -130,8 +130,8 @@ const std::string& Symbolizer::moduleProblem(const ModulePc& pc) {
   auto it = m_moduleProblems.find(key);
   if (it != m_moduleProblems.end()) return it->second;
   std::string problem;
-  if (!available()) {
-    problem = "built without LLVM: no symbolization";
+  if (!backend()) {
+    problem = m_impl->problem;
   } else {
     std::string onDisk, error;
     if (!readElfBuildId(pc.modulePath, &onDisk, &error)) {
@@ -152,33 +152,8 @@ bool Symbolizer::frames(const ModulePc& pc, std::vector<SourceFrame>* out, std::
     *note = problem;
     return false;
   }
-#if HETOPT_HAVE_LLVM
   uint64_t address = pc.returnAddress && pc.offset > 0 ? pc.offset - 1 : pc.offset;
-  auto result = m_impl->llvm.symbolizeInlinedCode(
-      pc.modulePath, {address, llvm::object::SectionedAddress::UndefSection});
-  if (!result) {
-    *note = llvm::toString(result.takeError());
-    return false;
-  }
-  for (uint32_t i = 0; i < result->getNumberOfFrames(); ++i) {
-    const llvm::DILineInfo& li = result->getFrame(i);
-    SourceFrame f;
-    f.function = clean(li.FunctionName);
-    f.file = clean(li.FileName);
-    f.line = li.Line;
-    f.column = li.Column;
-    if (f.function.empty() && f.file.empty()) continue;
-    out->push_back(std::move(f));
-  }
-  if (out->empty()) {
-    *note = "no symbols";
-    return false;
-  }
-  return true;
-#else
-  *note = problem;
-  return false;
-#endif
+  return backend()->frames(pc.modulePath, address, out, note);
 }
 
 std::string DataLocation::describe() const {
@@ -195,47 +170,7 @@ DataLocation Symbolizer::locateData(const ModulePc& at) {
     d.note = problem;
     return d;
   }
-#if HETOPT_HAVE_LLVM
-  auto global = m_impl->llvm.symbolizeData(
-      at.modulePath, {at.offset, llvm::object::SectionedAddress::UndefSection});
-  if (!global) {
-    d.note = llvm::toString(global.takeError());
-    return d;
-  }
-  d.name = clean(global->Name);
-  d.start = global->Start;
-  d.size = global->Size;
-  if (d.name.empty()) {
-    d.note = "no symbol";
-    return d;
-  }
-  d.found = true;
-  // The symbol table has no lines: find the variable whose location is that address.
-  llvm::DWARFContext* ctx = m_impl->dwarfFor(at.modulePath);
-  if (!ctx) return d;
-  for (const auto& unit : ctx->compile_units()) {
-    for (unsigned i = 0, n = unit->getNumDIEs(); i < n; ++i) {
-      llvm::DWARFDie die = unit->getDIEAtIndex(i);
-      if (die.getTag() != llvm::dwarf::DW_TAG_variable) continue;
-      auto loc = die.find(llvm::dwarf::DW_AT_location);
-      if (!loc) continue;
-      auto block = loc->getAsBlock();
-      if (!block || block->size() != 9 || (*block)[0] != llvm::dwarf::DW_OP_addr) continue;
-      uint64_t address = 0;
-      for (int b = 0; b < 8; ++b) address |= uint64_t((*block)[1 + b]) << (8 * b);
-      if (address != d.start) continue;
-      d.decl.line = static_cast<uint32_t>(die.getDeclLine());
-      // A definition outside its class or namespace block (static members, anonymous
-      // namespaces) points at its declaration, which has the file; LLVM 14's getDeclFile() does
-      // not follow that link itself.
-      for (llvm::DWARFDie decl = die; decl && d.decl.file.empty();
-           decl = decl.getAttributeValueAsReferencedDie(llvm::dwarf::DW_AT_specification))
-        d.decl.file = declFile(*ctx, decl);
-      if (const char* name = die.getName(llvm::DINameKind::ShortName)) d.decl.function = name;
-      return d;
-    }
-  }
-#endif
+  backend()->data(at.modulePath, at.offset, &d);
   return d;
 }
 

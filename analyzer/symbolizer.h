@@ -10,6 +10,10 @@
  * own source, so a `std::vector<float> v(n)` names the user's line. A module is only trusted when
  * the file on disk has the build id the trace recorded; otherwise (or without debug info, or
  * without LLVM in this build) a site is reported as module+offset.
+ *
+ * The reading of debug info is LLVM's, in a library of its own (symbolizer_backend.h) that is
+ * loaded on first use: programs that link the analyzer but never symbolize (`hetopt run`) never
+ * load libLLVM. When it cannot be loaded there is one warning and sites are module+offset.
  */
 #pragma once
 #include <cstdint>
@@ -64,12 +68,16 @@ struct DataLocation {
   std::string describe() const;
 };
 
+class SymbolizerBackend;
+
 class Symbolizer {
  public:
   struct Options {
     /// Files under these prefixes are library code, never "the program's own source".
     std::vector<std::string> systemPrefixes = {"/usr/include/", "/usr/lib/gcc/", "/usr/lib/llvm",
                                                "/usr/local/include/", "/usr/src/"};
+    /// The LLVM backend library; empty: lib/libhetopt_symbolize.so beside the executable.
+    std::string backendPath;
   };
   Symbolizer();
   explicit Symbolizer(Options options);
@@ -77,7 +85,7 @@ class Symbolizer {
   Symbolizer(const Symbolizer&) = delete;
   Symbolizer& operator=(const Symbolizer&) = delete;
 
-  /// True when this build can read debug info (linked with LLVM).
+  /// True when this build can read debug info: built with LLVM and its backend library loads.
   static bool available();
 
   /// The inlining chain at one address, innermost first. False with *note when the module is
@@ -95,6 +103,8 @@ class Symbolizer {
  private:
   /// Empty when the module may be used, else why not (cached per path + build id).
   const std::string& moduleProblem(const ModulePc& pc);
+  /// The LLVM backend, loaded on first use; null (and m_impl->problem says why) without one.
+  SymbolizerBackend* backend();
   struct Impl;
   Options m_options;
   std::unique_ptr<Impl> m_impl;

@@ -25,13 +25,6 @@
 namespace hetopt::cli {
 namespace {
 
-std::string planDirectory() {
-  const char* cache = getenv("XDG_CACHE_HOME");
-  const char* home = getenv("HOME");
-  std::string base = cache && *cache == '/' ? cache : std::string(home && *home ? home : "/tmp") + "/.cache";
-  return base + "/hetopt/plans";
-}
-
 // Why the program runs untouched (empty: it is optimized) and, if optimized, the plan's path.
 std::string preparePlan(const std::string& program, const std::string& dbPath,
                         const std::string& forcedPolicy, bool force, bool noPool,
@@ -42,7 +35,7 @@ std::string preparePlan(const std::string& program, const std::string& dbPath,
   std::string error;
   std::string exe = resolveProgramPath(program);
   ProgramIdentity identity;
-  if (exe.empty() || !programIdentity(exe, &identity, &error))
+  if (exe.empty() || !programIdentity(exe, &identity, &error, identityCacheDir()))
     return "cannot identify " + program + (error.empty() ? "" : ": " + error);
   std::unique_ptr<Db> db = Db::open(dbPath, Db::Mode::ReadOnly, &error);
   if (!db) return "no profile for " + identity.path + " (" + error + "); run `hetopt trace` on it first";
@@ -61,7 +54,11 @@ std::string preparePlan(const std::string& program, const std::string& dbPath,
   Plan plan;
   std::string whyNot;
   if (!buildPlan(profile, options, &plan, &whyNot)) return whyNot;
-  std::string dir = planDirectory();
+  // The shim identifies the program again; by this stamp it knows the file is the one identified
+  // here without hashing it a second time.
+  plan.hasProgramStamp = true;
+  plan.programStamp = identity.stamp;
+  std::string dir = cacheDirectory() + "/plans";
   if (!makePrivateDirs(dir, &error)) return error;
   *planPath = dir + "/" + identity.key().substr(identity.key().find(':') + 1) + ".plan";
   if (!writePlanFile(*planPath, plan, &error)) return error;

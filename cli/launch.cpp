@@ -3,12 +3,10 @@
 #include "cli/launch.h"
 
 #include <signal.h>
-#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
-#include <climits>
 #include <cstdlib>
 #include <cstring>
 
@@ -47,22 +45,7 @@ bool prepareEnvironment(const Launch& launch, std::string* error) {
 
 }  // namespace
 
-std::string shimPath(std::string* error) {
-  char exe[PATH_MAX];
-  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-  if (n <= 0) {
-    *error = "cannot find the hetopt executable (/proc/self/exe)";
-    return {};
-  }
-  exe[n] = '\0';
-  std::string candidate = dirName(dirName(exe)) + "/lib/libhetopt_shim.so";
-  struct stat st;
-  if (stat(candidate.c_str(), &st) != 0) {
-    *error = "shim library not found at " + candidate;
-    return {};
-  }
-  return candidate;
-}
+std::string shimPath(std::string* error) { return installedLibrary("libhetopt_shim.so", error); }
 
 std::string resolveProgramPath(const std::string& program) {
   return program.find('/') != std::string::npos ? program : findOnPath(program);

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <climits>
 #include <cstdlib>
 #include <cstring>
 
@@ -22,6 +23,14 @@ std::string defaultDbPath() {
   if (xdg && *xdg == '/') return std::string(xdg) + "/hetopt/hetopt.db";
   const char* home = getenv("HOME");
   return std::string(home && *home ? home : ".") + "/.local/share/hetopt/hetopt.db";
+}
+
+std::string cacheDirectory() {
+  const char* cache = getenv("XDG_CACHE_HOME");
+  const char* home = getenv("HOME");
+  std::string base =
+      cache && *cache == '/' ? cache : std::string(home && *home ? home : "/tmp") + "/.cache";
+  return base + "/hetopt";
 }
 
 bool makePrivateDirs(const std::string& dir, std::string* error) {
@@ -123,6 +132,23 @@ std::string findOnPath(const std::string& name) {
     start = end + 1;
   }
   return {};
+}
+
+std::string installedLibrary(const std::string& fileName, std::string* error) {
+  char exe[PATH_MAX];
+  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  if (n <= 0) {
+    *error = "cannot find the running executable (/proc/self/exe)";
+    return {};
+  }
+  exe[n] = '\0';
+  std::string candidate = dirName(dirName(exe)) + "/lib/" + fileName;
+  struct stat st;
+  if (stat(candidate.c_str(), &st) != 0) {
+    *error = fileName + " not found at " + candidate;
+    return {};
+  }
+  return candidate;
 }
 
 std::string dirName(const std::string& path) {

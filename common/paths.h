@@ -8,6 +8,10 @@ namespace hetopt {
 /// $HETOPT_DB, else $XDG_DATA_HOME/hetopt/hetopt.db, else ~/.local/share/hetopt/hetopt.db.
 std::string defaultDbPath();
 
+/// $XDG_CACHE_HOME/hetopt, else ~/.cache/hetopt (else /tmp/.cache/hetopt without a home): plans
+/// and the program identity cache.
+std::string cacheDirectory();
+
 /// mkdir -p with mode 0700 for every created component; the last one, when it existed, must pass
 /// isPrivateDir(). False with *error on failure.
 bool makePrivateDirs(const std::string& dir, std::string* error);
@@ -29,6 +33,10 @@ bool writePrivateFile(const std::string& path, const std::string& content, std::
 /// The first executable `name` in $PATH (an empty entry is the current directory, as for
 /// execvp); empty when there is none.
 std::string findOnPath(const std::string& name);
+
+/// hetopt's own library `fileName` (libhetopt_shim.so, libhetopt_symbolize.so): beside the running
+/// executable as ../lib/ (build tree and install tree). Empty with *error when it is missing.
+std::string installedLibrary(const std::string& fileName, std::string* error);
 
 /// Directory part of a path ("." when none).
 std::string dirName(const std::string& path);

@@ -73,6 +73,9 @@ std::string Plan::serialize() const {
   std::ostringstream out;
   out << "hetopt-plan " << kPlanFormatVersion << "\n";
   out << "program " << programPath << " " << programKey << "\n";
+  if (hasProgramStamp)
+    out << "stamp " << programStamp.dev << " " << programStamp.inode << " " << programStamp.size
+        << " " << programStamp.mtimeNs << " " << programStamp.ctimeNs << "\n";
   out << "device " << device << "\n";
   out << "pool " << poolPolicy << " " << poolBytes << "\n";
   if (directAllocation) out << "pool-mode direct\n";
@@ -127,6 +130,11 @@ bool parsePlan(const std::string& text, Plan* plan, std::string* error) {
       plan->programPath = rest.substr(0, blank);
       plan->programKey = rest.substr(blank + 1);
       if (plan->programKey.empty()) return fail("program needs path and key");
+    } else if (tag == "stamp") {
+      FileStamp& st = plan->programStamp;
+      if (!(words >> st.dev >> st.inode >> st.size >> st.mtimeNs >> st.ctimeNs))
+        return fail("stamp needs device, inode, size, mtime and ctime");
+      plan->hasProgramStamp = true;
     } else if (tag == "device") {
       std::getline(words >> std::ws, plan->device);
     } else if (tag == "pool") {

@@ -9,6 +9,10 @@
  *   program <path> <identity key>          the program it was made for (ProgramIdentity::key());
  *                                          the path runs to the line's last blank, so it may hold
  *                                          blanks
+ *   stamp <dev> <inode> <size> <mtime-ns> <ctime-ns>
+ *                                          optional: the program file's stamp when `hetopt run`
+ *                                          identified it; a file with the same stamp is the
+ *                                          program without hashing it again (common/program_identity.h)
  *   device <filter>                        device for the shim's own context (HETOPT_DEVICE rules)
  *   pool <policy> <bytes>                  pinned pool: backing policy and capacity
  *   pool-mode direct                       optional: no pool; every candidate allocation is made
@@ -20,13 +24,16 @@
  *
  * Lines starting with '#' are comments. Readers reject other versions, naming both. A plan whose
  * fields cannot be written this way (a line break anywhere, a blank in the key or the policy) is
- * refused by the writer rather than written as something else.
+ * refused by the writer rather than written as something else. Plans without a stamp (hand-written
+ * ones, older writers) make the shim identify the program itself.
  */
 #pragma once
 #include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
+
+#include "common/program_identity.h"
 
 namespace hetopt {
 
@@ -51,6 +58,8 @@ struct PlanSite {
 struct Plan {
   std::string programPath;
   std::string programKey;  ///< "build-id:<hex>" or "sha256:<hex>"
+  bool hasProgramStamp = false;
+  FileStamp programStamp;  ///< the file programKey was computed from
   std::string device;
   std::string poolPolicy = "opencl";
   uint64_t poolBytes = 0;

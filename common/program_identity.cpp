@@ -11,8 +11,12 @@
 #include <cerrno>
 #include <climits>
 #include <cstdlib>
+#include <cstdio>
 #include <cstring>
+#include <ctime>
 #include <vector>
+
+#include "common/paths.h"
 
 namespace hetopt {
 namespace {
@@ -40,58 +44,68 @@ std::string toHex(const unsigned char* p, size_t n) {
   return s;
 }
 
-bool readWholeFile(const std::string& path, std::vector<unsigned char>* out, std::string* error) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    *error = path + ": " + strerror(errno);
-    return false;
+/// An open regular file read by offset: the build id needs the headers and the note areas only,
+/// never the whole file (executables with embedded kernels or data reach hundreds of MiB).
+struct ElfFile {
+  int fd = -1;
+  struct stat st {};
+  std::string path;
+  ~ElfFile() {
+    if (fd >= 0) ::close(fd);
   }
-  struct stat st;
-  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    *error = path + " is not a regular file";
-    ::close(fd);
-    return false;
-  }
-  out->resize(static_cast<size_t>(st.st_size));
-  size_t got = 0;
-  while (got < out->size()) {
-    ssize_t n = ::read(fd, out->data() + got, out->size() - got);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      *error = path + ": read failed";
-      ::close(fd);
+  bool open(const std::string& p, std::string* error) {
+    path = p;
+    fd = ::open(p.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+      *error = p + ": " + strerror(errno);
       return false;
     }
-    got += static_cast<size_t>(n);
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+      *error = p + " is not a regular file";
+      return false;
+    }
+    return true;
   }
-  ::close(fd);
-  return true;
-}
+  uint64_t size() const { return static_cast<uint64_t>(st.st_size); }
+  /// Exactly `n` bytes at `off`; false when the file is shorter or cannot be read.
+  bool read(uint64_t off, void* out, size_t n) const {
+    if (off > size() || size() - off < n) return false;
+    size_t got = 0;
+    while (got < n) {
+      ssize_t r = ::pread(fd, static_cast<char*>(out) + got, n - got, static_cast<off_t>(off + got));
+      if (r < 0 && errno == EINTR) continue;
+      if (r <= 0) return false;
+      got += static_cast<size_t>(r);
+    }
+    return true;
+  }
+  // Little-endian ELF only (every platform hetopt targets).
+  template <typename T>
+  bool readAt(uint64_t off, T* out) const {
+    return read(off, out, sizeof(T));
+  }
+};
 
-// Little-endian ELF only (every platform hetopt targets); fields are read with memcpy because the
-// file buffer has no alignment guarantee.
-template <typename T>
-bool readAt(const std::vector<unsigned char>& f, uint64_t off, T* out) {
-  if (off > f.size() || f.size() - off < sizeof(T)) return false;
-  memcpy(out, f.data() + off, sizeof(T));
-  return true;
-}
+// Note areas larger than this are not build-id notes worth reading (a corrupt header could name
+// gigabytes).
+constexpr uint64_t kMaxNoteArea = 1 << 20;
 
 // Walks one note area [off, off+size) for NT_GNU_BUILD_ID.
-bool findBuildIdNote(const std::vector<unsigned char>& f, uint64_t off, uint64_t size,
-                     std::string* buildId) {
-  if (off > f.size() || size > f.size() - off) return false;
-  uint64_t p = off, end = off + size;
+bool findBuildIdNote(const ElfFile& f, uint64_t off, uint64_t size, std::string* buildId) {
+  if (size > kMaxNoteArea) return false;
+  std::vector<unsigned char> area(size);
+  if (!f.read(off, area.data(), area.size())) return false;
+  uint64_t p = 0, end = size;
   while (end - p >= sizeof(Elf64_Nhdr)) {
     Elf64_Nhdr nh;  // Elf32_Nhdr has the same layout
-    memcpy(&nh, f.data() + p, sizeof nh);
+    memcpy(&nh, area.data() + p, sizeof nh);
     uint64_t name = p + sizeof nh;
     uint64_t desc = name + ((uint64_t(nh.n_namesz) + 3) & ~uint64_t(3));
     uint64_t next = desc + ((uint64_t(nh.n_descsz) + 3) & ~uint64_t(3));
     if (desc > end || next > end || desc + nh.n_descsz > end) return false;
-    if (nh.n_type == NT_GNU_BUILD_ID && nh.n_namesz == 4 && memcmp(&f[name], "GNU", 4) == 0 &&
+    if (nh.n_type == NT_GNU_BUILD_ID && nh.n_namesz == 4 && memcmp(&area[name], "GNU", 4) == 0 &&
         nh.n_descsz > 0) {
-      *buildId = toHex(&f[desc], nh.n_descsz);
+      *buildId = toHex(&area[desc], nh.n_descsz);
       return true;
     }
     p = next;
@@ -100,10 +114,10 @@ bool findBuildIdNote(const std::vector<unsigned char>& f, uint64_t off, uint64_t
 }
 
 template <typename Ehdr, typename Phdr, typename Shdr>
-bool elfBuildId(const std::vector<unsigned char>& f, const std::string& path, std::string* buildId,
-                std::string* error) {
+bool elfBuildId(const ElfFile& f, std::string* buildId, std::string* error) {
+  const std::string& path = f.path;
   Ehdr eh;
-  if (!readAt(f, 0, &eh)) {
+  if (!f.readAt(0, &eh)) {
     *error = path + ": truncated ELF header";
     return false;
   }
@@ -113,7 +127,7 @@ bool elfBuildId(const std::vector<unsigned char>& f, const std::string& path, st
   if (eh.e_phoff != 0 && eh.e_phentsize == sizeof(Phdr)) {
     for (unsigned i = 0; i < eh.e_phnum; ++i) {
       Phdr ph;
-      if (!readAt(f, eh.e_phoff + uint64_t(i) * sizeof(Phdr), &ph)) {
+      if (!f.readAt(eh.e_phoff + uint64_t(i) * sizeof(Phdr), &ph)) {
         *error = path + ": truncated ELF program headers";
         return false;
       }
@@ -124,7 +138,7 @@ bool elfBuildId(const std::vector<unsigned char>& f, const std::string& path, st
   if (eh.e_shoff != 0 && eh.e_shentsize == sizeof(Shdr)) {
     for (unsigned i = 0; i < eh.e_shnum; ++i) {
       Shdr sh;
-      if (!readAt(f, eh.e_shoff + uint64_t(i) * sizeof(Shdr), &sh)) {
+      if (!f.readAt(eh.e_shoff + uint64_t(i) * sizeof(Shdr), &sh)) {
         *error = path + ": truncated ELF section headers";
         return false;
       }
@@ -135,24 +149,103 @@ bool elfBuildId(const std::vector<unsigned char>& f, const std::string& path, st
   return true;
 }
 
-bool isElf(const std::vector<unsigned char>& f) {
-  return f.size() >= EI_NIDENT && memcmp(f.data(), ELFMAG, SELFMAG) == 0;
+bool isElf(const ElfFile& f) {
+  unsigned char ident[EI_NIDENT];
+  return f.read(0, ident, sizeof ident) && memcmp(ident, ELFMAG, SELFMAG) == 0;
 }
 
-bool buildIdOfBytes(const std::vector<unsigned char>& f, const std::string& path,
-                    std::string* buildId, std::string* error) {
-  if (!isElf(f)) {
-    *error = path + " is not an ELF file";
+bool buildIdOfFile(const ElfFile& f, std::string* buildId, std::string* error) {
+  unsigned char ident[EI_NIDENT];
+  if (!f.read(0, ident, sizeof ident) || memcmp(ident, ELFMAG, SELFMAG) != 0) {
+    *error = f.path + " is not an ELF file";
     return false;
   }
-  if (f[EI_DATA] != ELFDATA2LSB) {
-    *error = path + ": big-endian ELF is not supported";
+  if (ident[EI_DATA] != ELFDATA2LSB) {
+    *error = f.path + ": big-endian ELF is not supported";
     return false;
   }
-  if (f[EI_CLASS] == ELFCLASS64) return elfBuildId<Elf64_Ehdr, Elf64_Phdr, Elf64_Shdr>(f, path, buildId, error);
-  if (f[EI_CLASS] == ELFCLASS32) return elfBuildId<Elf32_Ehdr, Elf32_Phdr, Elf32_Shdr>(f, path, buildId, error);
-  *error = path + ": unknown ELF class";
+  if (ident[EI_CLASS] == ELFCLASS64) return elfBuildId<Elf64_Ehdr, Elf64_Phdr, Elf64_Shdr>(f, buildId, error);
+  if (ident[EI_CLASS] == ELFCLASS32) return elfBuildId<Elf32_Ehdr, Elf32_Phdr, Elf32_Shdr>(f, buildId, error);
+  *error = f.path + ": unknown ELF class";
   return false;
+}
+
+/// SHA-256 of the whole file, read in pieces.
+bool hashFile(const ElfFile& f, std::string* hex, std::string* error) {
+  Sha256 sha;
+  std::vector<unsigned char> buf(1 << 20);
+  for (uint64_t off = 0; off < f.size();) {
+    size_t n = static_cast<size_t>(std::min<uint64_t>(buf.size(), f.size() - off));
+    if (!f.read(off, buf.data(), n)) {
+      *error = f.path + ": read failed";
+      return false;
+    }
+    sha.update(buf.data(), n);
+    off += n;
+  }
+  *hex = sha.hexDigest();
+  return true;
+}
+
+int64_t nanoseconds(const struct timespec& t) { return int64_t(t.tv_sec) * 1000000000 + t.tv_nsec; }
+
+FileStamp stampOf(const struct stat& st) {
+  return FileStamp{static_cast<uint64_t>(st.st_dev), static_cast<uint64_t>(st.st_ino),
+                   static_cast<uint64_t>(st.st_size), nanoseconds(st.st_mtim),
+                   nanoseconds(st.st_ctim)};
+}
+
+// The hash cache: one file per (device, inode) holding "hetopt-identity 1\n<size> <mtime ns>
+// <ctime ns> <sha256>\n". A rewritten file changes its ctime (which no user can set back), a
+// replaced one its inode: either misses.
+constexpr const char* kCacheMagic = "hetopt-identity 1\n";
+
+std::string cacheFileOf(const std::string& dir, const FileStamp& s) {
+  return dir + "/" + std::to_string(s.dev) + "-" + std::to_string(s.inode);
+}
+
+bool readCachedHash(const std::string& dir, const FileStamp& s, std::string* hex) {
+  std::string file = cacheFileOf(dir, s);
+  if (!isSafeToRead(file, nullptr)) return false;
+  int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  char buf[256];
+  ssize_t n = ::read(fd, buf, sizeof buf - 1);
+  ::close(fd);
+  if (n <= 0) return false;
+  buf[n] = '\0';
+  size_t magic = strlen(kCacheMagic);
+  if (static_cast<size_t>(n) <= magic || memcmp(buf, kCacheMagic, magic) != 0) return false;
+  unsigned long long size = 0;
+  long long mtime = 0, ctime = 0;
+  char digest[65];
+  int end = 0;
+  if (sscanf(buf + magic, "%llu %lld %lld %64[0-9a-f]\n%n", &size, &mtime, &ctime, digest, &end) != 4 ||
+      end == 0 || strlen(digest) != 64 || buf[magic + end] != '\0')
+    return false;
+  if (size != s.size || mtime != s.mtimeNs || ctime != s.ctimeNs) return false;
+  *hex = digest;
+  return true;
+}
+
+void writeCachedHash(const std::string& dir, const FileStamp& s, const std::string& hex) {
+  // A file changed within the last moments may change again within the same timestamp tick
+  // without its stamp showing it: not remembered until it has been still for a while.
+  struct timespec now;
+  clock_gettime(CLOCK_REALTIME, &now);
+  if (nanoseconds(now) - s.ctimeNs < kHashCacheSettleNs ||
+      nanoseconds(now) - s.mtimeNs < kHashCacheSettleNs)
+    return;
+  std::string error;
+  if (!makePrivateDirs(dir, &error)) return;  // only a cache: the next run hashes again
+  char line[160];
+  snprintf(line, sizeof line, "%llu %lld %lld %s\n", static_cast<unsigned long long>(s.size),
+           static_cast<long long>(s.mtimeNs), static_cast<long long>(s.ctimeNs), hex.c_str());
+  // Written aside and renamed: readers never see half an entry, and the entry is a fresh 0600 file.
+  std::string file = cacheFileOf(dir, s), temp = file + ".tmp" + std::to_string(getpid());
+  if (!writePrivateFile(temp, std::string(kCacheMagic) + line, &error) ||
+      rename(temp.c_str(), file.c_str()) != 0)
+    unlink(temp.c_str());
 }
 
 }  // namespace
@@ -237,30 +330,40 @@ std::string ProgramIdentity::key() const {
   return buildId.empty() ? "sha256:" + contentHash : "build-id:" + buildId;
 }
 
-bool readElfBuildId(const std::string& path, std::string* buildId, std::string* error) {
-  std::vector<unsigned char> bytes;
-  if (!readWholeFile(path, &bytes, error)) return false;
-  return buildIdOfBytes(bytes, path, buildId, error);
+bool fileStamp(const std::string& path, FileStamp* out) {
+  struct stat st;
+  if (stat(path.c_str(), &st) != 0) return false;
+  *out = stampOf(st);
+  return true;
 }
 
-bool programIdentity(const std::string& path, ProgramIdentity* out, std::string* error) {
+bool readElfBuildId(const std::string& path, std::string* buildId, std::string* error) {
+  ElfFile f;
+  return f.open(path, error) && buildIdOfFile(f, buildId, error);
+}
+
+std::string identityCacheDir() { return cacheDirectory() + "/identity"; }
+
+bool programIdentity(const std::string& path, ProgramIdentity* out, std::string* error,
+                     const std::string& hashCacheDir) {
   char resolved[PATH_MAX];
   if (!realpath(path.c_str(), resolved)) {
     *error = path + ": " + strerror(errno);
     return false;
   }
-  std::vector<unsigned char> bytes;
-  if (!readWholeFile(resolved, &bytes, error)) return false;
+  ElfFile f;
+  if (!f.open(resolved, error)) return false;
   *out = ProgramIdentity{};
   out->path = resolved;
+  out->stamp = stampOf(f.st);
   std::string ignored;
-  if (isElf(bytes) && buildIdOfBytes(bytes, out->path, &out->buildId, &ignored) &&
-      !out->buildId.empty())
-    return true;
+  if (isElf(f) && buildIdOfFile(f, &out->buildId, &ignored) && !out->buildId.empty()) return true;
+  out->buildId.clear();
   // No build id (or not ELF, or an ELF we cannot parse): the bytes themselves identify it.
-  Sha256 sha;
-  sha.update(bytes.data(), bytes.size());
-  out->contentHash = sha.hexDigest();
+  if (!hashCacheDir.empty() && readCachedHash(hashCacheDir, out->stamp, &out->contentHash))
+    return true;
+  if (!hashFile(f, &out->contentHash, error)) return false;
+  if (!hashCacheDir.empty()) writeCachedHash(hashCacheDir, out->stamp, out->contentHash);
   return true;
 }
 

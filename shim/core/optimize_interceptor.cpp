@@ -30,6 +30,10 @@ double nowMs() {
 // The plan names the program it was made for; children and wrapper scripts inherit the
 // environment, and only the planned program may use the plan.
 bool planIsForThisProgram(const Plan& plan, std::string* why) {
+  // The very file `hetopt run` identified just before exec: no need to read (or hash) it again.
+  FileStamp stamp;
+  if (plan.hasProgramStamp && fileStamp("/proc/self/exe", &stamp) && stamp == plan.programStamp)
+    return true;
   ProgramIdentity self;
   std::string error;
   if (!programIdentity("/proc/self/exe", &self, &error)) {

@@ -2,10 +2,13 @@
 /** @file Program identity: build ids as the shim sees them, content hashes, bad files. */
 #include "common/program_identity.h"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <string>
 
@@ -100,3 +103,83 @@ TEST(ProgramIdentity, MissingFile) {
 }
 
 }  // namespace
+
+namespace {
+
+std::string readText(const std::string& path) {
+  std::ifstream in(path);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+void writeText(const std::string& path, const std::string& text) {
+  std::ofstream(path, std::ios::trunc) << text;
+}
+
+}  // namespace
+
+TEST(ProgramIdentity, BuildIdOfAHugeFileReadsOnlyItsHeaders) {
+  // This test binary made 16 GiB long (sparse): reading it whole would not fit in memory.
+  char dir[] = "/tmp/hetopt-id-XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  std::string copy = std::string(dir) + "/huge";
+  std::filesystem::copy_file("/proc/self/exe", copy);
+  ASSERT_EQ(truncate(copy.c_str(), off_t{16} << 30), 0);
+  hetopt::ProgramIdentity self, huge;
+  std::string error;
+  ASSERT_TRUE(hetopt::programIdentity("/proc/self/exe", &self, &error)) << error;
+  ASSERT_TRUE(hetopt::programIdentity(copy, &huge, &error)) << error;
+  EXPECT_FALSE(huge.buildId.empty());
+  EXPECT_EQ(huge.key(), self.key());
+  EXPECT_EQ(huge.stamp.size, uint64_t{16} << 30);
+  std::filesystem::remove_all(dir);
+}
+
+TEST(ProgramIdentity, HashCacheServesUnchangedFilesOnly) {
+  char dirTemplate[] = "/tmp/hetopt-idcache-XXXXXX";
+  ASSERT_NE(mkdtemp(dirTemplate), nullptr);
+  const std::string dir = dirTemplate, cache = dir + "/cache", prog = dir + "/prog.sh";
+  writeText(prog, "#!/bin/sh\necho one\n");
+  hetopt::ProgramIdentity id;
+  std::string error;
+  // Just written: not remembered yet (a rewrite within the timestamp tick would not show).
+  ASSERT_TRUE(hetopt::programIdentity(prog, &id, &error, cache)) << error;
+  const std::string realHash = id.contentHash;
+  const std::string entry = cache + "/" + std::to_string(id.stamp.dev) + "-" + std::to_string(id.stamp.inode);
+  EXPECT_FALSE(std::filesystem::exists(entry));
+  usleep(static_cast<useconds_t>(hetopt::kHashCacheSettleNs / 1000 + 100000));
+  ASSERT_TRUE(hetopt::programIdentity(prog, &id, &error, cache)) << error;
+  EXPECT_EQ(id.contentHash, realHash);
+  ASSERT_TRUE(std::filesystem::exists(entry));
+  struct stat st;
+  ASSERT_EQ(stat(entry.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  // The entry is what answers now: a planted hash for the same stamp comes back unhashed.
+  std::string text = readText(entry);
+  const std::string planted(64, 'a');
+  ASSERT_NE(text.find(realHash), std::string::npos) << text;
+  writeText(entry, text.replace(text.find(realHash), 64, planted));
+  ASSERT_TRUE(hetopt::programIdentity(prog, &id, &error, cache)) << error;
+  EXPECT_EQ(id.contentHash, planted);
+  // An entry others could have written is not believed.
+  chmod(entry.c_str(), 0666);
+  ASSERT_TRUE(hetopt::programIdentity(prog, &id, &error, cache)) << error;
+  EXPECT_EQ(id.contentHash, realHash);
+  chmod(entry.c_str(), 0600);
+  // Rewritten in place with the same size (same inode, and mtime set back): the ctime differs.
+  struct stat before;
+  ASSERT_EQ(stat(prog.c_str(), &before), 0);
+  writeText(prog, "#!/bin/sh\necho two\n");
+  struct timespec times[2] = {before.st_atim, before.st_mtim};
+  ASSERT_EQ(utimensat(AT_FDCWD, prog.c_str(), times, 0), 0);
+  ASSERT_TRUE(hetopt::programIdentity(prog, &id, &error, cache)) << error;
+  EXPECT_NE(id.contentHash, planted);
+  EXPECT_NE(id.contentHash, realHash);
+  hetopt::ProgramIdentity uncached;
+  ASSERT_TRUE(hetopt::programIdentity(prog, &uncached, &error)) << error;
+  EXPECT_EQ(id.contentHash, uncached.contentHash);
+  // A damaged entry is a miss, never an error.
+  writeText(entry, "hetopt-identity 1\n12 garbage\n");
+  ASSERT_TRUE(hetopt::programIdentity(prog, &id, &error, cache)) << error;
+  EXPECT_EQ(id.contentHash, uncached.contentHash);
+  std::filesystem::remove_all(dir);
+}

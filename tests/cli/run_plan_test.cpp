@@ -48,9 +48,14 @@ TEST(RunPlan, SitesThatGainBecomeThePlanWithAPoolForTheirPeak) {
   EXPECT_EQ(plan.device, p.device);
   EXPECT_GE(plan.poolBytes, uint64_t{68} << 20);
   EXPECT_EQ(plan.poolBytes % (1 << 20), 0u);
+  EXPECT_FALSE(plan.hasProgramStamp);  // `hetopt run` adds the file's stamp
+  plan.hasProgramStamp = true;
+  plan.programStamp = {2049, 1234567, 883416, 1763900000123456789, -5};
   std::string text = plan.serialize();
   Plan back;
   ASSERT_TRUE(parsePlan(text, &back, &why)) << why;
+  EXPECT_TRUE(back.hasProgramStamp);
+  EXPECT_TRUE(back.programStamp == plan.programStamp);
   EXPECT_NE(back.find(0x11, 12345), nullptr);
   EXPECT_EQ(back.find(0x33, 12345), nullptr);
 }
@@ -133,8 +138,11 @@ TEST(PlanFile, RejectsOtherVersionsAndGarbage) {
   EXPECT_TRUE(parsePlan("hetopt-plan 1\n# comment\npool opencl 1048576\nsite 1f 0 100\n", &plan, &why))
       << why;
   EXPECT_EQ(plan.poolBytes, 1048576u);
+  EXPECT_FALSE(plan.hasProgramStamp);
   EXPECT_NE(plan.find(0x1f, 50), nullptr);
   EXPECT_EQ(plan.find(0x1f, 500), nullptr);
+  EXPECT_FALSE(parsePlan("hetopt-plan 1\nstamp 1 2 x 4 5\npool opencl 1048576\nsite 1f 0 100\n", &plan, &why));
+  EXPECT_NE(why.find("stamp"), std::string::npos) << why;
 }
 
 TEST(PlanFile, CarriesTheSitesProfileAndTheDirectModeAndReadsPlansWithout) {

@@ -5,7 +5,8 @@
 # the expected message, once:
 #   - no locked memory (RLIMIT_MEMLOCK 64 KiB, CAP_IPC_LOCK dropped) under a hybrid/locked pool;
 #   - a pool too small for the sites (fallbacks counted);
-#   - corrupt, truncated, foreign-version, world-writable, missing plan files;
+#   - corrupt, truncated, foreign-version, world-writable, missing plan files; a plan whose file
+#     stamp is another file's; a plan for another program;
 #   - bogus HETOPT_* values; a corrupt or missing DB; a trace path that cannot be created;
 #   - another user's plants: a symbolic link at the plan, trace or DB path (nothing is written
 #     through it), a group/world-writable DB or DB directory.
@@ -105,6 +106,20 @@ check plan_version 'version 99 is not supported \(this hetopt reads 1\)' -- opt 
 check plan_world_writable 'writable by others.*refusing it' -- opt "$work/shared.plan" "$app"
 check plan_missing 'optimization plan .*No such file' -- opt "$work/none.plan" "$app"
 check plan_unset 'without HETOPT_PLAN_FILE' -- shimmed env HETOPT_MODE=optimize "$app"
+
+# ---- the plan's stamp of the program file (`hetopt run` writes it so the shim need not hash) ------
+stamp_of() { command stat -L -c '%d %i %s %.9Y %.9Z' "$1" | sed 's/\.//g'; }
+# Another file's stamp: the shim identifies the program itself, and it is this one.
+sed "/^program /a stamp $(stamp_of "$hetopt")" "$work/good.plan" >"$work/stamp_other.plan"
+chmod 600 "$work/stamp_other.plan"
+check plan_stamp_other_file 'stats: opencl pool' -- opt "$work/stamp_other.plan" HETOPT_STATS=1 "$app"
+# A plan made for another program, with that program's stamp: not for this process.
+# shellcheck disable=SC2086
+write_plan "$work/other.plan" "$hetopt" opencl $((8 << 20)) $keys
+sed -i "/^program /a stamp $(stamp_of "$hetopt")" "$work/other.plan"
+chmod 600 "$work/other.plan"
+check plan_for_another_program 'not optimizing this process: the plan is for .*hetopt' -- \
+  opt "$work/other.plan" HETOPT_DEBUG=1 "$app"
 
 # ---- bogus HETOPT_* values: one warning each, the default used -------------------------------
 check mode_bogus 'ignoring HETOPT_MODE=bogus' -- shimmed env HETOPT_MODE=bogus "$app"
