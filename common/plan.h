@@ -11,8 +11,15 @@
  *   pool <policy> <bytes>                  pinned pool: backing policy and capacity
  *   site <key-hex> <min-bytes> <max-bytes> candidate allocation site (common/site_key.h) and the
  *                                          sizes the curves say gain there
+ *   register static <module-key-hex> <offset> <bytes>
+ *                                          static data to register in place: the range at
+ *                                          <offset> from the load bias of the module whose
+ *                                          moduleIdentity() is <module-key>
+ *   register mmap <min-bytes> <max-bytes>  anonymous private mappings of that many bytes to
+ *                                          register in place (on their first transfer)
  *
- * Lines starting with '#' are comments. Readers reject other versions, naming both.
+ * Lines starting with '#' are comments. Readers reject other versions, naming both. A plan with
+ * registrations only has no sites and `pool none 0`.
  */
 #pragma once
 #include <cstddef>
@@ -30,6 +37,13 @@ struct PlanSite {
   uint64_t maxBytes = UINT64_MAX;
 };
 
+/// Static data to register in place (module identity + offset: ASLR-independent).
+struct PlanStaticRange {
+  uint64_t moduleKey = 0;  ///< moduleIdentity() of the module (common/site_key.h)
+  uint64_t offset = 0;     ///< start of the range minus the module's load bias
+  uint64_t bytes = 0;
+};
+
 struct Plan {
   std::string programPath;
   std::string programKey;  ///< "build-id:<hex>" or "sha256:<hex>"
@@ -37,6 +51,12 @@ struct Plan {
   std::string poolPolicy = "opencl";
   uint64_t poolBytes = 0;
   std::vector<PlanSite> sites;  ///< sorted by key after parsing
+  std::vector<PlanStaticRange> staticRanges;
+  uint64_t mmapMinBytes = 0;  ///< anonymous mappings of [min, max] bytes are registered...
+  uint64_t mmapMaxBytes = 0;  ///< ... none when 0
+
+  bool registersMappings() const { return mmapMaxBytes != 0; }
+  bool hasRegistrations() const { return !staticRanges.empty() || registersMappings(); }
 
   /// The entry for `key` whose size range holds `size`, or null.
   const PlanSite* find(uint64_t key, uint64_t size) const;

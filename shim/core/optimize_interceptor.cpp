@@ -67,12 +67,13 @@ OptimizeInterceptor* OptimizeInterceptor::create() {
     debug("not optimizing this process: %s", error.c_str());
     return nullptr;
   }
-  if (plan.sites.empty() || plan.poolBytes == 0) {
+  if ((plan.sites.empty() || plan.poolBytes == 0) && !plan.hasRegistrations()) {
     debug("the plan has no candidate sites; running unoptimized");
     return nullptr;
   }
   PolicyKind kind;
-  if (!policyFromName(plan.poolPolicy.c_str(), &kind) || kind == PolicyKind::Register) {
+  if (!plan.sites.empty() &&
+      (!policyFromName(plan.poolPolicy.c_str(), &kind) || kind == PolicyKind::Register)) {
     warn("plan names pool policy '%s', which cannot back a pool; running unoptimized",
          plan.poolPolicy.c_str());
     return nullptr;
@@ -83,6 +84,7 @@ OptimizeInterceptor* OptimizeInterceptor::create() {
     warn("ignoring invalid HETOPT_POOL_WAIT_MS (0-600000); using %s",
          optionInfo(Option::POOL_WAIT_MS).defaultValue);
   auto* self = new OptimizeInterceptor(std::move(plan));
+  if (self->m_plan.hasRegistrations()) self->m_registry = new InplaceRegistry(self->m_plan);
   // Prepared off the critical path; the thread ends when the pool is ready (or failed).
   std::thread([self] { self->preparePool(); }).detach();
   return self;
@@ -140,6 +142,8 @@ void OptimizeInterceptor::preparePool() {
   if (err != CL_SUCCESS) return failPool("clCreateContext failed");
   env.queue = createQueue(env.context, dev.device, nullptr, &err);
   if (err != CL_SUCCESS) return failPool("clCreateCommandQueueWithProperties failed");
+  if (m_registry) m_registry->contextReady(env);  // cheap: ~5 ms per 64 MiB (design notes)
+  if (m_plan.sites.empty()) return;               // registrations only: no pool
 
   PolicyKind kind = PolicyKind::OpenCL;
   policyFromName(m_plan.poolPolicy.c_str(), &kind);
@@ -222,6 +226,8 @@ void OptimizeInterceptor::callBegin(CallRecord& call) {
     if (m_pool.owns(host)) {
       (h2d ? m_pinnedH2d : m_pinnedD2h).fetch_add(1, std::memory_order_relaxed);
       (h2d ? m_pinnedH2dBytes : m_pinnedD2hBytes).fetch_add(bytes, std::memory_order_relaxed);
+    } else if (m_registry && m_registry->transfer(host, bytes, h2d)) {
+      // registered in place (counted by the registry)
     } else {
       (h2d ? m_otherH2d : m_otherD2h).fetch_add(1, std::memory_order_relaxed);
     }
@@ -243,7 +249,16 @@ void OptimizeInterceptor::callEnd(CallRecord& call) {
   }
 }
 
+void OptimizeInterceptor::mapped(void* addr, size_t len, int flags, uintptr_t caller) {
+  if (!m_registry) return;
+  // The driver's own mappings (its staging memory) are not the program's: never registered.
+  const Module* m = ModuleMap::instance().find(caller);
+  if (m && m->driver) return;
+  m_registry->mapped(addr, len, flags);
+}
+
 void OptimizeInterceptor::forkChild() {
+  if (m_registry) m_registry->forkChild();
   // The child has the pool's pages but not the shim's OpenCL context: it keeps using what it
   // inherited and serves nothing new.
   m_state.store(static_cast<int>(PoolState::Failed), std::memory_order_release);
@@ -253,7 +268,8 @@ void OptimizeInterceptor::forkChild() {
 void OptimizeInterceptor::processExit() {
   if (!optionFlag(Option::STATS)) return;
   int st = m_state.load(std::memory_order_acquire);
-  std::string pool = st == static_cast<int>(PoolState::Ready)
+  std::string pool = m_plan.sites.empty() ? std::string("no pool (registrations only)")
+                     : st == static_cast<int>(PoolState::Ready)
                          ? m_plan.poolPolicy + " pool of " + mib(m_plan.poolBytes) + ", ready after " +
                                std::to_string(static_cast<int>(m_readyAfterMs)) + " ms"
                      : st == static_cast<int>(PoolState::Failed)
@@ -269,6 +285,7 @@ void OptimizeInterceptor::processExit() {
        n(m_movedOut).c_str(), n(m_pinnedH2d).c_str(), mib(m_pinnedH2dBytes).c_str(),
        n(m_pinnedD2h).c_str(), mib(m_pinnedD2hBytes).c_str(), n(m_otherH2d).c_str(),
        n(m_otherD2h).c_str());
+  if (m_registry) warn("stats: %s", m_registry->stats().c_str());
 }
 
 }  // namespace hetopt::shim

@@ -11,6 +11,9 @@
  * Everything else goes to the system allocator untouched. Nothing here is ever fatal: no plan, a
  * plan for another program, no device, a policy that fails, a full pool: the program runs with
  * ordinary memory, and HETOPT_STATS=1 says what happened.
+ *
+ * Memory malloc never made (static arrays, anonymous mappings) that the plan names is registered
+ * in place by an InplaceRegistry on the same thread and context; a plan may hold only those.
  */
 #pragma once
 #include <atomic>
@@ -23,6 +26,7 @@
 #include "common/plan.h"
 #include "policies/policy.h"
 #include "policies/pool.h"
+#include "shim/core/inplace_registry.h"
 #include "shim/core/interceptor.h"
 
 namespace hetopt::shim {
@@ -33,7 +37,7 @@ class OptimizeInterceptor final : public Interceptor {
   /// plan was not made for) when there is nothing to optimize. Starts the pool preparation.
   static OptimizeInterceptor* create();
 
-  bool servesMemory() const override { return true; }
+  bool servesMemory() const override { return !m_plan.sites.empty(); }
   void* serve(AllocFn fn, size_t size, size_t alignment, const CallSite& site) override;
   bool owns(const void* ptr) const override { return m_pool.owns(ptr); }
   void release(void* ptr) override;
@@ -41,6 +45,12 @@ class OptimizeInterceptor final : public Interceptor {
   void* resize(void* ptr, size_t size) override;
   void callBegin(CallRecord& call) override;
   void callEnd(CallRecord& call) override;
+  // In-place registration of the plan's static ranges and mappings (inplace_registry.h).
+  bool watchesMappings() const override { return m_registry != nullptr; }
+  void mapped(void* addr, size_t len, int flags, uintptr_t caller) override;
+  bool unmapping(void* addr, size_t len, bool discard) override {
+    return m_registry && m_registry->unmapping(addr, len, discard);
+  }
   void forkChild() override;
   void processExit() override;
 
@@ -54,6 +64,7 @@ class OptimizeInterceptor final : public Interceptor {
   void markEnumerated();
 
   Plan m_plan;
+  InplaceRegistry* m_registry = nullptr;  ///< null without registrations; never freed (hooks)
   policies::PinnedPool m_pool;
   Allocation m_region;  ///< the pinned memory behind the pool; kept until the process ends
   std::atomic<int> m_state{static_cast<int>(PoolState::Preparing)};
