@@ -70,6 +70,12 @@ bool parsePlan(const std::string& text, Plan* plan, std::string* error) {
     *error = "plan line " + std::to_string(lineNo) + ": " + why;
     return false;
   };
+  // A plan cut short (disk full, a killed writer) inside a line: said as such, whatever the cut
+  // line would otherwise look like. The writer ends every line with a newline.
+  if (!text.empty() && text.back() != '\n') {
+    lineNo = static_cast<int>(std::count(text.begin(), text.end(), '\n')) + 1;
+    return fail("truncated plan (its last line is incomplete)");
+  }
   while (std::getline(in, line)) {
     ++lineNo;
     if (line.empty() || line[0] == '#') continue;
@@ -131,10 +137,8 @@ bool parsePlan(const std::string& text, Plan* plan, std::string* error) {
     lineNo = 0;
     return fail("empty plan");
   }
-  // A plan cut short (disk full, a killed writer) must not pass for a smaller one: the writer
-  // ends every line with a newline and always writes a pool line and at least one site (with a
-  // pool) or registration.
-  if (text.back() != '\n') return fail("truncated plan (its last line is incomplete)");
+  // Nor must one cut at a line end pass for a smaller plan: the writer always writes a pool line
+  // and at least one site (with a pool) or registration.
   if (!sawPool || (plan->sites.empty() && !plan->hasRegistrations()))
     return fail("incomplete plan (truncated?): no pool, no site and no registration");
   if (plan->sites.empty() != (plan->poolBytes == 0))

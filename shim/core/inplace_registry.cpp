@@ -107,9 +107,7 @@ void InplaceRegistry::registerRange(size_t i, std::unique_lock<std::mutex>& lock
 }
 
 void InplaceRegistry::mapped(void* addr, size_t len, int flags) {
-  if (!m_plan.registersMappings() || m_disabled.load(std::memory_order_acquire)) return;
-  if ((flags & (MAP_ANONYMOUS | MAP_PRIVATE | MAP_SHARED)) != (MAP_ANONYMOUS | MAP_PRIVATE)) return;
-  if (len < m_plan.mmapMinBytes || len > m_plan.mmapMaxBytes) return;
+  if (!wants(len, flags) || m_disabled.load(std::memory_order_acquire)) return;
   m_mappingsSeen.fetch_add(1, std::memory_order_relaxed);
   const uintptr_t page = os::pageSize();
   uintptr_t lo = reinterpret_cast<uintptr_t>(addr);

@@ -22,6 +22,8 @@
  * releases it.
  */
 #pragma once
+#include <sys/mman.h>
+
 #include <atomic>
 #include <condition_variable>
 #include <cstddef>
@@ -45,8 +47,15 @@ class InplaceRegistry {
   /// mappings known so far. Called once, on the pool thread; `env` is copied.
   void contextReady(const PolicyEnv& env);
 
-  /// An application mmap succeeded: anonymous private mappings whose size is in the plan's range
-  /// are tracked (registered on their first transfer).
+  /// Whether a mapping of `len` bytes with mmap `flags` is one the plan names: anonymous, private,
+  /// its size in the plan's range.
+  bool wants(size_t len, int flags) const {
+    return m_plan.registersMappings() &&
+           (flags & (MAP_ANONYMOUS | MAP_PRIVATE | MAP_SHARED)) == (MAP_ANONYMOUS | MAP_PRIVATE) &&
+           len >= m_plan.mmapMinBytes && len <= m_plan.mmapMaxBytes;
+  }
+  /// An application mmap succeeded: mappings wants() are tracked (registered on their first
+  /// transfer, or when the context comes).
   void mapped(void* addr, size_t len, int flags);
   /// Before [addr, addr+len) is unmapped, remapped or replaced (`discard` false: the range is
   /// forgotten) or its contents discarded by madvise (`discard` true: it stays tracked and is

@@ -100,13 +100,14 @@ void OptimizeInterceptor::markEnumerated() {
 
 void OptimizeInterceptor::failPool(const char* why) {
   snprintf(m_failure, sizeof m_failure, "%s", why);
+  // Said before the waiting allocations go on: the program may otherwise exit before this line.
+  warn("pinned pool unavailable (%s); candidate allocations use ordinary memory", why);
   {
     std::lock_guard<std::mutex> lock(m_stateMutex);
     m_state.store(static_cast<int>(PoolState::Failed), std::memory_order_release);
     m_enumerated.store(true, std::memory_order_release);
   }
   m_stateChanged.notify_all();
-  warn("pinned pool unavailable (%s); candidate allocations use ordinary memory", why);
 }
 
 void OptimizeInterceptor::preparePool() {
@@ -250,7 +251,7 @@ void OptimizeInterceptor::callEnd(CallRecord& call) {
 }
 
 void OptimizeInterceptor::mapped(void* addr, size_t len, int flags, uintptr_t caller) {
-  if (!m_registry) return;
+  if (!m_registry || !m_registry->wants(len, flags)) return;
   // The driver's own mappings (its staging memory) are not the program's: never registered.
   const Module* m = ModuleMap::instance().find(caller);
   if (m && m->driver) return;

@@ -241,7 +241,9 @@ TEST(PlanFile, RegisterLines) {
     EXPECT_FALSE(parsePlan(head + bad, &plan, &why)) << bad;
     EXPECT_NE(why.find("plan line"), std::string::npos) << why;
   }
-  // Truncated: a cut last line, or every registration gone (no site either).
+  // Truncated: a cut last line (whatever line it is), or every registration gone (no site either).
+  EXPECT_FALSE(parsePlan("hetopt-plan 1\nprogram /bin/x ", &plan, &why));
+  EXPECT_NE(why.find("truncated"), std::string::npos) << why;
   EXPECT_FALSE(parsePlan(head + "register static 1f 0 10", &plan, &why));
   EXPECT_NE(why.find("truncated"), std::string::npos) << why;
   EXPECT_FALSE(parsePlan(head, &plan, &why));
