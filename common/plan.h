@@ -2,8 +2,8 @@
 /**
  * @file The optimization plan: what `hetopt run` tells the shim (through HETOPT_PLAN_FILE) about
  * one program on one device. Written by the CLI from the application profile and the machine's
- * characterization; read by the shim at start-up. A small versioned text format (trace/FORMAT.md
- * documents it beside the trace format):
+ * characterization; read by the shim at start-up. A small versioned text format (trace/FORMAT.md,
+ * "The optimization plan", documents it beside the trace format):
  *
  *   hetopt-plan 1
  *   program <path> <identity key>          the program it was made for (ProgramIdentity::key())
