@@ -5,6 +5,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 
@@ -87,7 +88,12 @@ void InplaceRegistry::registerRange(size_t i, std::unique_lock<std::mutex>& lock
   size_t bytes = r.end - r.start;
   lock.unlock();
   Allocation a;
+  const auto begin = std::chrono::steady_clock::now();
   PolicyStatus st = adoptHostMemory(m_env, ptr, bytes, &a);
+  const uint64_t ns = static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - begin)
+          .count());
+  m_registerNs.fetch_add(ns, std::memory_order_relaxed);
   lock.lock();
   // An unmap that came meanwhile waits for this (see unmapping()) and releases the buffer.
   if (st) {
@@ -95,8 +101,8 @@ void InplaceRegistry::registerRange(size_t i, std::unique_lock<std::mutex>& lock
     r.state = State::Registered;
     (r.isStatic ? m_staticRegistered : m_mmapRegistered).fetch_add(1, std::memory_order_relaxed);
     m_registeredBytes.fetch_add(bytes, std::memory_order_relaxed);
-    debug("registered %s in place: %p + %zu bytes", r.isStatic ? "static data" : "a mapping", ptr,
-          bytes);
+    debug("registered %s in place: %p + %zu bytes in %.1f ms", r.isStatic ? "static data" : "a mapping",
+          ptr, bytes, static_cast<double>(ns) / 1e6);
   } else {
     r.state = State::Failed;  // not tried again: pageable, as without hetopt
     m_failures.fetch_add(1, std::memory_order_relaxed);
@@ -181,8 +187,8 @@ bool InplaceRegistry::transfer(const void* host, uint64_t bytes, bool h2d) {
 std::string InplaceRegistry::stats() const {
   auto n = [](const std::atomic<uint64_t>& v) { return std::to_string(v.load()); };
   std::string s = "registered in place: " + n(m_staticRegistered) + " static ranges, " +
-                  n(m_mmapRegistered) + " mappings (" + mib(m_registeredBytes.load()) +
-                  "); registration fallbacks: " + n(m_failures) + " refused, " + n(m_notFound) +
+                  n(m_mmapRegistered) + " mappings (" + mib(m_registeredBytes.load()) + " in " +
+                  std::to_string(m_registerNs.load() / 1000000) + " ms); registration fallbacks: " + n(m_failures) + " refused, " + n(m_notFound) +
                   " static ranges not found, " + n(m_tableFull) + " table full; " +
                   n(m_unpinned) + " unpinned before unmap; " + n(m_mappingsSeen) +
                   " mappings tracked; transfers from registered memory: " + n(m_h2d) + " h2d (" +

@@ -100,7 +100,7 @@ class InplaceRegistry {
 
   std::atomic<uint64_t> m_staticRegistered{0}, m_mmapRegistered{0}, m_registeredBytes{0};
   std::atomic<uint64_t> m_failures{0}, m_notFound{0}, m_tableFull{0}, m_unpinned{0};
-  std::atomic<uint64_t> m_mappingsSeen{0};
+  std::atomic<uint64_t> m_mappingsSeen{0}, m_registerNs{0};
   std::atomic<uint64_t> m_h2d{0}, m_h2dBytes{0}, m_d2h{0}, m_d2hBytes{0};
   char m_lastFailure[240] = {};
 };

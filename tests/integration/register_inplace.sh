@@ -41,8 +41,9 @@ grep -q '^register mmap 262144 ' "$work"/cache/hetopt/plans/*.plan ||
   fail "static_mmap: the plan registers no mapping"
 expect a "static ranges registered" 'place: \([0-9][0-9]*\) static ranges,' -eq 1
 expect a "mappings registered" ' \([0-9][0-9]*\) mappings (' -eq 1
-expect a "h2d transfers from registered memory" 'registered memory: \([0-9][0-9]*\) h2d' -eq $((2 * iters))
-expect a "d2h transfers from registered memory" ' h2d ([0-9.]* MiB), \([0-9][0-9]*\) d2h' -eq $iters
+# A transfer before the shim's context exists (a loaded machine) runs pageable: one per range.
+expect a "h2d transfers from registered memory" 'registered memory: \([0-9][0-9]*\) h2d' -ge $((2 * iters - 2))
+expect a "d2h transfers from registered memory" ' h2d ([0-9.]* MiB), \([0-9][0-9]*\) d2h' -ge $((iters - 1))
 expect a "unpinned before unmap" '; \([0-9][0-9]*\) unpinned before unmap' -eq 1
 grep 'stats: registered' "$work/a.err"
 
@@ -55,12 +56,17 @@ env LD_PRELOAD="$shim" OPENCL_LAYERS="$shim" HETOPT_MODE=optimize HETOPT_PLAN_FI
 cmp -s "$work/remap_native.out" "$work/b.out" ||
   { fail "remap_app: stdout differs from native"; diff "$work/remap_native.out" "$work/b.out"; }
 # Steps 1-5 register (mremap, madvise and MAP_FIXED each unpin first and register anew); step 6
-# is refused and stays pageable.
-expect b "mappings registered" ' \([0-9][0-9]*\) mappings (' -eq 5
+# is refused and stays pageable. Step 1 may come before the shim's context exists (a loaded
+# machine): then it runs pageable and only steps 2-5 count.
+expect b "mappings registered" ' \([0-9][0-9]*\) mappings (' -ge 4
+expect b "mappings registered" ' \([0-9][0-9]*\) mappings (' -le 5
 expect b "refused registrations" 'fallbacks: \([0-9][0-9]*\) refused' -eq 1
-expect b "unpinned before unmap" '; \([0-9][0-9]*\) unpinned before unmap' -ge 5
-expect b "h2d transfers from registered memory" 'registered memory: \([0-9][0-9]*\) h2d' -eq 5
-expect b "d2h transfers from registered memory" ' h2d ([0-9.]* MiB), \([0-9][0-9]*\) d2h' -eq 5
+expect b "unpinned before unmap" '; \([0-9][0-9]*\) unpinned before unmap' -ge 4
+expect b "h2d transfers from registered memory" 'registered memory: \([0-9][0-9]*\) h2d' -ge 4
+expect b "d2h transfers from registered memory" ' h2d ([0-9.]* MiB), \([0-9][0-9]*\) d2h' -ge 4
+# Every registration of a mapping that went away was released first.
+[[ $(stat b ' \([0-9][0-9]*\) mappings (') == $(stat b '; \([0-9][0-9]*\) unpinned before unmap') ]] ||
+  fail "b: not every registration was released before its mapping went away"
 grep 'stats: registered' "$work/b.err"
 
 if [[ $failed -ne 0 ]]; then
