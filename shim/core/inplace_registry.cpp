@@ -12,9 +12,14 @@
 #include "common/log.h"
 #include "policies/os_memory.h"
 #include "shim/core/callsite.h"
+#include "shim/core/state.h"
 
 namespace hetopt::shim {
 namespace {
+
+// Set while this thread is inside the OpenCL call that registers a range: a driver that unmapped
+// or discarded memory from inside it must not wait for that very registration.
+HETOPT_TLS bool t_registering = false;
 
 std::string mib(uint64_t bytes) {
   char buf[32];
@@ -89,7 +94,9 @@ void InplaceRegistry::registerRange(size_t i, std::unique_lock<std::mutex>& lock
   lock.unlock();
   Allocation a;
   const auto begin = std::chrono::steady_clock::now();
+  t_registering = true;
   PolicyStatus st = adoptHostMemory(m_env, ptr, bytes, &a);
+  t_registering = false;
   const uint64_t ns = static_cast<uint64_t>(
       std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - begin)
           .count());
@@ -137,6 +144,7 @@ bool InplaceRegistry::unmapping(void* addr, size_t len, bool discard) {
       Range& r = m_ranges[i];
       if (r.state == State::Free || r.end <= lo || r.start >= hi) continue;
       // Being registered by another thread: the buffer must exist before it can be released.
+      if (r.state == State::Registering && t_registering) continue;  // by this one: the driver's
       m_registered.wait(lock, [&r] { return r.state != State::Registering; });
       if (r.state == State::Free || r.end <= lo || r.start >= hi) continue;  // gone meanwhile
       if (r.state == State::Registered) {
