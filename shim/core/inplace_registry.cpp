@@ -5,6 +5,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -71,7 +72,16 @@ void InplaceRegistry::findStaticRanges() {
     // Whole pages: the driver pins pages anyway, and the test below is a plain range check.
     uintptr_t lo = start & ~(page - 1), hi = (start + s.bytes + page - 1) & ~(page - 1);
     std::lock_guard<std::mutex> lock(m_mutex);
-    addRange(lo, hi, true);
+    // Ranges sharing a page become one: a driver may refuse to register a page twice (CUDA does).
+    bool merged = false;
+    for (Range& r : m_ranges) {
+      if (r.state != State::Known || !r.isStatic || r.end < lo || r.start > hi) continue;
+      r.start = std::min(r.start, lo);
+      r.end = std::max(r.end, hi);
+      merged = true;
+      break;
+    }
+    if (!merged) addRange(lo, hi, true);
   }
 }
 
@@ -169,6 +179,33 @@ bool InplaceRegistry::unmapping(void* addr, size_t len, bool discard) {
   return mapping;
 }
 
+void InplaceRegistry::yieldTo(const void* host, size_t bytes) {
+  if (m_inUse.load(std::memory_order_acquire) == 0 || m_disabled.load(std::memory_order_acquire))
+    return;
+  const uintptr_t lo = reinterpret_cast<uintptr_t>(host), hi = lo + (bytes ? bytes : 1);
+  Allocation toRelease[kMaxRanges];
+  size_t releases = 0;
+  {
+    std::unique_lock<std::mutex> lock(m_mutex);
+    for (size_t i = 0; i < kMaxRanges; ++i) {
+      Range& r = m_ranges[i];
+      if (r.state == State::Free || r.end <= lo || r.start >= hi) continue;
+      m_registered.wait(lock, [&r] { return r.state != State::Registering; });
+      if (r.state == State::Free || r.end <= lo || r.start >= hi) continue;
+      if (r.state == State::Registered) {
+        toRelease[releases++] = r.registration;
+        r.registration = Allocation{};
+      }
+      r.state = State::Failed;  // tracked (its unmap must still find it), never registered again
+      m_yielded.fetch_add(1, std::memory_order_relaxed);
+    }
+  }
+  for (size_t i = 0; i < releases; ++i) {
+    PolicyStatus st = m_register->release(&toRelease[i]);
+    if (!st) debug("releasing a registration failed: %s", st.reason);
+  }
+}
+
 bool InplaceRegistry::transfer(const void* host, uint64_t bytes, bool h2d) {
   if (m_inUse.load(std::memory_order_acquire) == 0 || m_disabled.load(std::memory_order_acquire))
     return false;
@@ -198,7 +235,8 @@ std::string InplaceRegistry::stats() const {
                   n(m_mmapRegistered) + " mappings (" + mib(m_registeredBytes.load()) + " in " +
                   std::to_string(m_registerNs.load() / 1000000) + " ms); registration fallbacks: " + n(m_failures) + " refused, " + n(m_notFound) +
                   " static ranges not found, " + n(m_tableFull) + " table full; " +
-                  n(m_unpinned) + " unpinned before unmap; " + n(m_mappingsSeen) +
+                  n(m_unpinned) + " unpinned before unmap, " + n(m_yielded) +
+                  " left to the program's own host-pointer buffers; " + n(m_mappingsSeen) +
                   " mappings tracked; transfers from registered memory: " + n(m_h2d) + " h2d (" +
                   mib(m_h2dBytes.load()) + "), " + n(m_d2h) + " d2h (" + mib(m_d2hBytes.load()) +
                   ")";

@@ -66,6 +66,10 @@ class InplaceRegistry {
   /// transfer; true (and counted) when it lies in registered memory.
   bool transfer(const void* host, uint64_t bytes, bool h2d);
 
+  /// The program creates its own CL_MEM_USE_HOST_PTR buffer over [host, host+bytes): the driver
+  /// may refuse a second registration of the same pages (CUDA does), so ours over it is released
+  /// first and not made again (the program's own buffer pins it anyway).
+  void yieldTo(const void* host, size_t bytes);
   /// In the child after fork(): the shim's context is the parent's; track and release nothing.
   void forkChild() { m_disabled.store(true, std::memory_order_release); }
   /// One line for HETOPT_STATS.
@@ -100,7 +104,7 @@ class InplaceRegistry {
 
   std::atomic<uint64_t> m_staticRegistered{0}, m_mmapRegistered{0}, m_registeredBytes{0};
   std::atomic<uint64_t> m_failures{0}, m_notFound{0}, m_tableFull{0}, m_unpinned{0};
-  std::atomic<uint64_t> m_mappingsSeen{0}, m_registerNs{0};
+  std::atomic<uint64_t> m_mappingsSeen{0}, m_registerNs{0}, m_yielded{0};
   std::atomic<uint64_t> m_h2d{0}, m_h2dBytes{0}, m_d2h{0}, m_d2hBytes{0};
   char m_lastFailure[240] = {};
 };

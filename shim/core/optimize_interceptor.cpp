@@ -211,6 +211,7 @@ void OptimizeInterceptor::callBegin(CallRecord& call) {
   }
   // Which transfers now use pinned memory: the host pointer of every host_read/host_write argument.
   const api::ApiInfo& info = api::apiInfo(call.id);
+  if (m_registry && info.kind == api::ApiKind::CreateMem) yieldToHostPointerBuffer(call, info);
   if (info.kind != api::ApiKind::H2d && info.kind != api::ApiKind::D2h) return;
   for (unsigned i = 0; i < info.numArgs && i < call.numArgs; ++i) {
     api::ArgRole role = info.args[i].role;
@@ -247,6 +248,16 @@ void OptimizeInterceptor::callEnd(CallRecord& call) {
     debug("%s failed (%d) but returned a context; the program gets NULL",
           api::apiInfo(call.id).name, *err);
     call.result = 0;
+  }
+}
+
+void OptimizeInterceptor::yieldToHostPointerBuffer(const CallRecord& call, const api::ApiInfo& info) {
+  for (unsigned i = 0; i < info.numArgs && i < call.numArgs; ++i) {
+    if (info.args[i].role != api::ArgRole::HostInit || info.args[i].numRefs < 2) continue;
+    const uint64_t flags = call.args[info.args[i].refs[0]];
+    if (call.args[i] && (flags & CL_MEM_USE_HOST_PTR))
+      m_registry->yieldTo(reinterpret_cast<const void*>(static_cast<uintptr_t>(call.args[i])),
+                          call.args[info.args[i].refs[1]]);
   }
 }
 

@@ -62,6 +62,8 @@ class OptimizeInterceptor final : public Interceptor {
   bool waitForPool();
   void failPool(const char* why);
   void markEnumerated();
+  /// clCreateBuffer*(CL_MEM_USE_HOST_PTR) of the program over memory registered in place.
+  void yieldToHostPointerBuffer(const CallRecord& call, const api::ApiInfo& info);
 
   Plan m_plan;
   InplaceRegistry* m_registry = nullptr;  ///< null without registrations; never freed (hooks)

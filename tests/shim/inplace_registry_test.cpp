@@ -103,6 +103,8 @@ TEST_F(Registry, StaticRangeOfThisProgramIsRegisteredWhenTheContextExists) {
   Plan plan;
   // The middle of the array: registered as whole pages around it.
   plan.staticRanges.push_back({m->identity, reinterpret_cast<uintptr_t>(g_static + 5000) - m->bias, 100});
+  // Sharing its page: merged into the same registration.
+  plan.staticRanges.push_back({m->identity, reinterpret_cast<uintptr_t>(g_static + 6000) - m->bias, 100});
   plan.staticRanges.push_back({m->identity ^ 1, 0, 100});     // another module: not here
   plan.staticRanges.push_back({m->identity, UINT64_MAX / 2, 100});  // outside the image
   InplaceRegistry r(plan);
@@ -200,6 +202,31 @@ TEST_F(Registry, RefusedRegistrationIsCountedAndNotRetried) {
   EXPECT_NE(s.find("last refusal"), std::string::npos) << s;
   unmap(r, a, 1 << 20);
   EXPECT_EQ(g_released.load(), 0);
+}
+
+// The program registers the memory itself (its own USE_HOST_PTR buffer): ours goes first, for
+// good, so that a driver refusing a second registration of the same pages never fails the program.
+TEST_F(Registry, ProgramsOwnHostPointerBufferTakesOver) {
+  InplaceRegistry r(mappingPlan(1 << 20, 4 << 20));
+  r.contextReady(fakeEnv());
+  void* a = map(2 << 20);
+  r.mapped(a, 2 << 20, kFlags);
+  EXPECT_TRUE(r.transfer(a, 1, true));
+  r.yieldTo(static_cast<char*>(a) + 4096, 8192);
+  EXPECT_EQ(g_released.load(), 1);
+  EXPECT_FALSE(r.transfer(a, 1, true));  // not registered again
+  EXPECT_EQ(g_created.load(), 1);
+  std::string s = r.stats();
+  EXPECT_NE(s.find("1 left to the program's own"), std::string::npos) << s;
+  unmap(r, a, 2 << 20);
+  EXPECT_EQ(g_released.load(), 1);
+  // A mapping never registered yet is not registered later either.
+  void* b = map(2 << 20);
+  r.mapped(b, 2 << 20, kFlags);
+  r.yieldTo(b, 2 << 20);
+  EXPECT_FALSE(r.transfer(b, 1, true));
+  EXPECT_EQ(g_created.load(), 1);
+  unmap(r, b, 2 << 20);
 }
 
 TEST_F(Registry, ForkedChildReleasesNothing) {
