@@ -157,15 +157,19 @@ class Analyzer {
       (isDispatch(kind) ? m_hostCallNs : m_setupHostNs) += static_cast<double>(n.host.total);
       m_deviceMissing += n.device.missing;
       m_deviceTimed += n.device.exec.count;
+      m_deviceUnsampled += n.device.unsampled;
+      // Sampled traces: the mean of a leaf's timed commands stands for its untimed ones.
+      const double deviceNs = n.device.execNs();
+      if (!n.device.exec.count) m_deviceMissing += n.device.unsampled;  // nothing to extrapolate
       if (api::isCommunicationKind(kind)) {
-        m_commDeviceNs += static_cast<double>(n.device.exec.total);
+        m_commDeviceNs += deviceNs;
         m_commHostNs += static_cast<double>(n.host.total);
       }
       if (kind == api::ApiKind::Launch) {
-        m_kernelDeviceNs += static_cast<double>(n.device.exec.total);
+        m_kernelDeviceNs += deviceNs;
         m_kernelHostNs += static_cast<double>(n.host.total);
         m_kernels += n.host.count;
-        m_launchNs += static_cast<double>(n.device.submitToStart);
+        m_launchNs += n.device.submitToStartNs();
       }
       if (kind == api::ApiKind::Sync) m_syncHostNs += static_cast<double>(n.host.total);
 
@@ -187,7 +191,7 @@ class Analyzer {
       if (moved.empty() && api::isCommunicationKind(kind)) {
         // No application host range (a map of a device buffer, SVM-to-SVM, migrations): the
         // overhead terms still get the time, by what the call does.
-        const double ns = static_cast<double>(n.device.exec.total);
+        const double ns = deviceNs;
         switch (kind) {
           case api::ApiKind::H2d:
           case api::ApiKind::Unmap: m_h2dNs += ns; break;
@@ -199,7 +203,7 @@ class Analyzer {
       for (const Moved& m : moved) {
         double share = movedBytes ? static_cast<double>(m.ref->bytes) / movedBytes
                                   : 1.0 / static_cast<double>(moved.size());
-        double ns = share * static_cast<double>(n.device.exec.total);
+        double ns = share * deviceNs;
         (m.dir == Dir::H2D ? m_h2dNs : m_d2hNs) += ns;
         uint64_t count = std::max<uint64_t>(n.host.count, 1);
         uint64_t size = m.ref->bytes / count;
@@ -502,6 +506,8 @@ class Analyzer {
   void eligibilityAndBreakdown() {
     Breakdown& b = m_out->breakdown;
     b.hasDeviceTimes = m_deviceTimed > 0;
+    b.deviceTimed = m_deviceTimed;
+    b.deviceUnsampled = m_deviceUnsampled;
     b.totalNs = static_cast<double>(m_t.durationNs);
     b.kernels = m_kernels;
     b.h2dNs = m_h2dNs;
@@ -519,6 +525,8 @@ class Analyzer {
         m_out->warnings.push_back(std::to_string(m_deviceMissing) +
                                   " commands had no profiling information; their device time is "
                                   "missing from the totals");
+      if (m_deviceUnsampled)
+        basis = " (device times sampled: timed commands' means extrapolated to the untimed)";
     } else {
       // Host time of the same calls: blocking transfers wait for the copy; kernel time hides in
       // the calls that wait for it (clFinish, clWaitForEvents, blocking reads).
@@ -579,7 +587,7 @@ class Analyzer {
   uint64_t m_steps = 0;
   bool m_budgetExceeded = false;
   uint64_t m_trackedAllocations = 0;
-  uint64_t m_kernels = 0, m_deviceMissing = 0, m_deviceTimed = 0;
+  uint64_t m_kernels = 0, m_deviceMissing = 0, m_deviceTimed = 0, m_deviceUnsampled = 0;
   double m_commDeviceNs = 0, m_commHostNs = 0, m_kernelDeviceNs = 0, m_kernelHostNs = 0;
   double m_syncHostNs = 0, m_hostCallNs = 0, m_setupHostNs = 0, m_launchNs = 0, m_h2dNs = 0, m_d2hNs = 0;
 };
@@ -680,8 +688,9 @@ class TimelineBuilder {
         d.name = name;
       }
       d.startNs = start;
-      d.durationNs = static_cast<double>(n.device.exec.total);
-      d.args = {{"commands", std::to_string(n.device.exec.count)}, {"enqueued by", name}};
+      d.durationNs = n.device.execNs();
+      d.args = {{"commands", std::to_string(n.device.commands())}, {"enqueued by", name}};
+      if (n.device.sampled()) d.args.push_back({"timed", std::to_string(n.device.exec.count)});
       m_out->push_back(std::move(d));
     }
     m_out->push_back(std::move(e));

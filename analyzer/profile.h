@@ -102,6 +102,9 @@ struct Breakdown {
   double setupNs = 0;
   uint64_t kernels = 0;
   bool hasDeviceTimes = false;  ///< the trace carried profiling timestamps
+  /// Commands timed, and those sampling left untimed (HETOPT_TIME_SAMPLE): with any of the latter
+  /// the device times above are extrapolated from the timed ones. Not stored in the DB.
+  uint64_t deviceTimed = 0, deviceUnsampled = 0;
   double fraction(double ns) const { return totalNs > 0 ? ns / totalNs : 0; }
 };
 

@@ -117,8 +117,13 @@ std::string formatReport(const AppProfile& p) {
   appendf(&r, "  %s\n", e.reason.c_str());
 
   const Breakdown& b = p.breakdown;
+  std::string sampled;
+  if (b.hasDeviceTimes && b.deviceUnsampled)
+    sampled = " -- device times sampled: " + std::to_string(b.deviceTimed) + " of " +
+              std::to_string(b.deviceTimed + b.deviceUnsampled) +
+              " commands timed, the others estimated from their call's timed mean";
   appendf(&r, "\nExecution breakdown (total %s)%s\n", formatDuration(b.totalNs).c_str(),
-          b.hasDeviceTimes ? "" : " -- no device timestamps in the trace: device parts unknown");
+          b.hasDeviceTimes ? sampled.c_str() : " -- no device timestamps in the trace: device parts unknown");
   appendf(&r, "  kernel         %10s %s\n", formatDuration(b.kernelNs).c_str(),
           percent(b.fraction(b.kernelNs)).c_str());
   appendf(&r, "  communication  %10s %s\n", formatDuration(b.communicationNs).c_str(),
@@ -233,6 +238,7 @@ std::string profileToJson(const AppProfile& p) {
   j.member("h2d_ns", b.h2dNs).member("launch_ns", b.launchNs).member("d2h_ns", b.d2hNs);
   j.member("dispatch_sync_ns", b.dispatchSyncNs).member("setup_ns", b.setupNs);
   j.member("kernels", b.kernels);
+  j.member("device_timed_commands", b.deviceTimed).member("device_sampled_out_commands", b.deviceUnsampled);
   j.endObject();
 
   j.key("candidates").beginArray();

@@ -34,7 +34,8 @@ std::string planDirectory() {
 
 // Why the program runs untouched (empty: it is optimized) and, if optimized, the plan's path.
 std::string preparePlan(const std::string& program, const std::string& dbPath,
-                        const std::string& forcedPolicy, bool force, std::string* planPath) {
+                        const std::string& forcedPolicy, bool force, bool noPool,
+                        std::string* planPath) {
 #ifndef HETOPT_HAVE_ANALYZER
   return "this hetopt was built without the analyzer, so it has no profiles";
 #else
@@ -57,6 +58,7 @@ std::string preparePlan(const std::string& program, const std::string& dbPath,
   options.forcedPolicy = forcedPolicy;
   options.forceRegistrations = forcedPolicy == "register";
   options.ignoreEligibility = force;
+  options.directAllocation = noPool;
   Plan plan;
   std::string whyNot;
   if (!buildPlan(profile, options, &plan, &whyNot)) return whyNot;
@@ -71,7 +73,7 @@ std::string preparePlan(const std::string& program, const std::string& dbPath,
 }  // namespace
 
 int cmdRun(int argc, char** argv) {
-  bool passthrough = false, stats = false, force = false, help = false;
+  bool passthrough = false, stats = false, force = false, noPool = false, help = false;
   std::string device, dbPath, policy, error;
   std::vector<std::string> program = splitProgram(
       argc, argv,
@@ -80,6 +82,7 @@ int cmdRun(int argc, char** argv) {
         if (!strcmp(argv[i], "--passthrough")) return passthrough = true, 1;
         if (!strcmp(argv[i], "--stats")) return stats = true, 1;
         if (!strcmp(argv[i], "--force")) return force = true, 1;
+        if (!strcmp(argv[i], "--no-pool")) return noPool = true, 1;
         if (i + 1 >= argc) return 0;
         if (!strcmp(argv[i], "--device")) return device = argv[i + 1], 2;
         if (!strcmp(argv[i], "--db")) return dbPath = argv[i + 1], 2;
@@ -93,8 +96,10 @@ int cmdRun(int argc, char** argv) {
         "Runs the program. With a profile from `hetopt trace` (same build of the program) whose\n"
         "candidate allocation sites gain on this machine according to `hetopt characterize`, those\n"
         "sites are served from a pinned pool prepared while the program starts, and static arrays\n"
-        "and anonymous mappings that crossed are pinned in place; everything else is untouched. Without one the program runs untouched (no shim at all), after one line\n"
-        "saying why. The program's exit status and signals pass through.\n\n"
+        "and anonymous mappings that crossed are pinned in place; everything else is untouched.\n"
+        "Without one the program runs untouched (no shim at all), after one line saying why.\n"
+        "Once the program behaves unlike its profile (sizes, live memory, no transfers), no new\n"
+        "allocation is redirected. Exit status and signals pass through.\n\n"
         "  --device FILTER  OpenCL device ('gpu', 'cpu' or a name substring); sets HETOPT_DEVICE\n"
         "  --stats          print what the shim did at exit (HETOPT_STATS=1)\n"
         "  --db PATH        profile/platform DB (default $HETOPT_DB, else ~/.local/share/hetopt)\n"
@@ -103,6 +108,8 @@ int cmdRun(int argc, char** argv) {
         "                   every static array and anonymous mapping that crossed, in place\n"
         "                   (sites then get a hybrid pool)\n"
         "  --force          optimize even when the profile says the program is not eligible\n"
+        "  --no-pool        no pool: allocate every candidate block with the policy itself, on\n"
+        "                   the program's thread (the naive variant; plan line pool-mode direct)\n"
         "  --passthrough    load the shim but only forward every call (shows it is transparent)\n");
     return 0;
   }
@@ -119,7 +126,8 @@ int cmdRun(int argc, char** argv) {
   }
   std::string planPath;
   std::string whyNot =
-      preparePlan(program[0], dbPath.empty() ? defaultDbPath() : dbPath, policy, force, &planPath);
+      preparePlan(program[0], dbPath.empty() ? defaultDbPath() : dbPath, policy, force, noPool,
+                  &planPath);
   if (!whyNot.empty()) {
     warn("%s; running unoptimized", whyNot.c_str());
     launch.preloadShim = false;

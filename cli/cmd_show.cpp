@@ -4,6 +4,7 @@
  * definitions, uses, loop counts) or as JSON for tools. Everything comes from the trace reader.
  */
 #include <cinttypes>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -104,8 +105,13 @@ void printNode(const Trace& t, uint32_t id, int depth) {
   line += moved;
   if (n.host.count && n.type == LeafType::Call)
     line += "  host " + timeText(static_cast<double>(n.host.total) / n.host.count);
-  if (n.device.exec.count)
+  if (n.device.exec.count) {
     line += "  device " + timeText(static_cast<double>(n.device.exec.total) / n.device.exec.count);
+    if (n.device.sampled())
+      line += " (sampled: " + std::to_string(n.device.exec.count) + " of " + std::to_string(n.device.commands()) + " timed)";
+  } else if (n.device.unsampled) {
+    line += "  device ? (none of " + std::to_string(n.device.unsampled) + " sampled)";
+  }
   if (n.result.varies || n.result.first != 0) line += "  status " + std::to_string(static_cast<int32_t>(n.result.first)) + (n.result.varies ? "(varies)" : "");
   if (n.provisional) line += "  [checkpoint]";
   printf("%s\n", line.c_str());
@@ -123,6 +129,9 @@ void printSummary(const Trace& t, FILE* out) {
           timeText(static_cast<double>(s.kernelNs)).c_str(), s.kernels,
           timeText(static_cast<double>(s.transferNs)).c_str(), timeText(static_cast<double>(s.otherDeviceNs)).c_str());
   if (s.deviceMissing) fprintf(out, " (%" PRIu64 " commands without profiling info)", s.deviceMissing);
+  if (s.deviceUnsampled)
+    fprintf(out, " (sampled: %" PRIu64 " of %" PRIu64 " commands timed, the others estimated)", s.deviceTimed,
+            s.deviceTimed + s.deviceUnsampled);
   fprintf(out, "\nhost time in OpenCL calls %s of %s traced\n", timeText(static_cast<double>(s.hostCallNs)).c_str(),
           timeText(static_cast<double>(t.durationNs)).c_str());
 }
@@ -187,7 +196,9 @@ void jsonNode(const Trace& t, uint32_t id, Json& j) {
   j.agg(n.device.exec);
   j.raw(",\"queued_to_submit_ns\":" + std::to_string(n.device.queuedToSubmit) +
         ",\"submit_to_start_ns\":" + std::to_string(n.device.submitToStart) +
-        ",\"device_missing\":" + std::to_string(n.device.missing));
+        ",\"device_missing\":" + std::to_string(n.device.missing) +
+        ",\"device_sampled_out\":" + std::to_string(n.device.unsampled) +
+        ",\"device_estimated_ns\":" + std::to_string(std::llround(n.device.execNs())));
   j.raw(",\"status\":" + std::to_string(static_cast<int32_t>(n.result.first)));
   j.raw(",\"args\":[");
   const api::ApiInfo* info = n.type == LeafType::Call ? &api::apiInfo(static_cast<api::ApiId>(n.code)) : nullptr;
@@ -261,7 +272,8 @@ std::string toJson(const Trace& t) {
         ",\"kernels\":" + std::to_string(s.kernels) + ",\"kernel_ns\":" + std::to_string(s.kernelNs) +
         ",\"transfer_ns\":" + std::to_string(s.transferNs) + ",\"other_device_ns\":" + std::to_string(s.otherDeviceNs) +
         ",\"launch_latency_ns\":" + std::to_string(s.launchLatencyNs) + ",\"host_call_ns\":" + std::to_string(s.hostCallNs) +
-        ",\"device_missing\":" + std::to_string(s.deviceMissing) + ",\"calls_by_function\":{");
+        ",\"device_missing\":" + std::to_string(s.deviceMissing) + ",\"device_timed\":" + std::to_string(s.deviceTimed) +
+        ",\"device_sampled_out\":" + std::to_string(s.deviceUnsampled) + ",\"calls_by_function\":{");
   bool first = true;
   for (const auto& [name, count] : s.callsByFunction) {
     if (!first) j.raw(",");

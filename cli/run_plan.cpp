@@ -61,7 +61,15 @@ bool buildPlan(const analyzer::AppProfile& profile, const PlanOptions& options, 
     // Unless forced: only sites the curves say repay their share of the pool.
     if (options.forcedPolicy.empty() && (!site.gain.known || site.gain.savingNs() <= 0)) continue;
     if (policy.empty()) policy = sitePolicy;  // one pool: the most valuable site's policy
-    plan->sites.push_back({site.siteKey, 0, UINT64_MAX});
+    PlanSite planned;
+    planned.key = site.siteKey;
+    // What the trace saw there, for the shim's conformance check (shim/core/conformance.h).
+    planned.profiled = site.allocations > 0 && site.minAllocBytes <= site.maxAllocBytes;
+    if (planned.profiled)
+      planned.profile = {site.allocations, site.minAllocBytes, site.maxAllocBytes,
+                         std::clamp(site.typicalAllocBytes, site.minAllocBytes, site.maxAllocBytes),
+                         site.peakLiveBytes, site.peakLiveBlocks};
+    plan->sites.push_back(planned);
     liveBytes += site.peakLiveBytes;
   }
   addRegistrations(profile, options, plan);
@@ -79,6 +87,7 @@ bool buildPlan(const analyzer::AppProfile& profile, const PlanOptions& options, 
     return true;
   }
   plan->poolPolicy = policy;
+  plan->directAllocation = options.directAllocation;
   uint64_t bytes = static_cast<uint64_t>(static_cast<double>(liveBytes) * options.poolSlack) +
                    (1u << 20);
   plan->poolBytes = (bytes + (1u << 20) - 1) & ~uint64_t{(1u << 20) - 1};

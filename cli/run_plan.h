@@ -20,6 +20,7 @@ struct PlanOptions {
   /// whatever the register curves say (`--policy register`: experiments, CI on PoCL).
   bool forceRegistrations = false;
   bool ignoreEligibility = false;
+  bool directAllocation = false;  ///< --no-pool: every candidate allocated by the policy directly
   double poolSlack = 1.25;   ///< pool = slack * sum of the sites' peak live bytes (+ 1 MiB)
 };
 

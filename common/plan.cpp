@@ -28,6 +28,17 @@ bool parseU64(const std::string& s, int base, uint64_t* out) {
   return true;
 }
 
+// The six numbers after `site ... profile`.
+bool parseSiteProfile(std::istringstream& words, SiteProfile* p) {
+  uint64_t* fields[] = {&p->allocations, &p->minAllocBytes, &p->maxAllocBytes,
+                        &p->typicalAllocBytes, &p->peakLiveBytes, &p->peakLiveBlocks};
+  for (uint64_t* f : fields) {
+    std::string w;
+    if (!(words >> w) || !parseU64(w, 10, f)) return false;
+  }
+  return p->minAllocBytes <= p->typicalAllocBytes && p->typicalAllocBytes <= p->maxAllocBytes;
+}
+
 }  // namespace
 
 const PlanSite* Plan::find(uint64_t key, uint64_t size) const {
@@ -44,11 +55,18 @@ std::string Plan::serialize() const {
   out << "program " << programPath << " " << programKey << "\n";
   out << "device " << device << "\n";
   out << "pool " << poolPolicy << " " << poolBytes << "\n";
+  if (directAllocation) out << "pool-mode direct\n";
   for (const PlanSite& s : sites) {
-    char line[96];
-    snprintf(line, sizeof line, "site %016" PRIx64 " %" PRIu64 " %" PRIu64 "\n", s.key, s.minBytes,
-             s.maxBytes);
-    out << line;
+    char line[256];
+    int n = snprintf(line, sizeof line, "site %016" PRIx64 " %" PRIu64 " %" PRIu64, s.key,
+                     s.minBytes, s.maxBytes);
+    const SiteProfile& p = s.profile;
+    if (s.profiled)
+      snprintf(line + n, sizeof line - n,
+               " profile %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64,
+               p.allocations, p.minAllocBytes, p.maxAllocBytes, p.typicalAllocBytes,
+               p.peakLiveBytes, p.peakLiveBlocks);
+    out << line << "\n";
   }
   for (const PlanStaticRange& r : staticRanges) {
     char line[112];
@@ -107,6 +125,14 @@ bool parsePlan(const std::string& text, Plan* plan, std::string* error) {
       if (!(words >> key >> lo >> hi) || !parseU64(key, 16, &s.key) ||
           !parseU64(lo, 10, &s.minBytes) || !parseU64(hi, 10, &s.maxBytes) || s.minBytes > s.maxBytes)
         return fail("site needs a hex key and a size range");
+      std::string more;
+      if (words >> more) {
+        if (more != "profile") return fail("unexpected '" + more + "'");
+        if (!parseSiteProfile(words, &s.profile))
+          return fail("site profile needs allocations, min/max/typical allocation bytes, peak live "
+                      "bytes and blocks (min <= typical <= max)");
+        s.profiled = true;
+      }
       plan->sites.push_back(s);
     } else if (tag == "register") {
       std::string what, a, b, c;
@@ -127,6 +153,11 @@ bool parsePlan(const std::string& text, Plan* plan, std::string* error) {
       } else {
         return fail("register needs 'static' or 'mmap', not '" + what + "'");
       }
+    } else if (tag == "pool-mode") {
+      std::string mode;
+      if (!(words >> mode) || (mode != "direct" && mode != "pool"))
+        return fail("pool-mode needs 'pool' or 'direct'");
+      plan->directAllocation = mode == "direct";
     } else {
       return fail("unknown entry '" + tag + "'");
     }

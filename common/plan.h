@@ -9,8 +9,12 @@
  *   program <path> <identity key>          the program it was made for (ProgramIdentity::key())
  *   device <filter>                        device for the shim's own context (HETOPT_DEVICE rules)
  *   pool <policy> <bytes>                  pinned pool: backing policy and capacity
+ *   pool-mode direct                       optional: no pool; every candidate allocation is made
+ *                                          by the pool's policy itself (the naive variant)
  *   site <key-hex> <min-bytes> <max-bytes> candidate allocation site (common/site_key.h) and the
- *                                          sizes the curves say gain there
+ *        [profile <allocations> <min-alloc> <max-alloc> <typical-alloc> <peak-live-bytes>
+ *         <peak-live-blocks>]              sizes the curves say gain there; optionally what the
+ *                                          profile saw there (the shim's conformance check)
  *   register static <module-key-hex> <offset> <bytes>
  *                                          static data to register in place: the range at
  *                                          <offset> from the load bias of the module whose
@@ -31,10 +35,20 @@ namespace hetopt {
 
 inline constexpr int kPlanFormatVersion = 1;
 
+/// What the traced run saw at a site (analyzer::CandidateSite): the run's conformance check
+/// (shim/core/conformance.h) compares the program against it.
+struct SiteProfile {
+  uint64_t allocations = 0;
+  uint64_t minAllocBytes = 0, maxAllocBytes = 0, typicalAllocBytes = 0;
+  uint64_t peakLiveBytes = 0, peakLiveBlocks = 0;
+};
+
 struct PlanSite {
   uint64_t key = 0;
   uint64_t minBytes = 0;
   uint64_t maxBytes = UINT64_MAX;
+  bool profiled = false;  ///< `profile` is known (plans from `hetopt run`; hand plans may omit it)
+  SiteProfile profile;
 };
 
 /// Static data to register in place (module identity + offset: ASLR-independent).
@@ -50,6 +64,9 @@ struct Plan {
   std::string device;
   std::string poolPolicy = "opencl";
   uint64_t poolBytes = 0;
+  /// `pool-mode direct`: no pool, each candidate allocation made by the policy on the calling
+  /// thread (the source's naive variant, kept for comparison; poolBytes is then unused).
+  bool directAllocation = false;
   std::vector<PlanSite> sites;  ///< sorted by key after parsing
   std::vector<PlanStaticRange> staticRanges;
   uint64_t mmapMinBytes = 0;  ///< anonymous mappings of [min, max] bytes are registered...

@@ -61,18 +61,36 @@ struct ArgAgg {
   }
 };
 
-/// Device-side timing from OpenCL profiling (nanoseconds of the device clock).
+/// Device-side timing from OpenCL profiling (nanoseconds of the device clock). With sampling
+/// (trace/time_sampler.h) only some commands are timed: exec and the two sums cover the timed
+/// ones, `unsampled` counts the others, and the *Ns() estimates extrapolate to every command.
 struct DeviceAgg {
-  Agg exec;                  ///< end - start of each command
-  uint64_t queuedToSubmit = 0;  ///< sum of submit - queued
-  uint64_t submitToStart = 0;   ///< sum of start - submit
+  Agg exec;                  ///< end - start of each timed command
+  uint64_t queuedToSubmit = 0;  ///< sum of submit - queued over timed commands
+  uint64_t submitToStart = 0;   ///< sum of start - submit over timed commands
   uint64_t missing = 0;         ///< commands whose profiling info could not be read
+  uint64_t unsampled = 0;       ///< commands not timed on purpose (sampling)
   void merge(const DeviceAgg& o) {
     exec.merge(o.exec);
     queuedToSubmit += o.queuedToSubmit;
     submitToStart += o.submitToStart;
     missing += o.missing;
+    unsampled += o.unsampled;
   }
+  /// Commands the estimates stand for: the timed ones and those sampling skipped.
+  uint64_t commands() const { return exec.count ? exec.count + unsampled : 0; }
+  bool sampled() const { return unsampled != 0; }
+  /// A sum over timed commands scaled to every command (mean of the timed x commands()); exact
+  /// when nothing was sampled out.
+  double extrapolate(uint64_t timedSum) const {
+    if (!exec.count) return 0;
+    if (!unsampled) return static_cast<double>(timedSum);
+    return static_cast<double>(timedSum) * static_cast<double>(exec.count + unsampled) /
+           static_cast<double>(exec.count);
+  }
+  double execNs() const { return extrapolate(exec.total); }
+  double submitToStartNs() const { return extrapolate(submitToStart); }
+  double queuedToStartNs() const { return extrapolate(queuedToSubmit + submitToStart); }
 };
 
 struct Ref {

@@ -8,6 +8,7 @@
 #include <zstd.h>
 
 #include <cerrno>
+#include <cmath>
 #include <cstring>
 #include <memory>
 
@@ -223,6 +224,7 @@ class Parser {
         n.device.submitToStart = r.var();
       }
       n.device.missing = r.var();
+      if (m_t->formatVersion >= 2) n.device.unsampled = r.var();
       uint64_t numArgs = r.varMax(64);
       if (!r.ok()) return fail(where() + "leaf cut short");
       if (n.type == LeafType::Call) {
@@ -277,6 +279,7 @@ class Parser {
 }  // namespace
 
 uint32_t supportedFormatVersion() { return HETOPT_TRACE_FORMAT_VERSION; }
+uint32_t oldestFormatVersion() { return 1; }
 
 const char* allocatorName(uint8_t fn) { return fn < kAllocFnCount ? kAllocFnNames[fn] : "?"; }
 
@@ -313,11 +316,11 @@ bool parseTrace(const void* data, size_t size, Trace* out, std::string* error,
   for (char& c : writer)
     if (c && (c < 32 || c > 126)) c = '?';
   out->writerVersion = writer;
-  if (out->formatVersion != supportedFormatVersion()) {
+  if (out->formatVersion < oldestFormatVersion() || out->formatVersion > supportedFormatVersion()) {
     *error = "unsupported trace format version " + std::to_string(out->formatVersion) +
              " (written by hetopt " + (out->writerVersion.empty() ? "?" : out->writerVersion) +
-             "); this reader (hetopt " HETOPT_VERSION_STRING ") reads version " +
-             std::to_string(supportedFormatVersion());
+             "); this reader (hetopt " HETOPT_VERSION_STRING ") reads versions " +
+             std::to_string(oldestFormatVersion()) + " to " + std::to_string(supportedFormatVersion());
     return false;
   }
   const uint32_t headerBytes = getU32(p + 12);
@@ -464,15 +467,19 @@ TraceSummary summarize(const Trace& t) {
         s.callsByFunction[t.leafName(n)] += n.host.count;
         s.hostCallNs += n.host.total;
         s.deviceMissing += n.device.missing;
-        s.launchLatencyNs += n.device.queuedToSubmit + n.device.submitToStart;
+        s.deviceTimed += n.device.exec.count;
+        s.deviceUnsampled += n.device.unsampled;
+        if (!n.device.exec.count) s.deviceUnestimated += n.device.unsampled;
+        s.launchLatencyNs += static_cast<uint64_t>(std::llround(n.device.queuedToStartNs()));
+        const auto deviceNs = static_cast<uint64_t>(std::llround(n.device.execNs()));
         const api::ApiKind kind = api::apiInfo(static_cast<api::ApiId>(n.code)).kind;
         if (kind == api::ApiKind::Launch) {
           s.kernels += n.host.count;
-          s.kernelNs += n.device.exec.total;
+          s.kernelNs += deviceNs;
         } else if (api::isCommunicationKind(kind)) {
-          s.transferNs += n.device.exec.total;
+          s.transferNs += deviceNs;
         } else {
-          s.otherDeviceNs += n.device.exec.total;
+          s.otherDeviceNs += deviceNs;
         }
         for (const Ref& r : n.refs) {
           if (!(r.flags & kRefHost)) continue;

@@ -43,6 +43,8 @@ namespace hetopt::trace {
 
 /// The format version this reader reads (trace/FORMAT_VERSION).
 uint32_t supportedFormatVersion();
+/// The oldest format version it still reads (older ones differ only in fields it defaults).
+uint32_t oldestFormatVersion();
 /// "malloc", "calloc", "realloc", ... for an allocator id (AllocFn order); "?" when unknown.
 const char* allocatorName(uint8_t fn);
 
@@ -133,12 +135,16 @@ struct TraceSummary {
   uint64_t h2dBytes = 0, d2hBytes = 0;          ///< host memory read / written by calls
   uint64_t h2dTransfers = 0, d2hTransfers = 0;  ///< calls that did so
   uint64_t mappedBytes = 0, wrappedBytes = 0;   ///< mapped ranges; USE_HOST_PTR memory
+  // Device times are estimates for every command when the trace was sampled (DeviceAgg::execNs).
   uint64_t kernels = 0, kernelNs = 0;           ///< device time of kernel launches
   uint64_t transferNs = 0;   ///< device time of transfers (read/write/map/unmap/svm copy/migrate)
   uint64_t otherDeviceNs = 0;  ///< device time of other commands (fill, copy, markers)
   uint64_t launchLatencyNs = 0;  ///< queued -> start summed over commands with timings
   uint64_t hostCallNs = 0;       ///< host time spent inside OpenCL calls
   uint64_t deviceMissing = 0;    ///< commands without profiling information
+  uint64_t deviceTimed = 0;      ///< commands whose timestamps were read
+  uint64_t deviceUnsampled = 0;  ///< commands not timed on purpose (sampling); estimated
+  uint64_t deviceUnestimated = 0;  ///< ... of which in leaves with no timed command: no estimate
   struct ObjectBytes {
     uint64_t h2dBytes = 0, d2hBytes = 0, h2dTransfers = 0, d2hTransfers = 0;
   };

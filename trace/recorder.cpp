@@ -555,6 +555,7 @@ void Recorder::writeNode(std::string* out, const Compressor& c, NodeId id) {
     w.var(l.device.submitToStart);
   }
   w.var(l.device.missing);
+  w.var(l.device.unsampled);
   auto arg = [&](const ArgAgg& a) {
     w.var(a.first);
     w.u8(a.varies ? 1 : 0);

@@ -7,6 +7,6 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 build=${1:-/tmp/hetopt-build}
 cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-  -DHETOPT_BUILD_BENCH=OFF -DHETOPT_EXTRA_INCLUDE_DIRS="$PWD/.carry/include" >/dev/null
+  -DHETOPT_BUILD_BENCH=ON -DHETOPT_EXTRA_INCLUDE_DIRS="$PWD/.carry/include" >/dev/null
 cmake --build "$build" -j"$(nproc)" 2>&1 | grep -E "error|warning: unused|Error" || true
 test -x "$build/bin/hetopt"

@@ -5,6 +5,7 @@
 #include <CL/cl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -84,6 +85,19 @@ OptimizeInterceptor* OptimizeInterceptor::create() {
     warn("ignoring invalid HETOPT_POOL_WAIT_MS (0-600000); using %s",
          optionInfo(Option::POOL_WAIT_MS).defaultValue);
   auto* self = new OptimizeInterceptor(std::move(plan));
+  self->m_conformance.expect(self->m_plan);
+  if (self->m_plan.directAllocation) {
+    // Room for what the conformance check lets live (4x the profiled peak) with a margin.
+    uint64_t peak = 0;
+    bool profiled = true;
+    for (const PlanSite& s : self->m_plan.sites) {
+      peak += s.profile.peakLiveBlocks;
+      profiled = profiled && s.profiled;
+    }
+    unsigned maxLive = profiled ? static_cast<unsigned>(std::clamp<uint64_t>(8 * peak, 256, 1 << 16))
+                                : 4096;
+    self->m_direct = std::make_unique<policies::DirectAllocator>(maxLive);
+  }
   if (self->m_plan.hasRegistrations()) self->m_registry = new InplaceRegistry(self->m_plan);
   // Prepared off the critical path; the thread ends when the pool is ready (or failed).
   std::thread([self] { self->preparePool(); }).detach();
@@ -149,19 +163,24 @@ void OptimizeInterceptor::preparePool() {
   PolicyKind kind = PolicyKind::OpenCL;
   policyFromName(m_plan.poolPolicy.c_str(), &kind);
   std::unique_ptr<AllocationPolicy> policy = makePolicy(kind, env);
+  if (m_direct) return startDirect(std::move(policy), start);
   PolicyStatus st = policy->allocate(m_plan.poolBytes, &m_region);
   if (!st) return failPool(st.reason);
   if (!m_pool.addRegion(m_region.ptr, m_region.size)) return failPool("pool rejected its region");
   // The context, queue and policy stay alive with the region (released at exit by the driver).
   policy.release();
-  m_readyAfterMs = nowMs() - start;
+  markReady(start);
+  debug("pinned pool ready: %s %s on %s after %.0f ms", m_plan.poolPolicy.c_str(),
+        mib(m_plan.poolBytes).c_str(), dev.deviceName.c_str(), m_readyAfterMs);
+}
+
+void OptimizeInterceptor::markReady(double startMs) {
+  m_readyAfterMs = nowMs() - startMs;
   {
     std::lock_guard<std::mutex> lock(m_stateMutex);
     m_state.store(static_cast<int>(PoolState::Ready), std::memory_order_release);
   }
   m_stateChanged.notify_all();
-  debug("pinned pool ready: %s %s on %s after %.0f ms", m_plan.poolPolicy.c_str(),
-        mib(m_plan.poolBytes).c_str(), dev.deviceName.c_str(), m_readyAfterMs);
 }
 
 bool OptimizeInterceptor::waitForPool() {
@@ -177,11 +196,17 @@ bool OptimizeInterceptor::waitForPool() {
 }
 
 void* OptimizeInterceptor::serve(AllocFn fn, size_t size, size_t alignment, const CallSite& site) {
-  if (!m_plan.find(siteKey(site), size)) return nullptr;
+  const PlanSite* planned = m_plan.find(siteKey(site), size);
+  if (!planned) return nullptr;
+  if (!m_conformance.admit(*planned, size, usage())) {
+    m_afterDivergence.fetch_add(1, std::memory_order_relaxed);
+    return nullptr;
+  }
   if (!waitForPool()) {
     m_noPool.fetch_add(1, std::memory_order_relaxed);
     return nullptr;
   }
+  if (m_direct) return serveDirect(fn, size, alignment);
   void* p = fn == AllocFn::Calloc ? m_pool.allocateZeroed(1, size)
                                   : m_pool.allocate(size, alignment);
   if (!p) {
@@ -190,18 +215,80 @@ void* OptimizeInterceptor::serve(AllocFn fn, size_t size, size_t alignment, cons
   }
   m_served.fetch_add(1, std::memory_order_relaxed);
   m_servedBytes.fetch_add(size, std::memory_order_relaxed);
+  m_liveBytes.fetch_add(m_pool.usableSize(p), std::memory_order_relaxed);
   return p;
 }
 
 void OptimizeInterceptor::release(void* ptr) {
   m_released.fetch_add(1, std::memory_order_relaxed);
-  m_pool.deallocate(ptr);
+  m_liveBytes.fetch_sub(usableSize(ptr), std::memory_order_relaxed);
+  if (m_pool.owns(ptr))
+    m_pool.deallocate(ptr);
+  else
+    m_direct->deallocate(ptr);
 }
 
 void* OptimizeInterceptor::resize(void* ptr, size_t size) {
-  void* p = m_pool.reallocate(ptr, size);
-  if (!p) m_movedOut.fetch_add(1, std::memory_order_relaxed);
+  size_t old = usableSize(ptr);
+  void* p = nullptr;
+  if (m_conformance.diverged())  // in place only: moving would be a new redirection
+    p = m_pool.owns(ptr) ? (m_pool.resizeInPlace(ptr, size) ? ptr : nullptr)
+                         : (size <= old ? ptr : nullptr);
+  else
+    p = m_pool.owns(ptr) ? m_pool.reallocate(ptr, size) : m_direct->reallocate(ptr, size);
+  if (!p) {
+    m_movedOut.fetch_add(1, std::memory_order_relaxed);
+    return nullptr;
+  }
+  m_liveBytes.fetch_add(usableSize(p) - old, std::memory_order_relaxed);  // modulo 2^64
   return p;
+}
+
+// ---- the naive variant and conformance -------------------------------------------------------
+
+void OptimizeInterceptor::startDirect(std::unique_ptr<AllocationPolicy> policy, double startMs) {
+  // One page made and released now: a policy that cannot work here fails once, in the background,
+  // not on every candidate allocation.
+  PolicyStatus st = probePolicy(*policy);
+  if (!st) return failPool(st.reason);
+  m_directPolicy = std::move(policy);
+  m_direct->setPolicy(m_directPolicy.get());
+  markReady(startMs);
+  debug("direct %s allocation (no pool) ready after %.0f ms", m_plan.poolPolicy.c_str(),
+        m_readyAfterMs);
+}
+
+void* OptimizeInterceptor::serveDirect(AllocFn fn, size_t size, size_t alignment) {
+  void* p = m_direct->allocate(size, alignment, fn == AllocFn::Calloc);
+  if (!p) {
+    m_directFailed.fetch_add(1, std::memory_order_relaxed);
+    return nullptr;
+  }
+  m_served.fetch_add(1, std::memory_order_relaxed);
+  m_servedBytes.fetch_add(size, std::memory_order_relaxed);
+  m_liveBytes.fetch_add(m_direct->usableSize(p), std::memory_order_relaxed);
+  return p;
+}
+
+bool OptimizeInterceptor::isRedirectedMemory(const void* host) const {
+  return m_pool.owns(host) || (m_direct && m_direct->contains(host));
+}
+
+Conformance::Usage OptimizeInterceptor::usage() const {
+  Conformance::Usage u;
+  u.served = m_served.load(std::memory_order_relaxed);
+  uint64_t released = m_released.load(std::memory_order_relaxed);
+  u.liveBlocks = u.served > released ? u.served - released : 0;
+  u.liveBytes = m_liveBytes.load(std::memory_order_relaxed);
+  u.transfers = m_pinnedH2d.load(std::memory_order_relaxed) +
+                m_pinnedD2h.load(std::memory_order_relaxed);
+  return u;
+}
+
+std::string OptimizeInterceptor::conformanceStats() const {
+  if (!m_conformance.diverged()) return "conformant";
+  return std::string("deactivated: ") + m_conformance.reason() + " (" +
+         std::to_string(m_afterDivergence.load()) + " allocations not redirected after it)";
 }
 
 void OptimizeInterceptor::callBegin(CallRecord& call) {
@@ -225,7 +312,7 @@ void OptimizeInterceptor::callBegin(CallRecord& call) {
                              info.args[i].numRefs == 1
                          ? call.args[info.args[i].refs[0]]
                          : 0;
-    if (m_pool.owns(host)) {
+    if (isRedirectedMemory(host)) {
       (h2d ? m_pinnedH2d : m_pinnedD2h).fetch_add(1, std::memory_order_relaxed);
       (h2d ? m_pinnedH2dBytes : m_pinnedD2hBytes).fetch_add(bytes, std::memory_order_relaxed);
     } else if (m_registry && m_registry->transfer(host, bytes, h2d)) {
@@ -275,26 +362,35 @@ void OptimizeInterceptor::forkChild() {
   // inherited and serves nothing new.
   m_state.store(static_cast<int>(PoolState::Failed), std::memory_order_release);
   snprintf(m_failure, sizeof m_failure, "forked child");
+  if (m_direct) m_direct->forkChild();
 }
 
 void OptimizeInterceptor::processExit() {
   if (!optionFlag(Option::STATS)) return;
   int st = m_state.load(std::memory_order_acquire);
-  std::string pool = m_plan.sites.empty() ? std::string("no pool (registrations only)")
-                     : st == static_cast<int>(PoolState::Ready)
-                         ? m_plan.poolPolicy + " pool of " + mib(m_plan.poolBytes) + ", ready after " +
-                               std::to_string(static_cast<int>(m_readyAfterMs)) + " ms"
-                     : st == static_cast<int>(PoolState::Failed)
-                         ? std::string("no pool (") + m_failure + ")"
-                         : std::string("pool still preparing");
+  const char* memory = m_direct ? "pinned direct memory" : "pinned pool memory";
+  std::string pool;
+  if (m_plan.sites.empty())
+    pool = "no pool (registrations only)";
+  else if (st == static_cast<int>(PoolState::Failed))
+    pool = std::string(m_direct ? "no direct allocation (" : "no pool (") + m_failure + ")";
+  else if (st != static_cast<int>(PoolState::Ready))
+    pool = m_direct ? "context still preparing" : "pool still preparing";
+  else if (m_direct)
+    pool = "direct " + m_plan.poolPolicy + " allocation (no pool), ready after " +
+           std::to_string(static_cast<int>(m_readyAfterMs)) + " ms";
+  else
+    pool = m_plan.poolPolicy + " pool of " + mib(m_plan.poolBytes) + ", ready after " +
+           std::to_string(static_cast<int>(m_readyAfterMs)) + " ms";
   auto n = [](const std::atomic<uint64_t>& v) { return std::to_string(v.load()); };
-  warn("stats: %s; %zu candidate sites; redirected %s allocations (%s), released %s; "
-       "fallbacks: %s with no pool (not ready in time, or it failed), %s pool full, %s moved out by realloc; "
-       "transfers from pinned pool memory: %s h2d (%s), %s d2h (%s); from other memory: %s h2d, "
-       "%s d2h",
-       pool.c_str(), m_plan.sites.size(), n(m_served).c_str(), mib(m_servedBytes).c_str(),
-       n(m_released).c_str(), n(m_noPool).c_str(), n(m_poolFull).c_str(),
-       n(m_movedOut).c_str(), n(m_pinnedH2d).c_str(), mib(m_pinnedH2dBytes).c_str(),
+  std::string full = m_direct ? n(m_directFailed) + " policy failed" : n(m_poolFull) + " pool full";
+  if (m_direct && m_directFailed.load()) full += " (first: " + std::string(m_direct->stats().firstFailure) + ")";
+  warn("stats: %s; %s; %zu candidate sites; redirected %s allocations (%s), released %s; "
+       "fallbacks: %s with no pool (not ready in time, or it failed), %s, %s moved out by realloc; "
+       "transfers from %s: %s h2d (%s), %s d2h (%s); from other memory: %s h2d, %s d2h",
+       pool.c_str(), conformanceStats().c_str(), m_plan.sites.size(), n(m_served).c_str(),
+       mib(m_servedBytes).c_str(), n(m_released).c_str(), n(m_noPool).c_str(), full.c_str(),
+       n(m_movedOut).c_str(), memory, n(m_pinnedH2d).c_str(), mib(m_pinnedH2dBytes).c_str(),
        n(m_pinnedD2h).c_str(), mib(m_pinnedD2hBytes).c_str(), n(m_otherH2d).c_str(),
        n(m_otherD2h).c_str());
   if (m_registry) warn("stats: %s", m_registry->stats().c_str());

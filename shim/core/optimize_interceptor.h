@@ -12,6 +12,11 @@
  * plan for another program, no device, a policy that fails, a full pool: the program runs with
  * ordinary memory, and HETOPT_STATS=1 says what happened.
  *
+ * With `pool-mode direct` in the plan there is no pool: the policy makes every candidate block on
+ * the calling thread (policies/direct.h), the source's naive variant, for comparison; the context
+ * is still prepared in the background. Either way a Conformance check (conformance.h) stops
+ * redirecting new allocations once the program no longer behaves like its profile.
+ *
  * Memory malloc never made (static arrays, anonymous mappings) that the plan names is registered
  * in place by an InplaceRegistry on the same thread and context; a plan may hold only those.
  */
@@ -19,13 +24,16 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
 
 #include "common/plan.h"
+#include "policies/direct.h"
 #include "policies/policy.h"
 #include "policies/pool.h"
+#include "shim/core/conformance.h"
 #include "shim/core/inplace_registry.h"
 #include "shim/core/interceptor.h"
 
@@ -39,9 +47,13 @@ class OptimizeInterceptor final : public Interceptor {
 
   bool servesMemory() const override { return !m_plan.sites.empty(); }
   void* serve(AllocFn fn, size_t size, size_t alignment, const CallSite& site) override;
-  bool owns(const void* ptr) const override { return m_pool.owns(ptr); }
+  bool owns(const void* ptr) const override {
+    return m_pool.owns(ptr) || (m_direct && m_direct->owns(ptr));
+  }
   void release(void* ptr) override;
-  size_t usableSize(const void* ptr) const override { return m_pool.usableSize(ptr); }
+  size_t usableSize(const void* ptr) const override {
+    return m_pool.owns(ptr) ? m_pool.usableSize(ptr) : m_direct->usableSize(ptr);
+  }
   void* resize(void* ptr, size_t size) override;
   void callBegin(CallRecord& call) override;
   void callEnd(CallRecord& call) override;
@@ -64,6 +76,13 @@ class OptimizeInterceptor final : public Interceptor {
   void markEnumerated();
   /// clCreateBuffer*(CL_MEM_USE_HOST_PTR) of the program over memory registered in place.
   void yieldToHostPointerBuffer(const CallRecord& call, const api::ApiInfo& info);
+  // The naive variant (plan `pool-mode direct`, `hetopt run --no-pool`) and trace conformance.
+  void markReady(double startMs);
+  void startDirect(std::unique_ptr<AllocationPolicy> policy, double startMs);
+  void* serveDirect(AllocFn fn, size_t size, size_t alignment);
+  bool isRedirectedMemory(const void* host) const;
+  Conformance::Usage usage() const;
+  std::string conformanceStats() const;
 
   Plan m_plan;
   InplaceRegistry* m_registry = nullptr;  ///< null without registrations; never freed (hooks)
@@ -83,6 +102,13 @@ class OptimizeInterceptor final : public Interceptor {
   std::atomic<uint64_t> m_noPool{0}, m_poolFull{0}, m_movedOut{0};
   std::atomic<uint64_t> m_pinnedH2d{0}, m_pinnedH2dBytes{0}, m_pinnedD2h{0}, m_pinnedD2hBytes{0};
   std::atomic<uint64_t> m_otherH2d{0}, m_otherD2h{0};
+
+  /// pool-mode direct only: every candidate block made by m_directPolicy on the calling thread.
+  std::unique_ptr<policies::DirectAllocator> m_direct;
+  std::unique_ptr<AllocationPolicy> m_directPolicy;  ///< set once the context is ready
+  Conformance m_conformance;
+  std::atomic<uint64_t> m_liveBytes{0};  ///< usable bytes of redirected blocks not yet freed
+  std::atomic<uint64_t> m_directFailed{0}, m_afterDivergence{0};
 };
 
 }  // namespace hetopt::shim

@@ -17,6 +17,7 @@
 #include "hetopt/version.h"
 #include "shim/core/callsite.h"
 #include "shim/core/state.h"
+#include "trace/time_sampler.h"
 
 namespace hetopt::shim {
 namespace {
@@ -32,8 +33,49 @@ TraceInterceptor* s_instance = nullptr;
 pthread_key_t s_threadKey;
 /// (recorder generation << 32) | (thread index + 1) of this thread; 0 before its first event.
 HETOPT_TLS uint64_t t_traceThread = 0;
+/// This thread's device-timing sampler (made at its first enqueue on a profiled queue).
+HETOPT_TLS trace::TimeSampler* t_sampler = nullptr;
+pthread_key_t s_samplerKey;
+uint64_t s_samplePeriod = trace::TimeSampler::kDefaultPeriod;
 
-enum ScratchFlags : uintptr_t { kInjectedEvent = 1, kHideProfiling = 2 };
+void deleteSampler(void* p) { delete static_cast<trace::TimeSampler*>(p); }
+
+trace::TimeSampler& threadSampler() {
+  if (HETOPT_UNLIKELY(!t_sampler)) {
+    // Seeded per thread so that threads running the same loop do not time the same positions.
+    const auto seed = static_cast<uint64_t>(syscall(SYS_gettid)) * 0x9e3779b97f4a7c15ull ^ trace::monotonicNs();
+    t_sampler = new trace::TimeSampler(s_samplePeriod, seed);
+    pthread_setspecific(s_samplerKey, t_sampler);
+  }
+  return *t_sampler;
+}
+
+/// The sampler's key of an enqueue: what the compressor folds on, the function and the OpenCL
+/// objects it names (queue, buffers, kernel, ...). Host memory is left out: a loop that writes one
+/// buffer from two host blocks is two leaves of one key, and random positions sample both.
+uint64_t sampleKey(const CallRecord& call, const api::ApiInfo& info) {
+  uint64_t key = trace::TimeSampler::combine(0, static_cast<uint64_t>(call.id));
+  for (unsigned i = 0; i < info.numArgs; ++i) {
+    switch (info.args[i].cls) {
+      case ArgClass::Queue:
+      case ArgClass::Mem:
+      case ArgClass::Kernel:
+      case ArgClass::Sampler:
+        key = trace::TimeSampler::combine(key, call.args[i]);
+        break;
+      default:
+        break;
+    }
+  }
+  return key;
+}
+
+enum ScratchFlags : uintptr_t {
+  kInjectedEvent = 1,  ///< we passed an event of ours for the device timing
+  kHideProfiling = 2,
+  kTimeable = 4,       ///< an enqueue on a queue we profile: a device command we could time
+  kTimed = 8,          ///< ... chosen by the sampler: its timestamps are read
+};
 
 constexpr size_t kMaxArrayRefs = 16;   ///< handles/pointers read from one array argument
 constexpr size_t kMaxPending = 8192;   ///< device timings waiting before we give up on the oldest
@@ -193,8 +235,14 @@ TraceInterceptor* TraceInterceptor::create() {
     delete t;
     return nullptr;
   }
+  bool periodOk = true;
+  s_samplePeriod = optionUnsigned(Option::TIME_SAMPLE, 1, 1u << 20, &periodOk);
+  if (!periodOk)
+    warn("trace mode: HETOPT_TIME_SAMPLE='%s' is not a number in 1..1048576; using %s",
+         optionString(Option::TIME_SAMPLE), optionInfo(Option::TIME_SAMPLE).defaultValue);
   s_instance = t;
   pthread_key_create(&s_threadKey, threadKeyDestructor);
+  pthread_key_create(&s_samplerKey, deleteSampler);
   pthread_atfork(atForkPrepare, atForkParent, atForkChild);
   debug("tracing to %s", t->m_config.path.c_str());
   return t;
@@ -406,18 +454,23 @@ void TraceInterceptor::callBegin(CallRecord& call) {
     default:
       break;
   }
-  if (info.kind == api::ApiKind::Query) return;
-  // An event for the device timing where the application asked for none.
-  for (unsigned i = 0; i < info.numArgs; ++i) {
-    if (info.args[i].role != ArgRole::EventOut || call.args[i] != 0) continue;
-    if (info.args[0].cls != ArgClass::Queue) break;
+  if (info.kind == api::ApiKind::Query || info.numArgs == 0 || info.args[0].cls != ArgClass::Queue) return;
+  int eventArg = -1;
+  for (unsigned i = 0; i < info.numArgs && eventArg < 0; ++i)
+    if (info.args[i].role == ArgRole::EventOut) eventArg = static_cast<int>(i);
+  if (eventArg < 0) return;
+  {
     auto lock = m_recorder.lock();
-    if (m_queues.count(call.args[0])) {
-      call.scratch[1] = nullptr;
-      call.args[i] = reinterpret_cast<uintptr_t>(&call.scratch[1]);
-      addFlag(call, kInjectedEvent);
-    }
-    break;
+    if (!m_queues.count(call.args[0])) return;
+  }
+  addFlag(call, kTimeable);
+  // Only sampled commands get an event read (and, where the application passed none, injected).
+  if (!threadSampler().shouldTime(sampleKey(call, info))) return;
+  addFlag(call, kTimed);
+  if (call.args[eventArg] == 0) {
+    call.scratch[1] = nullptr;
+    call.args[eventArg] = reinterpret_cast<uintptr_t>(&call.scratch[1]);
+    addFlag(call, kInjectedEvent);
   }
 }
 
@@ -498,17 +551,13 @@ void TraceInterceptor::recordCall(CallRecord& call, uint64_t hostNs) {
       produced = static_cast<cl_event>(call.scratch[1]);
       ours = true;
       call.args[eventArg] = 0;  // recorded as the application passed it
-    } else if (ok && call.args[eventArg]) {
+    } else if (ok && call.args[eventArg] && (flagsOf(call) & kTimed)) {
+      // The application's own event on a profiled queue, chosen by the sampler.
       produced = *reinterpret_cast<cl_event*>(call.args[eventArg]);
       if (produced) {
         using Fn = cl_int(CL_API_CALL*)(cl_event);
         auto retain = real<Fn>(ApiId::clRetainEvent);
-        bool profiled;
-        {
-          auto lock = m_recorder.lock();
-          profiled = info.args[0].cls == ArgClass::Queue && m_queues.count(call.args[0]);
-        }
-        if (!profiled || !retain || retain(produced) != CL_SUCCESS) produced = nullptr;
+        if (!retain || retain(produced) != CL_SUCCESS) produced = nullptr;
       }
     }
   }
@@ -530,6 +579,8 @@ void TraceInterceptor::recordCall(CallRecord& call, uint64_t hostNs) {
       blocking = true;
   }
   leaf.result = trace::ArgAgg::of(static_cast<uint32_t>(status));
+  // A command the sampler left untimed: the analysis extrapolates its leaf's timed mean to it.
+  if (ok && (flagsOf(call) & (kTimeable | kTimed)) == kTimeable) leaf.device.unsampled = 1;
 
   size_t pendingNow = 0;
   {

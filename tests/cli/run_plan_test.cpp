@@ -253,3 +253,40 @@ TEST(PlanFile, RegisterLines) {
   EXPECT_FALSE(parsePlan("hetopt-plan 1\npool opencl 1048576\nregister mmap 1 2\n", &plan, &why));
   EXPECT_FALSE(parsePlan("hetopt-plan 1\npool none 0\nsite 1f 0 10\n", &plan, &why));
 }
+
+TEST(PlanFile, CarriesTheSitesProfileAndTheDirectModeAndReadsPlansWithout) {
+  analyzer::AppProfile p = eligibleProfile();
+  analyzer::CandidateSite s = site(0x11, "opencl", 3 << 20);
+  s.allocations = 40;
+  s.minAllocBytes = 1 << 20;
+  s.maxAllocBytes = 2 << 20;
+  s.typicalAllocBytes = 1 << 20;
+  s.peakLiveBlocks = 3;
+  p.candidates = {s};
+  PlanOptions o;
+  o.directAllocation = true;
+  Plan plan;
+  std::string why;
+  ASSERT_TRUE(buildPlan(p, o, &plan, &why)) << why;
+  Plan back;
+  ASSERT_TRUE(parsePlan(plan.serialize(), &back, &why)) << why;
+  EXPECT_TRUE(back.directAllocation);
+  ASSERT_EQ(back.sites.size(), 1u);
+  ASSERT_TRUE(back.sites[0].profiled);
+  EXPECT_EQ(back.sites[0].profile.allocations, 40u);
+  EXPECT_EQ(back.sites[0].profile.minAllocBytes, 1u << 20);
+  EXPECT_EQ(back.sites[0].profile.maxAllocBytes, 2u << 20);
+  EXPECT_EQ(back.sites[0].profile.peakLiveBytes, 3u << 20);
+  EXPECT_EQ(back.sites[0].profile.peakLiveBlocks, 3u);
+  // A plan without either (hand-written, or from before) still reads: pool mode, unprofiled.
+  ASSERT_TRUE(parsePlan("hetopt-plan 1\npool opencl 1048576\nsite 1f 0 100\n", &back, &why)) << why;
+  EXPECT_FALSE(back.directAllocation);
+  EXPECT_FALSE(back.sites[0].profiled);
+  // Broken profiles and modes are refused with the line.
+  EXPECT_FALSE(parsePlan("hetopt-plan 1\npool opencl 1\nsite 1f 0 100 profile 1 2\n", &back, &why));
+  EXPECT_NE(why.find("line 3"), std::string::npos) << why;
+  EXPECT_FALSE(parsePlan("hetopt-plan 1\npool opencl 1\nsite 1f 0 100 profile 1 9 5 7 1 1\n", &back,
+                         &why));  // min > max
+  EXPECT_FALSE(parsePlan("hetopt-plan 1\npool opencl 1\nsite 1f 0 100 extra\n", &back, &why));
+  EXPECT_FALSE(parsePlan("hetopt-plan 1\npool opencl 1\npool-mode naive\nsite 1f 0 1\n", &back, &why));
+}

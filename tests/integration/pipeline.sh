@@ -3,7 +3,8 @@
 # The whole pipeline on one program: native run, `hetopt trace` (which analyzes and stores the
 # profile), `hetopt run` (optimized where the profile says so; on PoCL pinning never pays, so the
 # pool policy is forced with POLICY). The program's stdout must be identical in all three and every
-# run must succeed. Prints hetopt's stats line.
+# run must succeed. Prints hetopt's stats line. RUN_OPTS adds options to `hetopt run` (--no-pool:
+# the pool-less variant, which the stats line must then show).
 #   pipeline.sh HETOPT POLICY -- PROGRAM [ARGS...]
 set -u
 hetopt=$1 policy=$2
@@ -18,8 +19,12 @@ fail() { echo "FAIL: $*"; for f in "$work"/*.err; do echo "--- $f"; tail -n 20 "
 "$hetopt" trace -o "$work/app.trace" -- "$@" >"$work/trace.out" 2>"$work/trace.err" ||
   fail "hetopt trace exited $?"
 grep -q "profile stored" "$work/trace.err" || fail "hetopt trace stored no profile"
-"$hetopt" run --stats --policy "$policy" -- "$@" >"$work/run.out" 2>"$work/run.err" ||
+# shellcheck disable=SC2086
+"$hetopt" run --stats --policy "$policy" ${RUN_OPTS:-} -- "$@" >"$work/run.out" 2>"$work/run.err" ||
   fail "hetopt run exited $?"
+if [[ ${RUN_OPTS:-} == *--no-pool* ]] && grep -q "hetopt: stats:" "$work/run.err"; then
+  grep -q "hetopt: stats: direct $policy allocation (no pool)" "$work/run.err" || fail "not the direct mode"
+fi
 for mode in trace run; do
   cmp -s "$work/native.out" "$work/$mode.out" ||
     { diff "$work/native.out" "$work/$mode.out"; fail "stdout under $mode differs from native"; }

@@ -4,6 +4,8 @@
 
 # write_plan FILE PROGRAM POLICY POOL_BYTES KEY...: a 0600 plan serving every KEY (any size) from a
 # POLICY pool of POOL_BYTES for PROGRAM, on $HETOPT_DEVICE. Returns 1 when PROGRAM has no build id.
+# PLAN_MODE=direct adds `pool-mode direct` (no pool); PLAN_PROFILE="<allocations> <min> <max>
+# <typical> <peak-bytes> <peak-blocks>" gives every site that profile (the conformance check).
 write_plan() {
   local file=$1 prog=$2 policy=$3 bytes=$4 build_id k
   shift 4
@@ -14,7 +16,8 @@ write_plan() {
     echo "program $(readlink -f "$prog") build-id:$build_id"
     echo "device ${HETOPT_DEVICE:-}"
     echo "pool $policy $bytes"
-    for k in "$@"; do echo "site $k 0 18446744073709551615"; done
+    [[ -z ${PLAN_MODE:-} ]] || echo "pool-mode $PLAN_MODE"
+    for k in "$@"; do echo "site $k 0 18446744073709551615${PLAN_PROFILE:+ profile $PLAN_PROFILE}"; done
   } >"$file"
   chmod 600 "$file"
 }

@@ -3,7 +3,7 @@
 # alloc_torture (every allocation function from several threads, realloc chains, fork, fork+exec,
 # the C library's promises checked) in optimize mode with every one of its allocation sites in the
 # plan: the pool serves and frees from many threads at once, realloc moves blocks in and out of it,
-# and it runs out. alloc_torture uses no OpenCL, so the loader is preloaded for the pool's context.
+# and it runs out; then the same without a pool (pool-mode direct). alloc_torture uses no OpenCL, so the loader is preloaded for the pool's context.
 #   torture_optimize.sh SHIM ALLOC_TORTURE ITERATIONS
 set -u
 source "$(dirname "${BASH_SOURCE[0]}")/plan_lib.sh"
@@ -36,4 +36,12 @@ run() {
 run large_pool $((64 << 20)) 5000 'redirected \([0-9]*\) allocations'
 run small_pool $((256 << 10)) 5000 ' \([0-9]*\) pool full'
 run no_wait $((64 << 20)) 0 'redirected \([0-9]*\) allocations'
+# The naive variant: every block made and released by the policy, on the program's threads.
+PLAN_MODE=direct run direct $((64 << 20)) 5000 'redirected \([0-9]*\) allocations'
+# A profile of at most 2 blocks alive at once per site: deactivated mid-run, with blocks handed out before
+# and still in use, reallocated and freed afterwards (alloc_torture checks every one).
+for mode in pool direct; do
+  PLAN_MODE=$mode PLAN_PROFILE="100000 1 1073741824 1 1073741824 2" run diverged_$mode $((64 << 20)) \
+    5000 'deactivated: \([0-9]*\) redirected blocks alive at once'
+done
 exit $failed

@@ -1,0 +1,105 @@
+// SPDX-License-Identifier: MIT
+/**
+ * @file The naive allocator beside the pool (issue 6, `hetopt run --no-pool`): every block is made
+ * by an AllocationPolicy itself on the calling thread and released with it, the source's "pin
+ * everything directly" variant that its pool scheme beat by 5-40% (design notes sec. 2). It is
+ * kept as a real mode so that the comparison is measured on this machine, not quoted.
+ *
+ * C library semantics as for the pool (pool.h): pointers at least 16-aligned (larger alignments up
+ * to a page; the pinning policies return page-aligned memory and anything less is refused), zeroed
+ * for calloc, usableSize() >= the size asked for, reallocate() keeps the contents and returns null
+ * (block unchanged) when it cannot, so the caller moves the block elsewhere.
+ *
+ * Ownership lookup (every free() in the process asks owns()) takes no lock: an open-addressing hash
+ * table of the live blocks' start addresses, probed with acquire loads, behind a [lowest, highest)
+ * address filter. Inserting and removing (under the lock, which also serialises the policy: it is
+ * not thread-safe by itself) publish or retire one slot; a reader racing with them is asking about
+ * another address, since nobody may free a block that is being made or freed. Retired slots
+ * (tombstones) are swept by rebuilding the table into its twin array; readers see that through a
+ * sequence counter and retry. The table is fixed at construction: when it is full, allocate() fails
+ * and the caller falls back to malloc.
+ */
+#pragma once
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <mutex>
+
+#include "policies/policy.h"
+
+namespace hetopt::policies {
+
+struct DirectStats {
+  uint64_t allocations = 0;       ///< blocks made by the policy
+  uint64_t failures = 0;          ///< allocate()/reallocate() calls that got nothing
+  uint64_t liveBlocks = 0;
+  uint64_t liveBytes = 0;
+  uint64_t peakLiveBytes = 0;
+  char firstFailure[160] = {};    ///< why the first failure failed
+};
+
+class DirectAllocator {
+ public:
+  static constexpr size_t kMinAlignment = 16;
+
+  /// Room for `maxLiveBlocks` blocks alive at once (the table has twice as many slots).
+  explicit DirectAllocator(unsigned maxLiveBlocks);
+  ~DirectAllocator();
+  DirectAllocator(const DirectAllocator&) = delete;
+  DirectAllocator& operator=(const DirectAllocator&) = delete;
+
+  /// The policy that makes and releases blocks; not owned. Until set, allocate() fails.
+  void setPolicy(AllocationPolicy* policy);
+
+  /// A block of at least `size` bytes aligned to `alignment` (0: 16), zeroed when asked; null when
+  /// the policy fails, the alignment is above a page or the table is full.
+  void* allocate(size_t size, size_t alignment, bool zero);
+  /// True when `ptr` is the start of a live block. No lock.
+  bool owns(const void* ptr) const;
+  /// True when `ptr` lies inside a live block (transfers from an offset). No lock; a scan of the
+  /// table, so only for OpenCL transfer calls, not for the malloc family.
+  bool contains(const void* ptr) const;
+  /// The block's usable bytes (>= the size asked). No lock. Pre: owns(ptr).
+  size_t usableSize(const void* ptr) const;
+  /// Releases the block with the policy. Pre: owns(ptr).
+  void deallocate(void* ptr);
+  /// In place when `size` fits the block, else a new block with the contents copied and `ptr`
+  /// released; null when no new block could be made (`ptr` unchanged). Pre: owns(ptr), size > 0.
+  void* reallocate(void* ptr, size_t size);
+  /// In a forked child: the policy's OpenCL context is not usable there, so blocks are never
+  /// released again (they stay valid) and nothing new is made.
+  void forkChild();
+
+  DirectStats stats() const;
+
+ private:
+  struct Slot {
+    std::atomic<uintptr_t> key{0};  ///< 0: empty, 1: tombstone, else the block's address
+    std::atomic<size_t> size{0};    ///< usable bytes
+    Allocation allocation;          ///< what the policy's release() needs (under m_lock)
+  };
+  static constexpr uintptr_t kEmpty = 0, kTombstone = 1;
+
+  size_t slotOf(uintptr_t key) const;
+  const Slot* findLocked(const Slot* table, uintptr_t key) const;
+  template <typename Fn>
+  auto readConsistent(Fn fn) const;
+  void insertLocked(const Allocation& a);
+  void rebuildLocked();
+  void failLocked(const char* why);
+
+  mutable std::mutex m_lock;
+  AllocationPolicy* m_policy = nullptr;
+  Slot* m_tables[2] = {};
+  std::atomic<Slot*> m_table{nullptr};  ///< one of m_tables; the other is the rebuild's target
+  size_t m_mask = 0;
+  unsigned m_shift = 64;
+  unsigned m_maxLive = 0;
+  std::atomic<uint32_t> m_sequence{0};  ///< odd while a rebuild switches tables
+  std::atomic<uintptr_t> m_low{UINTPTR_MAX}, m_high{0};
+  size_t m_tombstones = 0;
+  std::atomic<bool> m_child{false};
+  DirectStats m_stats;
+};
+
+}  // namespace hetopt::policies

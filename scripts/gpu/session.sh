@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# Every GPU measurement docs/results.md reports, in steps that each fit one device-tool call
+# (10 minutes). State that later steps need (the build, the DB with the characterization) stays in
+# BUILD_DIR, which the device machine keeps between calls while it is warm; each step copies its
+# outputs to $OUT (emptied before every call).
+#
+#   scripts/gpu/session.sh BUILD_DIR STEP...
+#
+#   build         scripts/gpu/build.sh (tests and benchmarks that need no GoogleTest)
+#   check         the NVIDIA GPU is the device hetopt picks (fails otherwise: no CPU numbers)
+#   characterize  full characterization of the GPU into BUILD_DIR/gpu.db (~45 s on an H100)
+#   queue         bench/queue_cost: what device timing costs the driver per command
+#   trace         scripts/bench/trace_overhead.sh on call-bound and data-moving runs
+#   apps          scripts/bench/apps_speedup.sh (native, hand-pinned, hetopt run, --no-pool);
+#                 APPS="..." selects apps: all 11 take longer than one call, split them in two
+#
+# A first call: `scripts/gpu/session.sh build-gpu build check characterize queue trace` (~7 min);
+# then `APPS="loop_wkr ..." scripts/gpu/session.sh build-gpu check apps` twice.
+set -uo pipefail
+root=$(cd "$(dirname "$0")/../.." && pwd)
+build=${1:?usage: scripts/gpu/session.sh BUILD_DIR STEP...}
+shift
+out=${OUT:-$PWD/gpu-out}
+mkdir -p "$out"
+# shellcheck source=env.sh
+source "$root/scripts/gpu/env.sh" >/dev/null
+export HETOPT_DB=$build/gpu.db
+runs=${RUNS:-5}
+
+step() { echo "== $(date -u +%T) $*"; }
+for s in "$@"; do
+  case $s in
+    build)
+      step build
+      "$root/scripts/gpu/build.sh" "$build" || exit 1
+      ;;
+    check)
+      step check
+      nvidia-smi --query-gpu=name,driver_version,pcie.link.gen.current,pcie.link.width.current \
+        --format=csv,noheader
+      "$build/bin/hetopt" devices | tee "$out/devices.txt"
+      grep -q '^  \* .*\[GPU' "$out/devices.txt" || { echo "check: hetopt does not pick a GPU" >&2; exit 1; }
+      ;;
+    characterize)
+      step characterize
+      OUT=$out "$root/scripts/gpu/characterize.sh" "$build" >/dev/null
+      cp "$out/hetopt.db" "$HETOPT_DB"
+      tail -n 3 "$out/characterize.log"
+      ;;
+    queue)
+      step queue_cost
+      "$build/bin/queue_cost" --size 4K --iters 5000 --rounds 7 | tee "$out/queue_cost.txt"
+      ;;
+    trace)
+      step trace_overhead
+      "$root/scripts/bench/trace_overhead.sh" "$build" "$runs" 'loop_wkr:--size 4K --iters 20000' \
+        'loop_wkr:--size 64M --iters 200' 'async_events:--size 64M --iters 40' \
+        'selective_alloc:--size 64M --iters 20' | tee "$out/trace_overhead.txt"
+      ;;
+    apps)
+      step "apps_speedup ${APPS:-all}"
+      [[ -f $HETOPT_DB ]] || { echo "apps: characterize first" >&2; exit 1; }
+      "$root/scripts/bench/apps_speedup.sh" "$build" "$runs" "$out" | tee "$out/apps_speedup.txt"
+      cp "$HETOPT_DB" "$out/hetopt.db"
+      ;;
+    *)
+      echo "unknown step '$s'" >&2
+      exit 2
+      ;;
+  esac
+done
+step done

@@ -1,0 +1,81 @@
+// SPDX-License-Identifier: MIT
+/**
+ * @file Which device commands get their profiling timestamps read in trace mode
+ * (HETOPT_TIME_SAMPLE). Reading them costs the driver an event per command (about 10 us per
+ * command on NVIDIA), which doubles the run time of a loop of tiny commands; the folded trace keeps
+ * one aggregate per loop leaf anyway, so a sample of each leaf's commands gives the same means.
+ *
+ * Commands are grouped by a key the caller computes from what the compressor folds on (the
+ * function and the OpenCL objects it names). Each key's first kCensus commands are all timed (short
+ * runs and one-off commands stay exact); after that the key's commands are cut into blocks of
+ * `period` and exactly one command per block is timed, at a random position drawn when the block
+ * starts (stratified sampling). Every later command is so timed with probability 1/period whatever
+ * the loop's shape: a fixed stride would alias with loop bodies that repeat a key with a period
+ * sharing a factor with it (ping-pong buffers, every other iteration of size X) and time only one
+ * phase of them. The analysis extrapolates: a leaf's device time = mean of its timed commands x
+ * its commands (trace/FORMAT.md).
+ *
+ * One sampler per thread (the compressor folds per thread): a fixed, direct-mapped table, no
+ * allocation and no lock per decision. Two keys sharing a slot evict each other and restart their
+ * census: more commands timed, never fewer.
+ */
+#pragma once
+#include <cstdint>
+
+namespace hetopt::trace {
+
+class TimeSampler {
+ public:
+  static constexpr unsigned kSlots = 256;   ///< distinct (call, objects) keys kept per thread
+  static constexpr uint64_t kCensus = 32;   ///< commands of a key timed before sampling starts
+  static constexpr uint64_t kDefaultPeriod = 16;
+
+  /// `period` <= 1 times every command.
+  explicit TimeSampler(uint64_t period = kDefaultPeriod, uint64_t seed = 0x9e3779b97f4a7c15ull)
+      : m_period(period), m_rng(seed | 1) {}
+
+  uint64_t period() const { return m_period; }
+
+  /// Whether the next command of `key` is to be timed.
+  bool shouldTime(uint64_t key) {
+    if (m_period <= 1) return true;
+    Slot& s = m_slots[mix(key) & (kSlots - 1)];
+    if (s.seen == 0 || s.key != key) s = Slot{key, 0, 0};
+    const uint64_t n = s.seen++;
+    if (n < kCensus) return true;
+    const uint64_t pos = (n - kCensus) % m_period;
+    if (pos == 0) s.pick = next() % m_period;
+    return pos == s.pick;
+  }
+
+  /// Folds one value (the function id, an object handle) into a key.
+  static uint64_t combine(uint64_t key, uint64_t value) {
+    return mix(key ^ (value + 0x9e3779b97f4a7c15ull + (key << 6) + (key >> 2)));
+  }
+
+ private:
+  struct Slot {
+    uint64_t key = 0;
+    uint64_t seen = 0;  ///< commands of `key` so far (0: slot empty)
+    uint64_t pick = 0;  ///< position timed in the current block
+  };
+  static uint64_t mix(uint64_t h) {  // splitmix64 finalizer
+    h ^= h >> 30;
+    h *= 0xbf58476d1ce4e5b9ull;
+    h ^= h >> 27;
+    h *= 0x94d049bb133111ebull;
+    return h ^ (h >> 31);
+  }
+  uint64_t next() {  // xorshift64*: cheap, and its low bits are good enough for a block position
+    m_rng ^= m_rng >> 12;
+    m_rng ^= m_rng << 25;
+    m_rng ^= m_rng >> 27;
+    return (m_rng * 0x2545f4914f6cdd1dull) >> 32;
+  }
+
+  uint64_t m_period;
+  uint64_t m_rng;
+  Slot m_slots[kSlots];
+};
+
+}  // namespace hetopt::trace
