@@ -452,6 +452,8 @@ class Analyzer {
           if (info.module > 0 && info.module <= m_t.modules.size()) {
             const trace::TraceModule& m = m_t.modules[info.module - 1];
             u.modulePath = m.path;
+            u.moduleKey = moduleIdentity(m.buildId, m.path);
+            u.moduleOffset = info.address - m.bias;
             u.what = "static data";
             if (m_opt.symbolize) {
               DataLocation d = symbolizer().locateData(
@@ -470,6 +472,8 @@ class Analyzer {
         case trace::RegionClass::Mmap:
         case trace::RegionClass::File:
           u.kind = UntrackedMemory::Kind::Mmap;
+          u.anonymous = info.region == trace::RegionClass::Mmap;
+          u.mapBytes = info.mapEnd - info.mapStart;
           u.what = (info.mapName.empty() ? std::string("anonymous mapping ") : info.mapName + " ") + range;
           break;
         case trace::RegionClass::Heap:
@@ -485,6 +489,12 @@ class Analyzer {
       u.d2h = acc.d2h;
       u.h2d.finish();
       u.d2h.finish();
+      if (!u.registrable())
+        u.gain.note = "cannot be registered in place (only static data and anonymous mappings)";
+      else if (m_opt.gain)
+        m_opt.gain->predictRegistration(u, &u.gain);
+      else
+        u.gain.note = m_opt.noGainReason;
       m_out->untracked.push_back(std::move(u));
     }
     std::stable_sort(m_out->untracked.begin(), m_out->untracked.end(),

@@ -50,14 +50,14 @@ class CurveGainModel : public GainModel {
     }
     out->policy = policyName(decision->policy);
     out->allocMode = characterize::allocModeName(decision->alloc);
-    out->standardNs = transferNs(site, PolicyKind::Standard);
-    out->optimizedNs = transferNs(site, decision->policy);
+    out->standardNs = transferNs(site.h2d, site.d2h, PolicyKind::Standard);
+    out->optimizedNs = transferNs(site.h2d, site.d2h, decision->policy);
     if (decision->policy == PolicyKind::Register) {
       // In-place registration is not built yet: `hetopt run` serves such sites from a hybrid pool
       // (the pooled policy with the same transfer speed), so predict what it will do.
       out->policy = policyName(PolicyKind::Hybrid);
       out->allocMode = characterize::allocModeName(characterize::AllocMode::Pool);
-      out->optimizedNs = transferNs(site, PolicyKind::Hybrid);
+      out->optimizedNs = transferNs(site.h2d, site.d2h, PolicyKind::Hybrid);
       out->optimizedNs += poolCostNs(PolicyKind::Hybrid, site);
     } else if (decision->alloc == characterize::AllocMode::Direct &&
                decision->policy != PolicyKind::Standard) {
@@ -72,6 +72,32 @@ class CurveGainModel : public GainModel {
     out->note = describe();
   }
 
+  void predictRegistration(const UntrackedMemory& memory, GainPrediction* out) const override {
+    *out = GainPrediction{};
+    if (memory.h2d.transfers == 0 && memory.d2h.transfers == 0) {
+      out->note = "no transfers";
+      return;
+    }
+    const characterize::Fit* h2d = m_run.findFit(Measure::H2D, PolicyKind::Register);
+    const characterize::Fit* d2h = m_run.findFit(Measure::D2H, PolicyKind::Register);
+    if ((memory.h2d.transfers && !(h2d && h2d->fn.valid())) ||
+        (memory.d2h.transfers && !(d2h && d2h->fn.valid()))) {
+      out->note = "the characterization has no register curves (the device refused host-pointer "
+                  "buffers, or an old characterization)";
+      return;
+    }
+    out->policy = policyName(PolicyKind::Register);
+    out->allocMode = characterize::allocModeName(characterize::AllocMode::Direct);
+    out->standardNs = transferNs(memory.h2d, memory.d2h, PolicyKind::Standard);
+    // One registration of the range (the register curves time only that: the memory exists),
+    // whether it lands on the pool thread (static data) or on the first transfer (a mapping):
+    // like a pool, it competes with the program for the machine.
+    out->optimizedNs = transferNs(memory.h2d, memory.d2h, PolicyKind::Register) +
+                       allocNs(PolicyKind::Register, memory.regionBytes);
+    out->known = true;
+    out->note = describe();
+  }
+
  private:
   /// The site's share of the pool: pinning its peak live bytes once. The pool is prepared on a
   /// thread while the program starts, but that is not free: it competes with the program's own
@@ -81,12 +107,12 @@ class CurveGainModel : public GainModel {
     double extra = allocNs(policy, site.peakLiveBytes) - allocNs(PolicyKind::Standard, site.peakLiveBytes);
     return std::max(0.0, extra);
   }
-  /// Predicted time of the site's transfers with `policy`'s memory; standard's where the policy
-  /// has no fit for a direction.
-  double transferNs(const CandidateSite& site, PolicyKind policy) const {
+  /// Predicted time of these transfers with `policy`'s memory; standard's where the policy has
+  /// no fit for a direction.
+  double transferNs(const TransferStats& h2d, const TransferStats& d2h, PolicyKind policy) const {
     double total = 0;
     for (Measure m : {Measure::H2D, Measure::D2H}) {
-      const TransferStats& t = m == Measure::H2D ? site.h2d : site.d2h;
+      const TransferStats& t = m == Measure::H2D ? h2d : d2h;
       const characterize::Fit* fit = m_run.findFit(m, policy);
       if (!fit || !fit->fn.valid()) fit = m_run.findFit(m, PolicyKind::Standard);
       if (!fit || !fit->fn.valid()) continue;

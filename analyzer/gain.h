@@ -8,6 +8,9 @@
  * over every transfer size seen, with malloc memory (standard) and with that policy. A policy
  * allocated directly (not from a pool) also pays its extra allocation and free cost per
  * allocation; pooled allocation is prepared off the critical path and is not charged.
+ *
+ * Untracked memory (static arrays, anonymous mappings) can only be registered in place: its
+ * prediction uses the register policy's transfer curves and charges one registration of the range.
  */
 #pragma once
 #include <memory>
@@ -22,6 +25,13 @@ class GainModel {
  public:
   virtual ~GainModel() = default;
   virtual void predict(const CandidateSite& site, GainPrediction* out) const = 0;
+  /// In-place registration of memory no tracked allocation made (static data, an anonymous
+  /// mapping): its transfers with the register policy's curves plus one registration of the
+  /// transferred range, against the same transfers from pageable memory. Unknown by default.
+  virtual void predictRegistration(const UntrackedMemory& memory, GainPrediction* out) const {
+    *out = GainPrediction{};
+    out->note = "no register curves";
+  }
   /// "NVIDIA H200 (NVIDIA CUDA, driver 580.x), characterized 2026-11-20".
   virtual std::string describe() const = 0;
 };

@@ -67,8 +67,21 @@ struct UntrackedMemory {
   Kind kind = Kind::Unknown;
   std::string what;  ///< "g_weights (static_mmap.cpp:32)", "anonymous mapping", ...
   std::string modulePath;  ///< for static data: the module holding it
-  uint64_t regionBytes = 0;  ///< size of the region when known
+  uint64_t regionBytes = 0;  ///< size of the transferred range (every transfer into it, widened)
+  /// Static data: where the range lies in its module, ASLR-independent (the shim finds it again in
+  /// a later run of the same build): moduleIdentity() of the module (common/site_key.h; 0: module
+  /// unknown) and the range's start minus the module's load bias.
+  uint64_t moduleKey = 0;
+  uint64_t moduleOffset = 0;
+  uint64_t mapBytes = 0;   ///< mmap: size of the mapping holding it at trace time (0: unknown)
+  bool anonymous = false;  ///< mmap: an anonymous mapping (a file mapping is never registered)
   TransferStats h2d, d2h;
+  GainPrediction gain;     ///< what registering it in place would save (the register curves)
+  /// Whether `hetopt run` can find it again and register it: static data in a known module, or
+  /// an anonymous mapping.
+  bool registrable() const {
+    return (kind == Kind::Static && moduleKey != 0) || (kind == Kind::Mmap && anonymous);
+  }
 };
 const char* untrackedKindName(UntrackedMemory::Kind k);  ///< "static", "stack", "mmap", ...
 

@@ -59,6 +59,10 @@ CREATE TABLE IF NOT EXISTS app_untracked (
   h2d_max INTEGER NOT NULL, h2d_ns REAL NOT NULL,
   d2h_transfers INTEGER NOT NULL, d2h_bytes INTEGER NOT NULL, d2h_typical INTEGER NOT NULL,
   d2h_max INTEGER NOT NULL, d2h_ns REAL NOT NULL,
+  module_key INTEGER NOT NULL DEFAULT 0, module_offset INTEGER NOT NULL DEFAULT 0,
+  map_bytes INTEGER NOT NULL DEFAULT 0, anonymous INTEGER NOT NULL DEFAULT 0,
+  gain_known INTEGER NOT NULL DEFAULT 0, gain_note TEXT NOT NULL DEFAULT '',
+  standard_ns REAL NOT NULL DEFAULT 0, optimized_ns REAL NOT NULL DEFAULT 0,
   PRIMARY KEY (profile_id, rank));
 CREATE TABLE IF NOT EXISTS app_run_breakdowns (
   profile_id INTEGER NOT NULL REFERENCES app_profiles(id) ON DELETE CASCADE,
@@ -236,7 +240,9 @@ bool storeProfile(Db& db, const AppProfile& p, int64_t* idOut, std::string* erro
   DbStatement un(db,
                  "INSERT INTO app_untracked (profile_id, rank, kind, what, module, region_bytes, "
                  "h2d_transfers, h2d_bytes, h2d_typical, h2d_max, h2d_ns, d2h_transfers, "
-                 "d2h_bytes, d2h_typical, d2h_max, d2h_ns) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
+                 "d2h_bytes, d2h_typical, d2h_max, d2h_ns, module_key, module_offset, map_bytes, "
+                 "anonymous, gain_known, gain_note, standard_ns, optimized_ns) VALUES "
+                 "(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
   for (size_t r = 0; r < p.untracked.size(); ++r) {
     const UntrackedMemory& u = p.untracked[r];
     un.reset();
@@ -244,6 +250,9 @@ bool storeProfile(Db& db, const AppProfile& p, int64_t* idOut, std::string* erro
     un.bind(4, u.what).bind(5, u.modulePath).bind(6, asInt(u.regionBytes));
     bindTransfers(un, 7, u.h2d);
     bindTransfers(un, 12, u.d2h);
+    un.bind(17, asInt(u.moduleKey)).bind(18, asInt(u.moduleOffset)).bind(19, asInt(u.mapBytes));
+    un.bind(20, int64_t{u.anonymous}).bind(21, int64_t{u.gain.known}).bind(22, u.gain.note);
+    un.bind(23, u.gain.standardNs).bind(24, u.gain.optimizedNs);
     if (!un.run()) return fail(error, "storing untracked memory", un.error());
     if (!storeSizes(db, id, "untracked", static_cast<int>(r), "h2d", u.h2d, error) ||
         !storeSizes(db, id, "untracked", static_cast<int>(r), "d2h", u.d2h, error))
@@ -377,8 +386,9 @@ bool loadProfile(Db& db, const ProgramIdentity& identity, AppProfile* out, Profi
   {
     DbStatement q(db,
                   "SELECT kind, what, module, region_bytes, h2d_transfers, h2d_bytes, h2d_typical, "
-                  "h2d_max, h2d_ns, d2h_transfers, d2h_bytes, d2h_typical, d2h_max, d2h_ns FROM "
-                  "app_untracked WHERE profile_id=? ORDER BY rank");
+                  "h2d_max, h2d_ns, d2h_transfers, d2h_bytes, d2h_typical, d2h_max, d2h_ns, "
+                  "module_key, module_offset, map_bytes, anonymous, gain_known, gain_note, "
+                  "standard_ns, optimized_ns FROM app_untracked WHERE profile_id=? ORDER BY rank");
     q.bind(1, lookup->id);
     DbStatement::Step st;
     while ((st = q.step()) == DbStatement::Step::Row) {
@@ -392,6 +402,15 @@ bool loadProfile(Db& db, const ProgramIdentity& identity, AppProfile* out, Profi
       u.regionBytes = asUnsigned(q.columnInt(3));
       readTransfers(q, 4, &u.h2d);
       readTransfers(q, 9, &u.d2h);
+      u.moduleKey = asUnsigned(q.columnInt(14));
+      u.moduleOffset = asUnsigned(q.columnInt(15));
+      u.mapBytes = asUnsigned(q.columnInt(16));
+      u.anonymous = q.columnInt(17) != 0;
+      u.gain.known = q.columnInt(18) != 0;
+      u.gain.note = q.columnText(19);
+      u.gain.standardNs = q.columnDouble(20);
+      u.gain.optimizedNs = q.columnDouble(21);
+      if (u.gain.known) u.gain.policy = "register";
       p.untracked.push_back(std::move(u));
     }
     if (st != DbStatement::Step::Done) return fail(error, "loading untracked memory", q.error());

@@ -190,6 +190,13 @@ std::string formatReport(const AppProfile& p) {
       if (u.regionBytes) appendf(&r, ", %s", formatBytes(u.regionBytes).c_str());
       appendf(&r, "\n      %s   %s\n", transferLine("h2d", u.h2d).c_str(),
               transferLine("d2h", u.d2h).c_str());
+      if (u.gain.known)
+        appendf(&r, "      predicted: registering it in place %s %s of %s\n",
+                u.gain.savingNs() > 0 ? "saves" : "costs",
+                formatDuration(std::abs(u.gain.savingNs())).c_str(),
+                formatDuration(u.gain.standardNs).c_str());
+      else if (!u.gain.note.empty())
+        appendf(&r, "      predicted gain: %s\n", u.gain.note.c_str());
     }
   }
   if (p.openclMapped.h2d.transfers + p.openclMapped.d2h.transfers > 0) {
@@ -271,8 +278,15 @@ std::string profileToJson(const AppProfile& p) {
     j.beginObject();
     j.member("kind", untrackedKindName(u.kind)).member("what", u.what);
     j.member("module", u.modulePath).member("region_bytes", u.regionBytes);
+    j.member("registrable", u.registrable());
+    if (u.kind == UntrackedMemory::Kind::Static) j.member("module_offset", u.moduleOffset);
+    if (u.kind == UntrackedMemory::Kind::Mmap)
+      j.member("map_bytes", u.mapBytes).member("anonymous", u.anonymous);
     writeTransfers(j, "h2d", u.h2d);
     writeTransfers(j, "d2h", u.d2h);
+    j.member("gain_known", u.gain.known);
+    if (u.gain.known)
+      j.member("standard_ns", u.gain.standardNs).member("optimized_ns", u.gain.optimizedNs);
     j.endObject();
   }
   j.endArray();

@@ -49,6 +49,7 @@ std::string preparePlan(const std::string& program, const std::string& dbPath,
            ", traced " + lookup.storedCreatedUtc + "); run `hetopt trace` on it again";
   PlanOptions options;
   options.forcedPolicy = forcedPolicy;
+  options.forceRegistrations = forcedPolicy == "register";
   options.ignoreEligibility = force;
   options.directAllocation = noPool;
   Plan plan;
@@ -91,15 +92,18 @@ int cmdRun(int argc, char** argv) {
         "usage: hetopt run [options] [--] program [args...]\n\n"
         "Runs the program. With a profile from `hetopt trace` (same build of the program) whose\n"
         "candidate allocation sites gain on this machine according to `hetopt characterize`, those\n"
-        "sites are served from a pinned pool prepared while the program starts; everything else\n"
-        "is untouched. Without one the program runs untouched (no shim at all), after one line\n"
-        "saying why. Once the program behaves unlike its profile (sizes, live memory, no\n"
-        "transfers), no new allocation is redirected. Exit status and signals pass through.\n\n"
+        "sites are served from a pinned pool prepared while the program starts, and static arrays\n"
+        "and anonymous mappings that crossed are pinned in place; everything else is untouched.\n"
+        "Without one the program runs untouched (no shim at all), after one line saying why.\n"
+        "Once the program behaves unlike its profile (sizes, live memory, no transfers), no new\n"
+        "allocation is redirected. Exit status and signals pass through.\n\n"
         "  --device FILTER  OpenCL device ('gpu', 'cpu' or a name substring); sets HETOPT_DEVICE\n"
         "  --stats          print what the shim did at exit (HETOPT_STATS=1)\n"
         "  --db PATH        profile/platform DB (default $HETOPT_DB, else ~/.local/share/hetopt)\n"
         "  --policy P       serve every candidate site from a P pool (opencl, hybrid, locked)\n"
-        "                   whatever the curves say: for experiments\n"
+        "                   whatever the curves say: for experiments; 'register' also registers\n"
+        "                   every static array and anonymous mapping that crossed, in place\n"
+        "                   (sites then get a hybrid pool)\n"
         "  --force          optimize even when the profile says the program is not eligible\n"
         "  --no-pool        no pool: allocate every candidate block with the policy itself, on\n"
         "                   the program's thread (the naive variant; plan line pool-mode direct)\n"

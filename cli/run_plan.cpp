@@ -15,6 +15,28 @@ std::string poolPolicyFor(const std::string& decisionPolicy) {
   return "";
 }
 
+namespace {
+
+// Untracked memory the register curves say gains (or all of it, forced): static ranges by module
+// and offset; anonymous mappings by size, from the smallest transferred range (a mapping holds at
+// least that) to the largest mapping seen, so that no unrelated larger mapping gets pinned.
+void addRegistrations(const analyzer::AppProfile& profile, const PlanOptions& options, Plan* plan) {
+  for (const analyzer::UntrackedMemory& u : profile.untracked) {
+    if (!u.registrable() || u.regionBytes == 0) continue;
+    if (!options.forceRegistrations && (!u.gain.known || u.gain.savingNs() <= 0)) continue;
+    if (u.kind == analyzer::UntrackedMemory::Kind::Static) {
+      plan->staticRanges.push_back({u.moduleKey, u.moduleOffset, u.regionBytes});
+      continue;
+    }
+    uint64_t hi = std::max(u.mapBytes, u.regionBytes);
+    plan->mmapMinBytes = plan->registersMappings() ? std::min(plan->mmapMinBytes, u.regionBytes)
+                                                   : u.regionBytes;
+    plan->mmapMaxBytes = std::max(plan->mmapMaxBytes, hi);
+  }
+}
+
+}  // namespace
+
 bool buildPlan(const analyzer::AppProfile& profile, const PlanOptions& options, Plan* plan,
                std::string* whyNot) {
   *plan = Plan();
@@ -22,7 +44,9 @@ bool buildPlan(const analyzer::AppProfile& profile, const PlanOptions& options, 
     *whyNot = "not worth optimizing: " + profile.eligibility.reason;
     return false;
   }
-  if (profile.candidates.empty()) {
+  bool registrable = false;
+  for (const analyzer::UntrackedMemory& u : profile.untracked) registrable |= u.registrable();
+  if (profile.candidates.empty() && !registrable) {
     *whyNot = "no allocation site feeds host<->device transfers";
     return false;
   }
@@ -49,7 +73,8 @@ bool buildPlan(const analyzer::AppProfile& profile, const PlanOptions& options, 
     plan->sites.push_back(planned);
     liveBytes = site.peakLiveBytes > UINT64_MAX - liveBytes ? UINT64_MAX : liveBytes + site.peakLiveBytes;
   }
-  if (plan->sites.empty()) {
+  addRegistrations(profile, options, plan);
+  if (plan->sites.empty() && !plan->hasRegistrations()) {
     *whyNot = "pinning does not pay for this program's transfers on " + profile.device +
               " (see `hetopt analyze`)";
     return false;
@@ -57,6 +82,11 @@ bool buildPlan(const analyzer::AppProfile& profile, const PlanOptions& options, 
   plan->programPath = profile.program.path;
   plan->programKey = profile.program.key();
   plan->device = profile.device;
+  if (plan->sites.empty()) {
+    plan->poolPolicy = "none";  // registrations only: the shim's context, no pool
+    plan->poolBytes = 0;
+    return true;
+  }
   plan->poolPolicy = policy;
   plan->directAllocation = options.directAllocation;
   // The sizes come from a DB file: a damaged one must give a message, not an overflowing pool.

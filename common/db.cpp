@@ -21,6 +21,37 @@ namespace {
 constexpr const char* kMetaTable =
     "CREATE TABLE IF NOT EXISTS hetopt_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)";
 
+// In-place upgrades, oldest first: each takes a DB of schema version `from` to from + 1 by
+// altering `table` when the file has it (a DB holding only a characterization has no profile
+// tables: they are created at the new version when first used). Only additions: the
+// characterization took minutes to measure and must survive an upgrade of hetopt.
+struct Migration {
+  int from;
+  const char* table;
+  const char* sql;
+};
+constexpr Migration kMigrations[] = {
+    // 1 -> 2: what `hetopt run` needs to register untracked memory in place (issue 6).
+    {1, "app_untracked",
+     "ALTER TABLE app_untracked ADD COLUMN module_key INTEGER NOT NULL DEFAULT 0; "
+     "ALTER TABLE app_untracked ADD COLUMN module_offset INTEGER NOT NULL DEFAULT 0; "
+     "ALTER TABLE app_untracked ADD COLUMN map_bytes INTEGER NOT NULL DEFAULT 0; "
+     "ALTER TABLE app_untracked ADD COLUMN anonymous INTEGER NOT NULL DEFAULT 0; "
+     "ALTER TABLE app_untracked ADD COLUMN gain_known INTEGER NOT NULL DEFAULT 0; "
+     "ALTER TABLE app_untracked ADD COLUMN gain_note TEXT NOT NULL DEFAULT ''; "
+     "ALTER TABLE app_untracked ADD COLUMN standard_ns REAL NOT NULL DEFAULT 0; "
+     "ALTER TABLE app_untracked ADD COLUMN optimized_ns REAL NOT NULL DEFAULT 0"},
+};
+
+bool canMigrate(int64_t version) {
+  for (int64_t v = version; v < kDbSchemaVersion; ++v) {
+    bool found = false;
+    for (const Migration& m : kMigrations) found = found || m.from == v;
+    if (!found) return false;
+  }
+  return version < kDbSchemaVersion;
+}
+
 std::string movedAwayHint() {
   return "move it away (or use --db / HETOPT_DB for another file) and re-run `hetopt characterize`";
 }
@@ -139,11 +170,19 @@ bool Db::checkOrInitialize(Mode mode, std::string* error) {
     if (s == DbStatement::Step::Error) return corrupt(q.error());
   }
   if (version < 0) return corrupt("no schema_version in hetopt_meta");
+  if (version != kDbSchemaVersion && mode != Mode::ReadOnly && canMigrate(version)) {
+    if (!migrate(version, error)) return false;
+    version = kDbSchemaVersion;
+  }
   if (version != kDbSchemaVersion) {
     *error = m_path + " has DB schema version " + std::to_string(version) + " (created by " +
              createdBy + "), but this hetopt " + HETOPT_VERSION_STRING + " uses schema version " +
              std::to_string(kDbSchemaVersion) + "; " +
-             (version > kDbSchemaVersion ? "use the newer hetopt, or " : "") + movedAwayHint();
+             (version > kDbSchemaVersion ? "use the newer hetopt, or " : "") +
+             (canMigrate(version) ? "a command that writes it (`hetopt trace`, `hetopt analyze`, "
+                                    "`hetopt characterize`) upgrades it in place, or "
+                                  : "") +
+             movedAwayHint();
     return false;
   }
   // Cheap on a DB of this size, and it turns a damaged page into one clear line now rather than a
@@ -152,6 +191,45 @@ bool Db::checkOrInitialize(Mode mode, std::string* error) {
   if (!check.ok() || check.step() != DbStatement::Step::Row) return corrupt(check.error());
   std::string verdict = check.columnText(0);
   if (verdict != "ok") return corrupt("integrity check: " + verdict);
+  return true;
+}
+
+bool Db::migrate(int64_t version, std::string* error) {
+  std::string err;
+  if (!exec("BEGIN IMMEDIATE", &err)) {
+    *error = "cannot upgrade " + m_path + ": " + err;
+    return false;
+  }
+  // Re-read under the write lock: another hetopt may have upgraded it meanwhile.
+  {
+    DbStatement q(*this, "SELECT value FROM hetopt_meta WHERE key = 'schema_version'");
+    if (q.ok() && q.step() == DbStatement::Step::Row)
+      version = strtoll(q.columnText(0).c_str(), nullptr, 10);
+  }
+  for (; version < kDbSchemaVersion; ++version) {
+    for (const Migration& m : kMigrations) {
+      if (m.from != version) continue;
+      bool has = false;
+      {
+        DbStatement q(*this, "SELECT count(*) FROM sqlite_master WHERE type='table' AND name=?");
+        q.bind(1, std::string(m.table));
+        has = q.ok() && q.step() == DbStatement::Step::Row && q.columnInt(0) > 0;
+      }
+      if (has && !exec(m.sql, &err)) {
+        exec("ROLLBACK", nullptr);
+        *error = "cannot upgrade " + m_path + " from schema version " + std::to_string(version) +
+                 ": " + err;
+        return false;
+      }
+    }
+  }
+  if (!exec("UPDATE hetopt_meta SET value = '" + std::to_string(kDbSchemaVersion) +
+                "' WHERE key = 'schema_version'; COMMIT",
+            &err)) {
+    exec("ROLLBACK", nullptr);
+    *error = "cannot upgrade " + m_path + ": " + err;
+    return false;
+  }
   return true;
 }
 

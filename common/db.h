@@ -6,10 +6,11 @@
  *
  * A hetopt DB is marked by PRAGMA application_id = kDbApplicationId and a `hetopt_meta` table whose
  * `schema_version` row is kDbSchemaVersion. Opening a DB of another schema version (older or newer),
- * a foreign SQLite file or a corrupt one fails with one line naming the path and both versions; old
- * DBs are not migrated (their measurements are cheap to redo). Each component creates its own tables
- * with CREATE TABLE IF NOT EXISTS after open(); any change to any component's tables bumps
- * kDbSchemaVersion. The tables are described in docs/DB.md.
+ * a foreign SQLite file or a corrupt one fails with one line naming the path and both versions,
+ * except an older DB with an in-place upgrade (kMigrations in db.cpp: columns added, nothing lost)
+ * opened for writing, which is upgraded. Each component creates its own tables with CREATE TABLE
+ * IF NOT EXISTS after open(); any change to any component's tables bumps kDbSchemaVersion. The
+ * tables are described in docs/DB.md.
  */
 #pragma once
 #include <cstdint>
@@ -21,7 +22,7 @@ struct sqlite3_stmt;
 
 namespace hetopt {
 
-inline constexpr int kDbSchemaVersion = 1;
+inline constexpr int kDbSchemaVersion = 2;
 /// "HTOP" as a big-endian 32-bit integer, stored in the SQLite header (PRAGMA application_id).
 inline constexpr int32_t kDbApplicationId = 0x48544f50;
 
@@ -48,6 +49,9 @@ class Db {
  private:
   Db(sqlite3* db, std::string path) : m_db(db), m_path(std::move(path)) {}
   bool checkOrInitialize(Mode mode, std::string* error);
+  /// Upgrades a DB of schema `version` (one kMigrations can upgrade) to kDbSchemaVersion, in one
+  /// transaction.
+  bool migrate(int64_t version, std::string* error);
   sqlite3* m_db;
   std::string m_path;
 };

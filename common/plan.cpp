@@ -65,7 +65,10 @@ std::string Plan::unwritableReason() const {
   if (bad(device, true) || leadingSpace(device))
     return "the device name cannot be written in a plan";
   if (poolPolicy.empty() || bad(poolPolicy, false)) return "the pool policy cannot be written in a plan";
-  if (poolBytes == 0 || sites.empty()) return "a plan needs a pool and at least one site";
+  // What the reader takes as complete: sites with a pool, or registrations alone.
+  if (sites.empty() != (poolBytes == 0)) return "a plan has both sites and a pool, or neither";
+  if (sites.empty() && !hasRegistrations())
+    return "a plan needs at least one site or registration";
   return {};
 }
 
@@ -91,6 +94,13 @@ std::string Plan::serialize() const {
                p.peakLiveBytes, p.peakLiveBlocks);
     out << line << "\n";
   }
+  for (const PlanStaticRange& r : staticRanges) {
+    char line[112];
+    snprintf(line, sizeof line, "register static %016" PRIx64 " %" PRIu64 " %" PRIu64 "\n",
+             r.moduleKey, r.offset, r.bytes);
+    out << line;
+  }
+  if (registersMappings()) out << "register mmap " << mmapMinBytes << " " << mmapMaxBytes << "\n";
   return out.str();
 }
 
@@ -99,11 +109,17 @@ bool parsePlan(const std::string& text, Plan* plan, std::string* error) {
   std::istringstream in(text);
   std::string line;
   int lineNo = 0;
-  bool sawHeader = false;
+  bool sawHeader = false, sawPool = false;
   auto fail = [&](const std::string& why) {
     *error = "plan line " + std::to_string(lineNo) + ": " + why;
     return false;
   };
+  // A plan cut short (disk full, a killed writer) inside a line: said as such, whatever the cut
+  // line would otherwise look like. The writer ends every line with a newline.
+  if (!text.empty() && text.back() != '\n') {
+    lineNo = static_cast<int>(std::count(text.begin(), text.end(), '\n')) + 1;
+    return fail("truncated plan (its last line is incomplete)");
+  }
   while (std::getline(in, line)) {
     ++lineNo;
     if (line.empty() || line[0] == '#') continue;
@@ -141,6 +157,7 @@ bool parsePlan(const std::string& text, Plan* plan, std::string* error) {
       std::string bytes;
       if (!(words >> plan->poolPolicy >> bytes) || !parseU64(bytes, 10, &plan->poolBytes))
         return fail("pool needs a policy and a size");
+      sawPool = true;
     } else if (tag == "site") {
       std::string key, lo, hi;
       PlanSite s;
@@ -156,6 +173,25 @@ bool parsePlan(const std::string& text, Plan* plan, std::string* error) {
         s.profiled = true;
       }
       plan->sites.push_back(s);
+    } else if (tag == "register") {
+      std::string what, a, b, c;
+      words >> what;
+      if (what == "static") {
+        PlanStaticRange r;
+        if (!(words >> a >> b >> c) || !parseU64(a, 16, &r.moduleKey) || r.moduleKey == 0 ||
+            !parseU64(b, 10, &r.offset) || !parseU64(c, 10, &r.bytes) || r.bytes == 0 ||
+            r.offset + r.bytes < r.offset)
+          return fail("register static needs a hex module key, an offset and a size");
+        plan->staticRanges.push_back(r);
+      } else if (what == "mmap") {
+        if (plan->registersMappings()) return fail("register mmap given twice");
+        if (!(words >> a >> b) || !parseU64(a, 10, &plan->mmapMinBytes) ||
+            !parseU64(b, 10, &plan->mmapMaxBytes) || plan->mmapMaxBytes == 0 ||
+            plan->mmapMinBytes > plan->mmapMaxBytes)
+          return fail("register mmap needs a size range");
+      } else {
+        return fail("register needs 'static' or 'mmap', not '" + what + "'");
+      }
     } else if (tag == "pool-mode") {
       std::string mode;
       if (!(words >> mode) || (mode != "direct" && mode != "pool"))
@@ -171,11 +207,12 @@ bool parsePlan(const std::string& text, Plan* plan, std::string* error) {
     lineNo = 0;
     return fail("empty plan");
   }
-  // A plan cut short (disk full, a killed writer) must not pass for a smaller one: the writer
-  // ends every line with a newline and always writes a pool and at least one site.
-  if (text.back() != '\n') return fail("truncated plan (its last line is incomplete)");
-  if (plan->poolBytes == 0 || plan->sites.empty())
-    return fail("incomplete plan (truncated?): no pool or no site");
+  // Nor must one cut at a line end pass for a smaller plan: the writer always writes a pool line
+  // and at least one site (with a pool) or registration.
+  if (!sawPool || (plan->sites.empty() && !plan->hasRegistrations()))
+    return fail("incomplete plan (truncated?): no pool, no site and no registration");
+  if (plan->sites.empty() != (plan->poolBytes == 0))
+    return fail(plan->sites.empty() ? "a pool but no site" : "sites but no pool");
   std::stable_sort(plan->sites.begin(), plan->sites.end(),
             [](const PlanSite& a, const PlanSite& b) { return a.key < b.key; });
   return true;

@@ -2,8 +2,8 @@
 /**
  * @file The optimization plan: what `hetopt run` tells the shim (through HETOPT_PLAN_FILE) about
  * one program on one device. Written by the CLI from the application profile and the machine's
- * characterization; read by the shim at start-up. A small versioned text format (trace/FORMAT.md
- * documents it beside the trace format):
+ * characterization; read by the shim at start-up. A small versioned text format (trace/FORMAT.md,
+ * "The optimization plan", documents it beside the trace format):
  *
  *   hetopt-plan 1
  *   program <path> <identity key>          the program it was made for (ProgramIdentity::key());
@@ -21,11 +21,18 @@
  *        [profile <allocations> <min-alloc> <max-alloc> <typical-alloc> <peak-live-bytes>
  *         <peak-live-blocks>]              sizes the curves say gain there; optionally what the
  *                                          profile saw there (the shim's conformance check)
+ *   register static <module-key-hex> <offset> <bytes>
+ *                                          static data to register in place: the range at
+ *                                          <offset> from the load bias of the module whose
+ *                                          moduleIdentity() is <module-key>
+ *   register mmap <min-bytes> <max-bytes>  anonymous private mappings of that many bytes to
+ *                                          register in place (on their first transfer)
  *
  * Lines starting with '#' are comments. Readers reject other versions, naming both. A plan whose
  * fields cannot be written this way (a line break anywhere, a blank in the key or the policy) is
  * refused by the writer rather than written as something else. Plans without a stamp (hand-written
  * ones, older writers) make the shim identify the program itself.
+ * A plan with registrations only has no sites and `pool none 0`.
  */
 #pragma once
 #include <cstddef>
@@ -55,6 +62,13 @@ struct PlanSite {
   SiteProfile profile;
 };
 
+/// Static data to register in place (module identity + offset: ASLR-independent).
+struct PlanStaticRange {
+  uint64_t moduleKey = 0;  ///< moduleIdentity() of the module (common/site_key.h)
+  uint64_t offset = 0;     ///< start of the range minus the module's load bias
+  uint64_t bytes = 0;
+};
+
 struct Plan {
   std::string programPath;
   std::string programKey;  ///< "build-id:<hex>" or "sha256:<hex>"
@@ -67,6 +81,12 @@ struct Plan {
   /// thread (the source's naive variant, kept for comparison; poolBytes is then unused).
   bool directAllocation = false;
   std::vector<PlanSite> sites;  ///< sorted by key after parsing
+  std::vector<PlanStaticRange> staticRanges;
+  uint64_t mmapMinBytes = 0;  ///< anonymous mappings of [min, max] bytes are registered...
+  uint64_t mmapMaxBytes = 0;  ///< ... none when 0
+
+  bool registersMappings() const { return mmapMaxBytes != 0; }
+  bool hasRegistrations() const { return !staticRanges.empty() || registersMappings(); }
 
   /// The entry for `key` whose size range holds `size`, or null.
   const PlanSite* find(uint64_t key, uint64_t size) const;

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /**
- * @file The malloc-family entry points of the preloaded shim, and its constructor. Only entry
+ * @file The malloc-family and mmap-family entry points of the preloaded shim, and its constructor. Only entry
  * points and dlsym(RTLD_NEXT) live here (style habit 3); what a mode does with an allocation lives
  * behind the Interceptor in shim/core.
  *
@@ -11,11 +11,14 @@
  */
 #include <dlfcn.h>
 #include <malloc.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <cstdarg>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -45,6 +48,16 @@ struct RealAllocator {
   size_t (*malloc_usable_size)(void*);
 };
 RealAllocator s_real;
+
+// The mmap family: watched in optimize mode so that memory registered in place is released before
+// the program gives it back (shim/core/inplace_registry.h). Until resolved, the raw system calls.
+struct RealMapping {
+  void* (*mmap)(void*, size_t, int, int, int, off_t);
+  int (*munmap)(void*, size_t);
+  void* (*mremap)(void*, size_t, size_t, int, ...);
+  int (*madvise)(void*, size_t, int);
+};
+RealMapping s_realMap;
 
 enum : unsigned char { kUnresolved, kResolving, kReady };
 std::atomic<unsigned char> s_state{kUnresolved};
@@ -112,6 +125,10 @@ bool ensureResolved() {
   resolveOne(s_real.valloc, "valloc");
   resolveOne(s_real.pvalloc, "pvalloc");
   resolveOne(s_real.malloc_usable_size, "malloc_usable_size");
+  resolveOne(s_realMap.mmap, "mmap");
+  resolveOne(s_realMap.munmap, "munmap");
+  resolveOne(s_realMap.mremap, "mremap");
+  resolveOne(s_realMap.madvise, "madvise");
   s_state.store(kReady, std::memory_order_release);
   return true;
 }
@@ -162,6 +179,35 @@ __attribute__((noinline)) void* serveAllocation(AllocFn fn, size_t size, size_t 
 inline Interceptor* ownerOf(const void* ptr) {
   Interceptor* i = interceptor();
   return (i && i->owns(ptr)) ? i : nullptr;
+}
+
+// The interceptor when it watches mappings (optimize mode with registrations), else null.
+inline Interceptor* mappingWatcher() {
+  if (HETOPT_LIKELY(!interceptActive())) return nullptr;
+  Interceptor* i = interceptor();
+  return i && i->watchesMappings() ? i : nullptr;
+}
+
+bool unmapping(Interceptor* i, void* addr, size_t len, bool discard) {
+  ScopedInternal internal;
+  return i->unmapping(addr, len, discard);
+}
+
+void mapped(Interceptor* i, void* addr, size_t len, int flags, void* caller) {
+  if (t_depth != 0) return;  // the shim's own or made inside an OpenCL call: the driver's
+  ScopedInternal internal;
+  i->mapped(addr, len, flags, reinterpret_cast<uintptr_t>(caller));
+}
+
+inline bool resolved() { return s_state.load(std::memory_order_acquire) == kReady; }
+
+// Advice that replaces a range's pages: pinned pages would no longer be the program's.
+inline bool discardsContents(int advice) {
+  return advice == MADV_DONTNEED || advice == MADV_FREE || advice == MADV_REMOVE
+#ifdef MADV_DONTNEED_LOCKED
+         || advice == MADV_DONTNEED_LOCKED
+#endif
+      ;
 }
 
 }  // namespace
@@ -314,6 +360,58 @@ HETOPT_EXPORT size_t malloc_usable_size(void* ptr) {
     if (Interceptor* owner = ownerOf(ptr)) return owner->usableSize(ptr);
   }
   return s_real.malloc_usable_size(ptr);
+}
+
+HETOPT_EXPORT void* mmap(void* addr, size_t len, int prot, int flags, int fd, off_t offset) {
+  if (HETOPT_UNLIKELY(!resolved()))
+    return reinterpret_cast<void*>(syscall(SYS_mmap, addr, len, prot, flags, fd, offset));
+  Interceptor* i = mappingWatcher();
+  if (HETOPT_UNLIKELY(i != nullptr) && (flags & MAP_FIXED)) unmapping(i, addr, len, false);
+  void* p = s_realMap.mmap(addr, len, prot, flags, fd, offset);
+  if (HETOPT_UNLIKELY(i != nullptr) && p != MAP_FAILED)
+    mapped(i, p, len, flags, __builtin_return_address(0));
+  return p;
+}
+
+HETOPT_EXPORT void* mmap64(void* addr, size_t len, int prot, int flags, int fd, off_t offset) {
+  return mmap(addr, len, prot, flags, fd, offset);
+}
+
+HETOPT_EXPORT int munmap(void* addr, size_t len) {
+  if (HETOPT_UNLIKELY(!resolved())) return static_cast<int>(syscall(SYS_munmap, addr, len));
+  if (Interceptor* i = mappingWatcher()) unmapping(i, addr, len, false);
+  return s_realMap.munmap(addr, len);
+}
+
+HETOPT_EXPORT void* mremap(void* old, size_t oldLen, size_t newLen, int flags, ...) {
+  void* newAddr = nullptr;
+  if (flags & MREMAP_FIXED) {
+    va_list ap;
+    va_start(ap, flags);
+    newAddr = va_arg(ap, void*);
+    va_end(ap);
+  }
+  if (HETOPT_UNLIKELY(!resolved()))
+    return reinterpret_cast<void*>(syscall(SYS_mremap, old, oldLen, newLen, flags, newAddr));
+  Interceptor* i = mappingWatcher();
+  bool tracked = false;
+  if (HETOPT_UNLIKELY(i != nullptr)) {
+    tracked = unmapping(i, old, oldLen, false);
+    if (flags & MREMAP_FIXED) unmapping(i, newAddr, newLen, false);
+  }
+  void* p = s_realMap.mremap(old, oldLen, newLen, flags, newAddr);
+  // A tracked mapping that moved or grew is tracked again where it is now.
+  if (HETOPT_UNLIKELY(tracked) && p != MAP_FAILED)
+    mapped(i, p, newLen, MAP_PRIVATE | MAP_ANONYMOUS, __builtin_return_address(0));
+  return p;
+}
+
+HETOPT_EXPORT int madvise(void* addr, size_t len, int advice) {
+  if (HETOPT_UNLIKELY(!resolved())) return static_cast<int>(syscall(SYS_madvise, addr, len, advice));
+  if (discardsContents(advice)) {
+    if (Interceptor* i = mappingWatcher()) unmapping(i, addr, len, true);
+  }
+  return s_realMap.madvise(addr, len, advice);
 }
 
 }  // extern "C"

@@ -91,6 +91,19 @@ class Interceptor {
   /// cannot (ptr is then unchanged and the caller moves it to the system allocator).
   virtual void* resize(void* ptr, size_t size) { return nullptr; }
 
+  // ---- mappings (optimize mode: memory registered in place) -----------------------------------
+  // The mmap family's entry points call these only when watchesMappings(): mapped() after an
+  // application's mmap succeeded, unmapping() before munmap, mremap, a MAP_FIXED mmap or a
+  // discarding madvise reaches the kernel (from any thread, the driver's too).
+
+  /// Whether mapped()/unmapping() are wanted; fixed for the interceptor's lifetime.
+  virtual bool watchesMappings() const { return false; }
+  /// An application mapping [addr, addr+len) with mmap `flags`; `caller` is its return address.
+  virtual void mapped(void* addr, size_t len, int flags, uintptr_t caller) {}
+  /// [addr, addr+len) is about to go away (`discard` false) or lose its contents (madvise,
+  /// `discard` true). True when it overlapped a mapping the interceptor tracks.
+  virtual bool unmapping(void* addr, size_t len, bool discard) { return false; }
+
   /// In the child right after fork(): only the forking thread exists.
   virtual void forkChild() {}
   /// At normal process exit (atexit); the interceptor is uninstalled right after.

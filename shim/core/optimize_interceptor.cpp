@@ -72,12 +72,13 @@ OptimizeInterceptor* OptimizeInterceptor::create() {
     debug("not optimizing this process: %s", error.c_str());
     return nullptr;
   }
-  if (plan.sites.empty() || plan.poolBytes == 0) {
+  if ((plan.sites.empty() || plan.poolBytes == 0) && !plan.hasRegistrations()) {
     debug("the plan has no candidate sites; running unoptimized");
     return nullptr;
   }
   PolicyKind kind;
-  if (!policyFromName(plan.poolPolicy.c_str(), &kind) || kind == PolicyKind::Register) {
+  if (!plan.sites.empty() &&
+      (!policyFromName(plan.poolPolicy.c_str(), &kind) || kind == PolicyKind::Register)) {
     warn("plan names pool policy '%s', which cannot back a pool; running unoptimized",
          plan.poolPolicy.c_str());
     return nullptr;
@@ -101,6 +102,7 @@ OptimizeInterceptor* OptimizeInterceptor::create() {
                                 : 4096;
     self->m_direct = std::make_unique<policies::DirectAllocator>(maxLive);
   }
+  if (self->m_plan.hasRegistrations()) self->m_registry = new InplaceRegistry(self->m_plan);
   // Prepared off the critical path; the thread ends when the pool is ready (or failed).
   std::thread([self] { self->preparePool(); }).detach();
   return self;
@@ -116,13 +118,14 @@ void OptimizeInterceptor::markEnumerated() {
 
 void OptimizeInterceptor::failPool(const char* why) {
   snprintf(m_failure, sizeof m_failure, "%s", why);
+  // Said before the waiting allocations go on: the program may otherwise exit before this line.
+  warn("pinned pool unavailable (%s); candidate allocations use ordinary memory", why);
   {
     std::lock_guard<std::mutex> lock(m_stateMutex);
     m_state.store(static_cast<int>(PoolState::Failed), std::memory_order_release);
     m_enumerated.store(true, std::memory_order_release);
   }
   m_stateChanged.notify_all();
-  warn("pinned pool unavailable (%s); candidate allocations use ordinary memory", why);
 }
 
 void OptimizeInterceptor::preparePool() {
@@ -158,6 +161,8 @@ void OptimizeInterceptor::preparePool() {
   if (err != CL_SUCCESS) return failPool("clCreateContext failed");
   env.queue = createQueue(env.context, dev.device, nullptr, &err);
   if (err != CL_SUCCESS) return failPool("clCreateCommandQueueWithProperties failed");
+  if (m_registry) m_registry->contextReady(env);  // cheap: ~5 ms per 64 MiB (design notes)
+  if (m_plan.sites.empty()) return;               // registrations only: no pool
 
   PolicyKind kind = PolicyKind::OpenCL;
   policyFromName(m_plan.poolPolicy.c_str(), &kind);
@@ -297,6 +302,7 @@ void OptimizeInterceptor::callBegin(CallRecord& call) {
   }
   // Which transfers now use pinned memory: the host pointer of every host_read/host_write argument.
   const api::ApiInfo& info = api::apiInfo(call.id);
+  if (m_registry && info.kind == api::ApiKind::CreateMem) yieldToHostPointerBuffer(call, info);
   if (info.kind != api::ApiKind::H2d && info.kind != api::ApiKind::D2h) return;
   for (unsigned i = 0; i < info.numArgs && i < call.numArgs; ++i) {
     api::ArgRole role = info.args[i].role;
@@ -313,6 +319,8 @@ void OptimizeInterceptor::callBegin(CallRecord& call) {
     if (isRedirectedMemory(host)) {
       (h2d ? m_pinnedH2d : m_pinnedD2h).fetch_add(1, std::memory_order_relaxed);
       (h2d ? m_pinnedH2dBytes : m_pinnedD2hBytes).fetch_add(bytes, std::memory_order_relaxed);
+    } else if (m_registry && m_registry->transfer(host, bytes, h2d)) {
+      // registered in place (counted by the registry)
     } else {
       (h2d ? m_otherH2d : m_otherD2h).fetch_add(1, std::memory_order_relaxed);
     }
@@ -334,7 +342,26 @@ void OptimizeInterceptor::callEnd(CallRecord& call) {
   }
 }
 
+void OptimizeInterceptor::yieldToHostPointerBuffer(const CallRecord& call, const api::ApiInfo& info) {
+  for (unsigned i = 0; i < info.numArgs && i < call.numArgs; ++i) {
+    if (info.args[i].role != api::ArgRole::HostInit || info.args[i].numRefs < 2) continue;
+    const uint64_t flags = call.args[info.args[i].refs[0]];
+    if (call.args[i] && (flags & CL_MEM_USE_HOST_PTR))
+      m_registry->yieldTo(reinterpret_cast<const void*>(static_cast<uintptr_t>(call.args[i])),
+                          call.args[info.args[i].refs[1]]);
+  }
+}
+
+void OptimizeInterceptor::mapped(void* addr, size_t len, int flags, uintptr_t caller) {
+  if (!m_registry || !m_registry->wants(len, flags)) return;
+  // The driver's own mappings (its staging memory) are not the program's: never registered.
+  const Module* m = ModuleMap::instance().find(caller);
+  if (m && m->driver) return;
+  m_registry->mapped(addr, len, flags);
+}
+
 void OptimizeInterceptor::forkChild() {
+  if (m_registry) m_registry->forkChild();
   // The child has the pool's pages but not the shim's OpenCL context: it keeps using what it
   // inherited and serves nothing new.
   m_state.store(static_cast<int>(PoolState::Failed), std::memory_order_release);
@@ -347,7 +374,9 @@ void OptimizeInterceptor::processExit() {
   int st = m_state.load(std::memory_order_acquire);
   const char* memory = m_direct ? "pinned direct memory" : "pinned pool memory";
   std::string pool;
-  if (st == static_cast<int>(PoolState::Failed))
+  if (m_plan.sites.empty())
+    pool = "no pool (registrations only)";
+  else if (st == static_cast<int>(PoolState::Failed))
     pool = std::string(m_direct ? "no direct allocation (" : "no pool (") + m_failure + ")";
   else if (st != static_cast<int>(PoolState::Ready))
     pool = m_direct ? "context still preparing" : "pool still preparing";
@@ -368,6 +397,7 @@ void OptimizeInterceptor::processExit() {
        n(m_movedOut).c_str(), memory, n(m_pinnedH2d).c_str(), mib(m_pinnedH2dBytes).c_str(),
        n(m_pinnedD2h).c_str(), mib(m_pinnedD2hBytes).c_str(), n(m_otherH2d).c_str(),
        n(m_otherD2h).c_str());
+  if (m_registry) warn("stats: %s", m_registry->stats().c_str());
 }
 
 }  // namespace hetopt::shim

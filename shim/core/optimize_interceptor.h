@@ -16,6 +16,9 @@
  * the calling thread (policies/direct.h), the source's naive variant, for comparison; the context
  * is still prepared in the background. Either way a Conformance check (conformance.h) stops
  * redirecting new allocations once the program no longer behaves like its profile.
+ *
+ * Memory malloc never made (static arrays, anonymous mappings) that the plan names is registered
+ * in place by an InplaceRegistry on the same thread and context; a plan may hold only those.
  */
 #pragma once
 #include <atomic>
@@ -31,6 +34,7 @@
 #include "policies/policy.h"
 #include "policies/pool.h"
 #include "shim/core/conformance.h"
+#include "shim/core/inplace_registry.h"
 #include "shim/core/interceptor.h"
 
 namespace hetopt::shim {
@@ -41,7 +45,7 @@ class OptimizeInterceptor final : public Interceptor {
   /// plan was not made for) when there is nothing to optimize. Starts the pool preparation.
   static OptimizeInterceptor* create();
 
-  bool servesMemory() const override { return true; }
+  bool servesMemory() const override { return !m_plan.sites.empty(); }
   void* serve(AllocFn fn, size_t size, size_t alignment, const CallSite& site) override;
   bool owns(const void* ptr) const override {
     return m_pool.owns(ptr) || (m_direct && m_direct->owns(ptr));
@@ -53,6 +57,12 @@ class OptimizeInterceptor final : public Interceptor {
   void* resize(void* ptr, size_t size) override;
   void callBegin(CallRecord& call) override;
   void callEnd(CallRecord& call) override;
+  // In-place registration of the plan's static ranges and mappings (inplace_registry.h).
+  bool watchesMappings() const override { return m_registry != nullptr; }
+  void mapped(void* addr, size_t len, int flags, uintptr_t caller) override;
+  bool unmapping(void* addr, size_t len, bool discard) override {
+    return m_registry && m_registry->unmapping(addr, len, discard);
+  }
   void forkChild() override;
   void processExit() override;
 
@@ -64,6 +74,8 @@ class OptimizeInterceptor final : public Interceptor {
   bool waitForPool();
   void failPool(const char* why);
   void markEnumerated();
+  /// clCreateBuffer*(CL_MEM_USE_HOST_PTR) of the program over memory registered in place.
+  void yieldToHostPointerBuffer(const CallRecord& call, const api::ApiInfo& info);
   // The naive variant (plan `pool-mode direct`, `hetopt run --no-pool`) and trace conformance.
   void markReady(double startMs);
   void startDirect(std::unique_ptr<AllocationPolicy> policy, double startMs);
@@ -73,6 +85,7 @@ class OptimizeInterceptor final : public Interceptor {
   std::string conformanceStats() const;
 
   Plan m_plan;
+  InplaceRegistry* m_registry = nullptr;  ///< null without registrations; never freed (hooks)
   policies::PinnedPool m_pool;
   Allocation m_region;  ///< the pinned memory behind the pool; kept until the process ends
   std::atomic<int> m_state{static_cast<int>(PoolState::Preparing)};

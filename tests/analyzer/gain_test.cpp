@@ -136,6 +136,54 @@ TEST_F(Gain, RegisterIsServedFromAHybridPoolUntilInPlaceRegistrationExists) {
   EXPECT_DOUBLE_EQ(g.optimizedNs, 20 * (10000 + 0.02 * mib) + 0.5 * 2 * mib);
 }
 
+// In-place registration: the register curves for the transfers plus one registration of the
+// range, against pageable memory; unknown without register curves.
+TEST_F(Gain, RegistrationOfUntrackedMemoryUsesTheRegisterCurves) {
+  std::string why;
+  UntrackedMemory u;
+  u.kind = UntrackedMemory::Kind::Static;
+  u.moduleKey = 1;
+  u.regionBytes = 4 << 20;
+  u.h2d.add(4 << 20, 10, 0);
+  u.h2d.finish();
+  store(characterize::AllocMode::Pool);  // no register curves
+  {
+    auto model = loadGainModel(*m_db, "Fake GPU 9000", &why);
+    ASSERT_TRUE(model) << why;
+    GainPrediction g;
+    model->predictRegistration(u, &g);
+    EXPECT_FALSE(g.known);
+    EXPECT_NE(g.note.find("register curves"), std::string::npos) << g.note;
+  }
+  CharacterizationRun run;
+  std::string error;
+  std::vector<CharacterizationRun> runs;
+  ASSERT_TRUE(characterize::loadAllRuns(*m_db, &runs, &error)) << error;
+  ASSERT_EQ(runs.size(), 1u);
+  run = runs[0];
+  run.fits.push_back(linear(Measure::H2D, PolicyKind::Register, 10000, 0.02));
+  run.fits.push_back(linear(Measure::Alloc, PolicyKind::Register, 50000, 0.1));
+  ASSERT_TRUE(characterize::storeRun(*m_db, &run, &error)) << error;
+  auto model = loadGainModel(*m_db, "Fake GPU 9000", &why);
+  ASSERT_TRUE(model) << why;
+  GainPrediction g;
+  model->predictRegistration(u, &g);
+  ASSERT_TRUE(g.known) << g.note;
+  EXPECT_EQ(g.policy, "register");
+  const double mib = 1 << 20;
+  EXPECT_DOUBLE_EQ(g.standardNs, 10 * (10000 + 0.1 * 4 * mib));
+  EXPECT_DOUBLE_EQ(g.optimizedNs, 10 * (10000 + 0.02 * 4 * mib) + 50000 + 0.1 * 4 * mib);
+  EXPECT_GT(g.savingNs(), 0);
+  // One transfer does not repay registering 4 MiB.
+  UntrackedMemory once = u;
+  once.h2d = TransferStats{};
+  once.h2d.add(4 << 20, 1, 0);
+  once.h2d.finish();
+  model->predictRegistration(once, &g);
+  ASSERT_TRUE(g.known);
+  EXPECT_LT(g.savingNs(), 0);
+}
+
 TEST_F(Gain, DirectAllocationIsChargedPerAllocation) {
   store(characterize::AllocMode::Direct);
   std::string why;

@@ -80,6 +80,49 @@ TEST_F(ProfileStore, RoundTrip) {
   expectSameTransfers(q.untracked[0].h2d, p.untracked[0].h2d);
 }
 
+// What `hetopt run` needs to register untracked memory in place survives the DB, bit for bit.
+TEST_F(ProfileStore, UntrackedMemoryKeepsWhereItIsAndItsGain) {
+  auto db = open();
+  AppProfile p = testing::sampleProfile();
+  UntrackedMemory& s = p.untracked[0];
+  s.moduleKey = 0xf00dfacecafebeefull;  // above INT64_MAX
+  s.moduleOffset = 0x1234560;
+  s.regionBytes = 1 << 20;
+  s.gain.known = true;
+  s.gain.note = "Fake GPU";
+  s.gain.standardNs = 3e6;
+  s.gain.optimizedNs = 1e6;
+  UntrackedMemory m;
+  m.kind = UntrackedMemory::Kind::Mmap;
+  m.anonymous = true;
+  m.mapBytes = 8 << 20;
+  m.regionBytes = 4 << 20;
+  m.h2d.add(4 << 20, 3, 100);
+  m.h2d.finish();
+  p.untracked.push_back(m);
+  std::string error;
+  ASSERT_TRUE(storeProfile(*db, p, nullptr, &error)) << error;
+  AppProfile q;
+  ProfileLookup lookup;
+  ASSERT_TRUE(loadProfile(*db, p.program, &q, &lookup, &error)) << error;
+  ASSERT_EQ(q.untracked.size(), 2u);
+  const UntrackedMemory& s2 = q.untracked[0];
+  EXPECT_EQ(s2.moduleKey, 0xf00dfacecafebeefull);
+  EXPECT_EQ(s2.moduleOffset, 0x1234560u);
+  EXPECT_EQ(s2.regionBytes, 1u << 20);
+  EXPECT_TRUE(s2.gain.known);
+  EXPECT_EQ(s2.gain.note, "Fake GPU");
+  EXPECT_DOUBLE_EQ(s2.gain.savingNs(), 2e6);
+  EXPECT_TRUE(s2.registrable());
+  const UntrackedMemory& m2 = q.untracked[1];
+  EXPECT_EQ(m2.kind, UntrackedMemory::Kind::Mmap);
+  EXPECT_TRUE(m2.anonymous);
+  EXPECT_EQ(m2.mapBytes, 8u << 20);
+  EXPECT_FALSE(m2.gain.known);
+  EXPECT_TRUE(m2.registrable());
+  expectSameTransfers(m2.h2d, m.h2d);
+}
+
 TEST_F(ProfileStore, ReanalysisReplacesAndInfiniteRatioSurvives) {
   auto db = open();
   AppProfile p = testing::sampleProfile();

@@ -124,7 +124,8 @@ TEST(Db, ForeignSqliteFileIsNotTouched) {
 }
 
 TEST(Db, OtherSchemaVersionsNameBothVersions) {
-  for (int other : {kDbSchemaVersion + 1, kDbSchemaVersion - 1}) {
+  // 0: older than any version with an in-place upgrade.
+  for (int other : {kDbSchemaVersion + 1, 0}) {
     TempDir tmp;
     std::string path = tmp.file("v.db");
     std::string error;
@@ -145,6 +146,61 @@ TEST(Db, OtherSchemaVersionsNameBothVersions) {
     EXPECT_NE(error.find(HETOPT_VERSION_STRING), std::string::npos) << error;
     EXPECT_EQ(error.find("newer hetopt") != std::string::npos, other > kDbSchemaVersion) << error;
   }
+}
+
+// Schema 1 -> 2 (issue 6: in-place registration) adds columns to app_untracked: a DB written by
+// the previous hetopt keeps its characterization and profiles when opened for writing, and is
+// refused (saying how to upgrade it) when opened read-only.
+TEST(Db, Version1IsUpgradedInPlaceWhenOpenedForWriting) {
+  TempDir tmp;
+  std::string path = tmp.file("v1.db");
+  std::string error;
+  {
+    auto db = Db::open(path, Db::Mode::ReadWriteCreate, &error);
+    ASSERT_TRUE(db) << error;
+    ASSERT_TRUE(db->exec("UPDATE hetopt_meta SET value = '1' WHERE key = 'schema_version'; "
+                         "CREATE TABLE app_untracked (profile_id INTEGER, rank INTEGER, "
+                         "kind TEXT NOT NULL); INSERT INTO app_untracked VALUES (7, 0, 'static'); "
+                         "CREATE TABLE char_runs (id INTEGER); INSERT INTO char_runs VALUES (42)",
+                         &error))
+        << error;
+  }
+  EXPECT_FALSE(Db::open(path, Db::Mode::ReadOnly, &error));
+  EXPECT_NE(error.find("upgrades it in place"), std::string::npos) << error;
+  auto db = Db::open(path, Db::Mode::ReadWriteCreate, &error);
+  ASSERT_TRUE(db) << error;
+  {
+    DbStatement q(*db, "SELECT value FROM hetopt_meta WHERE key = 'schema_version'");
+    ASSERT_EQ(q.step(), DbStatement::Step::Row);
+    EXPECT_EQ(q.columnText(0), std::to_string(kDbSchemaVersion));
+  }
+  {
+    DbStatement q(*db, "SELECT kind, module_key, gain_known, gain_note FROM app_untracked");
+    ASSERT_TRUE(q.ok()) << q.error();
+    ASSERT_EQ(q.step(), DbStatement::Step::Row);
+    EXPECT_EQ(q.columnText(0), "static");
+    EXPECT_EQ(q.columnInt(1), 0);
+    EXPECT_EQ(q.columnInt(2), 0);
+  }
+  DbStatement runs(*db, "SELECT id FROM char_runs");
+  ASSERT_EQ(runs.step(), DbStatement::Step::Row);
+  EXPECT_EQ(runs.columnInt(0), 42);
+  db.reset();
+  EXPECT_TRUE(Db::open(path, Db::Mode::ReadOnly, &error)) << error;
+}
+
+// A v1 DB with only a characterization (no profile tables yet) is upgraded too.
+TEST(Db, Version1WithoutProfilesIsUpgraded) {
+  TempDir tmp;
+  std::string path = tmp.file("v1c.db");
+  std::string error;
+  {
+    auto db = Db::open(path, Db::Mode::ReadWriteCreate, &error);
+    ASSERT_TRUE(db) << error;
+    ASSERT_TRUE(db->exec("UPDATE hetopt_meta SET value = '1' WHERE key = 'schema_version'", &error));
+  }
+  EXPECT_TRUE(Db::open(path, Db::Mode::ReadWriteCreate, &error)) << error;
+  EXPECT_TRUE(Db::open(path, Db::Mode::ReadOnly, &error)) << error;
 }
 
 TEST(Db, TransactionRollsBackUnlessCommitted) {

@@ -145,6 +145,140 @@ TEST(PlanFile, RejectsOtherVersionsAndGarbage) {
   EXPECT_NE(why.find("stamp"), std::string::npos) << why;
 }
 
+// ---- in-place registration (issue 6) -----------------------------------------------------------
+
+namespace {
+
+analyzer::UntrackedMemory untracked(analyzer::UntrackedMemory::Kind kind, uint64_t bytes,
+                                    double savingNs, bool known = true) {
+  analyzer::UntrackedMemory u;
+  u.kind = kind;
+  u.regionBytes = bytes;
+  u.h2d.transfers = 10;
+  u.gain.known = known;
+  u.gain.standardNs = 2e6;
+  u.gain.optimizedNs = 2e6 - savingNs;
+  return u;
+}
+
+}  // namespace
+
+TEST(RunPlan, UntrackedMemoryTheRegisterCurvesSayGainsIsRegisteredWithoutAPool) {
+  using Kind = analyzer::UntrackedMemory::Kind;
+  analyzer::AppProfile p = eligibleProfile();
+  analyzer::UntrackedMemory weights = untracked(Kind::Static, 1 << 20, 1e6);
+  weights.moduleKey = 0xabcdef;
+  weights.moduleOffset = 0x4020;
+  analyzer::UntrackedMemory slow = untracked(Kind::Static, 1 << 20, -1e5);  // costs more than it saves
+  slow.moduleKey = 0x1234;
+  analyzer::UntrackedMemory unknownModule = untracked(Kind::Static, 1 << 20, 1e6);  // moduleKey 0
+  analyzer::UntrackedMemory small = untracked(Kind::Mmap, 256 << 10, 1e6);
+  small.anonymous = true;
+  small.mapBytes = 300 << 10;
+  analyzer::UntrackedMemory big = untracked(Kind::Mmap, 8 << 20, 1e6);
+  big.anonymous = true;
+  big.mapBytes = 16 << 20;
+  analyzer::UntrackedMemory file = untracked(Kind::Mmap, 64 << 20, 1e6);  // a file mapping
+  file.mapBytes = 64 << 20;
+  analyzer::UntrackedMemory stack = untracked(Kind::Stack, 1 << 20, 1e6);
+  p.untracked = {weights, slow, unknownModule, small, big, file, stack};
+  Plan plan;
+  std::string why;
+  ASSERT_TRUE(buildPlan(p, {}, &plan, &why)) << why;
+  EXPECT_TRUE(plan.sites.empty());
+  EXPECT_EQ(plan.poolBytes, 0u);
+  ASSERT_EQ(plan.staticRanges.size(), 1u);
+  EXPECT_EQ(plan.staticRanges[0].moduleKey, 0xabcdefu);
+  EXPECT_EQ(plan.staticRanges[0].offset, 0x4020u);
+  EXPECT_EQ(plan.staticRanges[0].bytes, 1u << 20);
+  // From the smallest transferred range to the largest mapping: the file mapping is not one.
+  EXPECT_EQ(plan.mmapMinBytes, 256u << 10);
+  EXPECT_EQ(plan.mmapMaxBytes, 16u << 20);
+  Plan back;
+  ASSERT_TRUE(parsePlan(plan.serialize(), &back, &why)) << why << "\n" << plan.serialize();
+  ASSERT_EQ(back.staticRanges.size(), 1u);
+  EXPECT_EQ(back.staticRanges[0].moduleKey, 0xabcdefu);
+  EXPECT_EQ(back.staticRanges[0].offset, 0x4020u);
+  EXPECT_EQ(back.mmapMinBytes, 256u << 10);
+  EXPECT_EQ(back.mmapMaxBytes, 16u << 20);
+  EXPECT_TRUE(back.sites.empty());
+
+  // Nothing gains: untouched, with the reason.
+  p.untracked = {slow};
+  EXPECT_FALSE(buildPlan(p, {}, &plan, &why));
+  EXPECT_NE(why.find("does not pay"), std::string::npos) << why;
+  // ... unless forced (`--policy register`); still only what can be found again.
+  p.untracked = {slow, unknownModule, file, stack};
+  PlanOptions o;
+  o.forcedPolicy = "register";
+  o.forceRegistrations = true;
+  ASSERT_TRUE(buildPlan(p, o, &plan, &why)) << why;
+  ASSERT_EQ(plan.staticRanges.size(), 1u);
+  EXPECT_EQ(plan.staticRanges[0].moduleKey, 0x1234u);
+  EXPECT_FALSE(plan.registersMappings());
+}
+
+TEST(RunPlan, SitesAndRegistrationsShareOnePlan) {
+  analyzer::AppProfile p = eligibleProfile();
+  p.candidates = {site(0x22, "hybrid", 4 << 20)};
+  analyzer::UntrackedMemory m = untracked(analyzer::UntrackedMemory::Kind::Mmap, 2 << 20, 1e6);
+  m.anonymous = true;
+  p.untracked = {m};
+  Plan plan;
+  std::string why;
+  ASSERT_TRUE(buildPlan(p, {}, &plan, &why)) << why;
+  EXPECT_EQ(plan.sites.size(), 1u);
+  EXPECT_EQ(plan.poolPolicy, "hybrid");
+  EXPECT_GT(plan.poolBytes, 0u);
+  EXPECT_EQ(plan.mmapMinBytes, 2u << 20);
+  EXPECT_EQ(plan.mmapMaxBytes, 2u << 20);  // mapping size unknown: the range's
+  Plan back;
+  ASSERT_TRUE(parsePlan(plan.serialize(), &back, &why)) << why;
+  EXPECT_NE(back.find(0x22, 1), nullptr);
+  EXPECT_TRUE(back.registersMappings());
+}
+
+TEST(PlanFile, RegisterLines) {
+  Plan plan;
+  std::string why;
+  const std::string head = "hetopt-plan 1\nprogram /bin/x build-id:ab\ndevice gpu\npool none 0\n";
+  ASSERT_TRUE(parsePlan(head + "register static 00000000deadbeef 4096 65536\n"
+                               "register static 1 0 1\nregister mmap 1048576 8388608\n",
+                        &plan, &why))
+      << why;
+  ASSERT_EQ(plan.staticRanges.size(), 2u);
+  EXPECT_EQ(plan.staticRanges[0].moduleKey, 0xdeadbeefu);
+  EXPECT_EQ(plan.staticRanges[0].offset, 4096u);
+  EXPECT_EQ(plan.staticRanges[0].bytes, 65536u);
+  EXPECT_EQ(plan.mmapMinBytes, 1048576u);
+  EXPECT_EQ(plan.mmapMaxBytes, 8388608u);
+  EXPECT_TRUE(plan.sites.empty());
+  ASSERT_TRUE(parsePlan(head + "register mmap 0 1\n", &plan, &why)) << why;  // registrations only
+
+  // Malformed.
+  for (const char* bad : {"register\n", "register heap 1 2\n", "register static zz 0 10\n",
+                          "register static 0 0 10\n",          // no module
+                          "register static 1f 0 0\n",          // empty range
+                          "register static 1f -5 10\n", "register static 1f 0 10 extra\n",
+                          "register static 1f 18446744073709551615 2\n",  // wraps
+                          "register mmap 10\n", "register mmap 10 5\n", "register mmap 0 0\n",
+                          "register mmap 1 2\nregister mmap 3 4\n"}) {
+    EXPECT_FALSE(parsePlan(head + bad, &plan, &why)) << bad;
+    EXPECT_NE(why.find("plan line"), std::string::npos) << why;
+  }
+  // Truncated: a cut last line (whatever line it is), or every registration gone (no site either).
+  EXPECT_FALSE(parsePlan("hetopt-plan 1\nprogram /bin/x ", &plan, &why));
+  EXPECT_NE(why.find("truncated"), std::string::npos) << why;
+  EXPECT_FALSE(parsePlan(head + "register static 1f 0 10", &plan, &why));
+  EXPECT_NE(why.find("truncated"), std::string::npos) << why;
+  EXPECT_FALSE(parsePlan(head, &plan, &why));
+  EXPECT_NE(why.find("truncated"), std::string::npos) << why;
+  // No pool line at all, or a pool without sites / sites without a pool.
+  EXPECT_FALSE(parsePlan("hetopt-plan 1\nregister mmap 1 2\n", &plan, &why));
+  EXPECT_FALSE(parsePlan("hetopt-plan 1\npool opencl 1048576\nregister mmap 1 2\n", &plan, &why));
+  EXPECT_FALSE(parsePlan("hetopt-plan 1\npool none 0\nsite 1f 0 10\n", &plan, &why));
+}
+
 TEST(PlanFile, CarriesTheSitesProfileAndTheDirectModeAndReadsPlansWithout) {
   analyzer::AppProfile p = eligibleProfile();
   analyzer::CandidateSite s = site(0x11, "opencl", 3 << 20);

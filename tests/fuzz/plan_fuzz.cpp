@@ -25,9 +25,26 @@ bool samePlan(const Plan& a, const Plan& b) {
   if (a.programPath != b.programPath || a.programKey != b.programKey || a.device != b.device ||
       a.poolPolicy != b.poolPolicy || a.poolBytes != b.poolBytes || a.sites.size() != b.sites.size())
     return false;
+  if (a.directAllocation != b.directAllocation || a.hasProgramStamp != b.hasProgramStamp ||
+      (a.hasProgramStamp && !(a.programStamp == b.programStamp)))
+    return false;
+  auto sameProfile = [](const hetopt::SiteProfile& x, const hetopt::SiteProfile& y) {
+    return x.allocations == y.allocations && x.minAllocBytes == y.minAllocBytes &&
+           x.maxAllocBytes == y.maxAllocBytes && x.typicalAllocBytes == y.typicalAllocBytes &&
+           x.peakLiveBytes == y.peakLiveBytes && x.peakLiveBlocks == y.peakLiveBlocks;
+  };
   for (size_t i = 0; i < a.sites.size(); ++i)
     if (a.sites[i].key != b.sites[i].key || a.sites[i].minBytes != b.sites[i].minBytes ||
-        a.sites[i].maxBytes != b.sites[i].maxBytes)
+        a.sites[i].maxBytes != b.sites[i].maxBytes || a.sites[i].profiled != b.sites[i].profiled ||
+        (a.sites[i].profiled && !sameProfile(a.sites[i].profile, b.sites[i].profile)))
+      return false;
+  if (a.staticRanges.size() != b.staticRanges.size() || a.mmapMinBytes != b.mmapMinBytes ||
+      a.mmapMaxBytes != b.mmapMaxBytes)
+    return false;
+  for (size_t i = 0; i < a.staticRanges.size(); ++i)
+    if (a.staticRanges[i].moduleKey != b.staticRanges[i].moduleKey ||
+        a.staticRanges[i].offset != b.staticRanges[i].offset ||
+        a.staticRanges[i].bytes != b.staticRanges[i].bytes)
       return false;
   return true;
 }
