@@ -109,8 +109,11 @@ void printNode(const Trace& t, uint32_t id, int depth) {
     line += "  device " + timeText(static_cast<double>(n.device.exec.total) / n.device.exec.count);
     if (n.device.sampled())
       line += " (sampled: " + std::to_string(n.device.exec.count) + " of " + std::to_string(n.device.commands()) + " timed)";
+  } else if (n.device.lent) {
+    line += "  device ~" + timeText(n.device.lentExecMean) + " (sampled: none of " +
+            std::to_string(n.device.unsampled) + " timed; the same call's mean elsewhere)";
   } else if (n.device.unsampled) {
-    line += "  device ? (none of " + std::to_string(n.device.unsampled) + " sampled)";
+    line += "  device ? (sampled: none of " + std::to_string(n.device.unsampled) + " timed)";
   }
   if (n.result.varies || n.result.first != 0) line += "  status " + std::to_string(static_cast<int32_t>(n.result.first)) + (n.result.varies ? "(varies)" : "");
   if (n.provisional) line += "  [checkpoint]";

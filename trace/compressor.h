@@ -70,6 +70,11 @@ struct DeviceAgg {
   uint64_t submitToStart = 0;   ///< sum of start - submit over timed commands
   uint64_t missing = 0;         ///< commands whose profiling info could not be read
   uint64_t unsampled = 0;       ///< commands not timed on purpose (sampling)
+  /// Reader only, never in a file: for a leaf none of whose commands was timed, per-command means
+  /// lent by the timed leaves of the same call on the same OpenCL objects (trace/reader.cpp), so
+  /// that a short later loop over sampled-out calls still gets an estimate.
+  bool lent = false;
+  double lentExecMean = 0, lentQueuedToSubmitMean = 0, lentSubmitToStartMean = 0;
   void merge(const DeviceAgg& o) {
     exec.merge(o.exec);
     queuedToSubmit += o.queuedToSubmit;
@@ -78,19 +83,21 @@ struct DeviceAgg {
     unsampled += o.unsampled;
   }
   /// Commands the estimates stand for: the timed ones and those sampling skipped.
-  uint64_t commands() const { return exec.count ? exec.count + unsampled : 0; }
+  uint64_t commands() const { return exec.count ? exec.count + unsampled : lent ? unsampled : 0; }
   bool sampled() const { return unsampled != 0; }
   /// A sum over timed commands scaled to every command (mean of the timed x commands()); exact
-  /// when nothing was sampled out.
-  double extrapolate(uint64_t timedSum) const {
-    if (!exec.count) return 0;
+  /// when nothing was sampled out. `lentMean` serves a leaf without timed commands.
+  double extrapolate(uint64_t timedSum, double lentMean) const {
+    if (!exec.count) return lent ? lentMean * static_cast<double>(unsampled) : 0;
     if (!unsampled) return static_cast<double>(timedSum);
     return static_cast<double>(timedSum) * static_cast<double>(exec.count + unsampled) /
            static_cast<double>(exec.count);
   }
-  double execNs() const { return extrapolate(exec.total); }
-  double submitToStartNs() const { return extrapolate(submitToStart); }
-  double queuedToStartNs() const { return extrapolate(queuedToSubmit + submitToStart); }
+  double execNs() const { return extrapolate(exec.total, lentExecMean); }
+  double submitToStartNs() const { return extrapolate(submitToStart, lentSubmitToStartMean); }
+  double queuedToStartNs() const {
+    return extrapolate(queuedToSubmit + submitToStart, lentQueuedToSubmitMean + lentSubmitToStartMean);
+  }
 };
 
 struct Ref {

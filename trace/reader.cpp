@@ -276,6 +276,49 @@ class Parser {
   std::vector<std::pair<uint32_t, uint32_t>> m_tailEntries;
 };
 
+/// Leaves whose commands were all sampled out (a short loop over calls the sampler had already
+/// seen many of) borrow the per-command means of the timed leaves with the same sampler key: the
+/// same function on the same OpenCL objects (trace/time_sampler.h).
+void lendSampledMeans(Trace* t) {
+  bool any = false;
+  for (const TraceNode& n : t->nodes)
+    any = any || (!n.loop && n.type == LeafType::Call && !n.device.exec.count && n.device.unsampled);
+  if (!any) return;
+  auto keyOf = [t](const TraceNode& n) {
+    std::vector<uint64_t> key{n.code};
+    for (const Ref& r : n.refs) {
+      if (r.arg >= kRefArgBound) continue;  // bound to the kernel, or returned: not an argument
+      const TraceObject* o = t->object(r.obj);
+      if (o && (o->kind == ObjectKind::Queue || o->kind == ObjectKind::Mem || o->kind == ObjectKind::Kernel ||
+                o->kind == ObjectKind::Sampler))
+        key.push_back(r.obj);
+    }
+    return key;
+  };
+  struct Donor {
+    uint64_t count = 0, exec = 0, queuedToSubmit = 0, submitToStart = 0;
+  };
+  std::map<std::vector<uint64_t>, Donor> donors;
+  for (const TraceNode& n : t->nodes) {
+    if (n.loop || n.type != LeafType::Call || !n.device.exec.count) continue;
+    Donor& d = donors[keyOf(n)];
+    d.count += n.device.exec.count;
+    d.exec += n.device.exec.total;
+    d.queuedToSubmit += n.device.queuedToSubmit;
+    d.submitToStart += n.device.submitToStart;
+  }
+  for (TraceNode& n : t->nodes) {
+    if (n.loop || n.type != LeafType::Call || n.device.exec.count || !n.device.unsampled) continue;
+    auto it = donors.find(keyOf(n));
+    if (it == donors.end()) continue;
+    const auto count = static_cast<double>(it->second.count);
+    n.device.lent = true;
+    n.device.lentExecMean = static_cast<double>(it->second.exec) / count;
+    n.device.lentQueuedToSubmitMean = static_cast<double>(it->second.queuedToSubmit) / count;
+    n.device.lentSubmitToStartMean = static_cast<double>(it->second.submitToStart) / count;
+  }
+}
+
 }  // namespace
 
 uint32_t supportedFormatVersion() { return HETOPT_TRACE_FORMAT_VERSION; }
@@ -423,6 +466,7 @@ bool parseTrace(const void* data, size_t size, Trace* out, std::string* error,
     out->complete = false;
   }
   parser.finishTail();
+  lendSampledMeans(out);
   return true;
 }
 
@@ -469,7 +513,7 @@ TraceSummary summarize(const Trace& t) {
         s.deviceMissing += n.device.missing;
         s.deviceTimed += n.device.exec.count;
         s.deviceUnsampled += n.device.unsampled;
-        if (!n.device.exec.count) s.deviceUnestimated += n.device.unsampled;
+        if (!n.device.commands()) s.deviceUnestimated += n.device.unsampled;
         s.launchLatencyNs += static_cast<uint64_t>(std::llround(n.device.queuedToStartNs()));
         const auto deviceNs = static_cast<uint64_t>(std::llround(n.device.execNs()));
         const api::ApiKind kind = api::apiInfo(static_cast<api::ApiId>(n.code)).kind;

@@ -236,9 +236,9 @@ TraceInterceptor* TraceInterceptor::create() {
     return nullptr;
   }
   bool periodOk = true;
-  s_samplePeriod = optionUnsigned(Option::TIME_SAMPLE, 1, 1u << 20, &periodOk);
+  s_samplePeriod = optionUnsigned(Option::TIME_SAMPLE, 0, 1u << 20, &periodOk);
   if (!periodOk)
-    warn("trace mode: HETOPT_TIME_SAMPLE='%s' is not a number in 1..1048576; using %s",
+    warn("trace mode: HETOPT_TIME_SAMPLE='%s' is not a number in 0..1048576; using %s",
          optionString(Option::TIME_SAMPLE), optionInfo(Option::TIME_SAMPLE).defaultValue);
   s_instance = t;
   pthread_key_create(&s_threadKey, threadKeyDestructor);
@@ -428,7 +428,8 @@ void TraceInterceptor::callBegin(CallRecord& call) {
     case ApiId::clCreateCommandQueue:
     case ApiId::clCreateCommandQueueWithProperties:
     case ApiId::clCreateCommandQueueWithPropertiesKHR:
-      beginQueueCreation(call);
+      // HETOPT_TIME_SAMPLE=0: no device timing at all; queues stay as the program made them.
+      if (s_samplePeriod != 0) beginQueueCreation(call);
       return;
     case ApiId::clReleaseCommandQueue:
     case ApiId::clReleaseContext:
