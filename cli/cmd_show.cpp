@@ -106,7 +106,7 @@ void printNode(const Trace& t, uint32_t id, int depth) {
   if (n.host.count && n.type == LeafType::Call)
     line += "  host " + timeText(static_cast<double>(n.host.total) / n.host.count);
   if (n.device.exec.count) {
-    line += "  device " + timeText(static_cast<double>(n.device.exec.total) / n.device.exec.count);
+    line += "  device " + timeText(n.device.meanExecNs());
     if (n.device.sampled())
       line += " (sampled: " + std::to_string(n.device.exec.count) + " of " + std::to_string(n.device.commands()) + " timed)";
   } else if (n.device.lent) {

@@ -224,7 +224,15 @@ class Parser {
         n.device.submitToStart = r.var();
       }
       n.device.missing = r.var();
-      if (m_t->formatVersion >= 2) n.device.unsampled = r.var();
+      if (m_t->formatVersion >= 2) {
+        n.device.unsampled = r.var();
+        if (n.device.unsampled && n.device.exec.count) {
+          n.device.weight = r.var();
+          n.device.weightedExec = r.var();
+          n.device.weightedQueuedToSubmit = r.var();
+          n.device.weightedSubmitToStart = r.var();
+        }
+      }
       uint64_t numArgs = r.varMax(64);
       if (!r.ok()) return fail(where() + "leaf cut short");
       if (n.type == LeafType::Call) {
@@ -295,27 +303,29 @@ void lendSampledMeans(Trace* t) {
     }
     return key;
   };
-  struct Donor {
-    uint64_t count = 0, exec = 0, queuedToSubmit = 0, submitToStart = 0;
+  struct Donor {  // weighted sums, as the leaves' own estimates use them
+    double count = 0, exec = 0, queuedToSubmit = 0, submitToStart = 0;
   };
   std::map<std::vector<uint64_t>, Donor> donors;
   for (const TraceNode& n : t->nodes) {
     if (n.loop || n.type != LeafType::Call || !n.device.exec.count) continue;
     Donor& d = donors[keyOf(n)];
-    d.count += n.device.exec.count;
-    d.exec += n.device.exec.total;
-    d.queuedToSubmit += n.device.queuedToSubmit;
-    d.submitToStart += n.device.submitToStart;
+    const DeviceAgg& a = n.device;
+    const bool weighted = a.weight != 0;
+    d.count += static_cast<double>(weighted ? a.weight : a.exec.count);
+    d.exec += static_cast<double>(weighted ? a.weightedExec : a.exec.total);
+    d.queuedToSubmit += static_cast<double>(weighted ? a.weightedQueuedToSubmit : a.queuedToSubmit);
+    d.submitToStart += static_cast<double>(weighted ? a.weightedSubmitToStart : a.submitToStart);
   }
   for (TraceNode& n : t->nodes) {
     if (n.loop || n.type != LeafType::Call || n.device.exec.count || !n.device.unsampled) continue;
     auto it = donors.find(keyOf(n));
     if (it == donors.end()) continue;
-    const auto count = static_cast<double>(it->second.count);
+    const double count = it->second.count;
     n.device.lent = true;
-    n.device.lentExecMean = static_cast<double>(it->second.exec) / count;
-    n.device.lentQueuedToSubmitMean = static_cast<double>(it->second.queuedToSubmit) / count;
-    n.device.lentSubmitToStartMean = static_cast<double>(it->second.submitToStart) / count;
+    n.device.lentExecMean = it->second.exec / count;
+    n.device.lentQueuedToSubmitMean = it->second.queuedToSubmit / count;
+    n.device.lentSubmitToStartMean = it->second.submitToStart / count;
   }
 }
 

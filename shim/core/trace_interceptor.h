@@ -64,6 +64,7 @@ class TraceInterceptor final : public Interceptor {
     uint32_t thread;
     uint32_t slot;
     uint32_t generation;
+    uint32_t weight;  ///< sampling weight of the command (trace/time_sampler.h)
   };
 
   TraceInterceptor() = default;

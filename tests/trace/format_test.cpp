@@ -228,9 +228,9 @@ TEST(TraceFormat, SampledDeviceTimesRoundTripAndExtrapolate) {
     ObjectId k = s.recorder().createHandle(ObjectKind::Kernel, 0xb0);
     s.malloc(0x10000, 4096, 0x401000);
     for (int i = 0; i < 1000; ++i) {
-      const bool w = sampler.shouldTime(1), kn = sampler.shouldTime(2);
-      timedWrites += w;
-      timedKernels += kn;
+      const uint64_t w = sampler.weight(1), kn = sampler.weight(2);
+      timedWrites += w != 0;
+      timedKernels += kn != 0;
       s.write(mem, 0x10000, 4096, deviceTiming(w, 1000));
       s.kernel(k, mem, deviceTiming(kn, 5000));
     }

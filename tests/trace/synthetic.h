@@ -144,16 +144,12 @@ inline std::string structure(const Trace& t) {
   return s;
 }
 
-/// The device timing of one command as the shim records it: `ns` on the device when `timed`,
-/// else a command the sampler left untimed.
-inline DeviceAgg deviceTiming(bool timed, uint64_t ns) {
+/// The device timing of one command as the shim records it: `ns` on the device when the
+/// sampler's `weight` (TimeSampler::weight) is not 0, else a command it left untimed.
+inline DeviceAgg deviceTiming(uint64_t weight, uint64_t ns) {
+  if (weight) return DeviceAgg::command(ns, 0, ns / 10, weight);
   DeviceAgg d;
-  if (timed) {
-    d.exec.add(ns);
-    d.submitToStart = ns / 10;
-  } else {
-    d.unsampled = 1;
-  }
+  d.unsampled = 1;
   return d;
 }
 

@@ -39,6 +39,18 @@ TEST(TimeSampler, CensusThenExactlyOnePerBlock) {
   }
 }
 
+TEST(TimeSampler, WeightsAreInverseProbabilities) {
+  TimeSampler s(16, 4);
+  for (uint64_t i = 0; i < kCensus; ++i) EXPECT_EQ(s.weight(9), 1u);
+  uint64_t sum = 0;
+  for (uint64_t i = 0; i < 16 * 50; ++i) {
+    const uint64_t w = s.weight(9);
+    EXPECT_TRUE(w == 0 || w == 16) << w;
+    sum += w;
+  }
+  EXPECT_EQ(sum, 16u * 50);  // the timed commands' weights add up to the commands they stand for
+}
+
 TEST(TimeSampler, KeysAreCountedApart) {
   TimeSampler s(16, 1);
   // Interleaved, each key still gets its own census and its own blocks.

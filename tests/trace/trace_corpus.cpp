@@ -52,9 +52,9 @@ int main(int argc, char** argv) {
     ObjectId k = s.recorder().createHandle(ObjectKind::Kernel, 0xb0);
     s.malloc(0x10000, 4096);
     for (int i = 0; i < 100; ++i) {
-      s.write(mem, 0x10000, 4096, deviceTiming(sampler.shouldTime(1), 1000 + 10 * (i % 4)));
-      s.kernel(k, mem, deviceTiming(sampler.shouldTime(2), 5000));
-      s.read(mem, 0x10000, 4096, deviceTiming(sampler.shouldTime(3), 2000));
+      s.write(mem, 0x10000, 4096, deviceTiming(sampler.weight(1), 1000 + 10 * (i % 4)));
+      s.kernel(k, mem, deviceTiming(sampler.weight(2), 5000));
+      s.read(mem, 0x10000, 4096, deviceTiming(sampler.weight(3), 2000));
     }
     s.free(0x10000);
     s.finish();
