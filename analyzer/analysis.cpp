@@ -160,7 +160,7 @@ class Analyzer {
       m_deviceUnsampled += n.device.unsampled;
       // Sampled traces: the mean of a leaf's timed commands stands for its untimed ones.
       const double deviceNs = n.device.execNs();
-      if (!n.device.exec.count) m_deviceMissing += n.device.unsampled;  // nothing to extrapolate
+      if (!n.device.commands()) m_deviceMissing += n.device.unsampled;  // nothing to extrapolate
       if (api::isCommunicationKind(kind)) {
         m_commDeviceNs += deviceNs;
         m_commHostNs += static_cast<double>(n.host.total);
@@ -672,7 +672,7 @@ class TimelineBuilder {
     e.startNs = start;
     e.durationNs = static_cast<double>(n.host.total);
     e.args = {{"calls", std::to_string(n.host.count)}};
-    if (n.type == trace::LeafType::Call && n.device.exec.count) {
+    if (n.type == trace::LeafType::Call && n.device.commands()) {
       TimelineEvent d;
       d.track = TimelineEvent::Track::DeviceQueue;
       d.trackId = queueOf(n);

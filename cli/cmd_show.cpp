@@ -106,11 +106,14 @@ void printNode(const Trace& t, uint32_t id, int depth) {
   if (n.host.count && n.type == LeafType::Call)
     line += "  host " + timeText(static_cast<double>(n.host.total) / n.host.count);
   if (n.device.exec.count) {
-    line += "  device " + timeText(static_cast<double>(n.device.exec.total) / n.device.exec.count);
+    line += "  device " + timeText(n.device.meanExecNs());
     if (n.device.sampled())
       line += " (sampled: " + std::to_string(n.device.exec.count) + " of " + std::to_string(n.device.commands()) + " timed)";
+  } else if (n.device.lent) {
+    line += "  device ~" + timeText(n.device.lentExecMean) + " (sampled: none of " +
+            std::to_string(n.device.unsampled) + " timed; the same call's mean elsewhere)";
   } else if (n.device.unsampled) {
-    line += "  device ? (none of " + std::to_string(n.device.unsampled) + " sampled)";
+    line += "  device ? (sampled: none of " + std::to_string(n.device.unsampled) + " timed)";
   }
   if (n.result.varies || n.result.first != 0) line += "  status " + std::to_string(static_cast<int32_t>(n.result.first)) + (n.result.varies ? "(varies)" : "");
   if (n.provisional) line += "  [checkpoint]";

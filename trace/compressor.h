@@ -70,27 +70,65 @@ struct DeviceAgg {
   uint64_t submitToStart = 0;   ///< sum of start - submit over timed commands
   uint64_t missing = 0;         ///< commands whose profiling info could not be read
   uint64_t unsampled = 0;       ///< commands not timed on purpose (sampling)
+  /// Sampling weights (1 / the probability a command was timed: 1 in a key's census, the period
+  /// after it) summed over the timed commands, and the three times weighted by them. The first
+  /// commands of a loop are often slower (first touch, caches); weighting keeps the always-timed
+  /// census from counting for more than its share in the estimates (a Hajek estimator).
+  uint64_t weight = 0, weightedExec = 0, weightedQueuedToSubmit = 0, weightedSubmitToStart = 0;
+  /// Reader only, never in a file: for a leaf none of whose commands was timed, per-command means
+  /// lent by the timed leaves of the same call on the same OpenCL objects (trace/reader.cpp), so
+  /// that a short later loop over sampled-out calls still gets an estimate.
+  bool lent = false;
+  double lentExecMean = 0, lentQueuedToSubmitMean = 0, lentSubmitToStartMean = 0;
   void merge(const DeviceAgg& o) {
     exec.merge(o.exec);
     queuedToSubmit += o.queuedToSubmit;
     submitToStart += o.submitToStart;
     missing += o.missing;
     unsampled += o.unsampled;
+    weight += o.weight;
+    weightedExec += o.weightedExec;
+    weightedQueuedToSubmit += o.weightedQueuedToSubmit;
+    weightedSubmitToStart += o.weightedSubmitToStart;
+  }
+  /// One timed command (end - start, submit - queued, start - submit) of sampling weight `w`.
+  static DeviceAgg command(uint64_t exec, uint64_t queuedToSubmit, uint64_t submitToStart, uint64_t w) {
+    DeviceAgg d;
+    d.exec.add(exec);
+    d.queuedToSubmit = queuedToSubmit;
+    d.submitToStart = submitToStart;
+    d.weight = w;
+    d.weightedExec = w * exec;
+    d.weightedQueuedToSubmit = w * queuedToSubmit;
+    d.weightedSubmitToStart = w * submitToStart;
+    return d;
   }
   /// Commands the estimates stand for: the timed ones and those sampling skipped.
-  uint64_t commands() const { return exec.count ? exec.count + unsampled : 0; }
+  uint64_t commands() const { return exec.count ? exec.count + unsampled : lent ? unsampled : 0; }
   bool sampled() const { return unsampled != 0; }
-  /// A sum over timed commands scaled to every command (mean of the timed x commands()); exact
-  /// when nothing was sampled out.
-  double extrapolate(uint64_t timedSum) const {
-    if (!exec.count) return 0;
+  /// A sum over timed commands scaled to every command: the (weighted) mean of the timed ones x
+  /// commands(); exact when nothing was sampled out. `lentMean` serves a leaf without timed
+  /// commands.
+  double extrapolate(uint64_t timedSum, uint64_t weightedSum, double lentMean) const {
+    if (!exec.count) return lent ? lentMean * static_cast<double>(unsampled) : 0;
     if (!unsampled) return static_cast<double>(timedSum);
-    return static_cast<double>(timedSum) * static_cast<double>(exec.count + unsampled) /
-           static_cast<double>(exec.count);
+    const double all = static_cast<double>(exec.count + unsampled);
+    if (weight) return static_cast<double>(weightedSum) / static_cast<double>(weight) * all;
+    return static_cast<double>(timedSum) / static_cast<double>(exec.count) * all;
   }
-  double execNs() const { return extrapolate(exec.total); }
-  double submitToStartNs() const { return extrapolate(submitToStart); }
-  double queuedToStartNs() const { return extrapolate(queuedToSubmit + submitToStart); }
+  /// The per-command mean of the timed commands (weighted when sampled).
+  double meanExecNs() const {
+    if (weight && unsampled) return static_cast<double>(weightedExec) / static_cast<double>(weight);
+    return exec.count ? static_cast<double>(exec.total) / static_cast<double>(exec.count) : lentExecMean;
+  }
+  double execNs() const { return extrapolate(exec.total, weightedExec, lentExecMean); }
+  double submitToStartNs() const {
+    return extrapolate(submitToStart, weightedSubmitToStart, lentSubmitToStartMean);
+  }
+  double queuedToStartNs() const {
+    return extrapolate(queuedToSubmit + submitToStart, weightedQueuedToSubmit + weightedSubmitToStart,
+                       lentQueuedToSubmitMean + lentSubmitToStartMean);
+  }
 };
 
 struct Ref {

@@ -224,7 +224,15 @@ class Parser {
         n.device.submitToStart = r.var();
       }
       n.device.missing = r.var();
-      if (m_t->formatVersion >= 2) n.device.unsampled = r.var();
+      if (m_t->formatVersion >= 2) {
+        n.device.unsampled = r.var();
+        if (n.device.unsampled && n.device.exec.count) {
+          n.device.weight = r.var();
+          n.device.weightedExec = r.var();
+          n.device.weightedQueuedToSubmit = r.var();
+          n.device.weightedSubmitToStart = r.var();
+        }
+      }
       uint64_t numArgs = r.varMax(64);
       if (!r.ok()) return fail(where() + "leaf cut short");
       if (n.type == LeafType::Call) {
@@ -275,6 +283,51 @@ class Parser {
   size_t m_tailNodeStart = 0;
   std::vector<std::pair<uint32_t, uint32_t>> m_tailEntries;
 };
+
+/// Leaves whose commands were all sampled out (a short loop over calls the sampler had already
+/// seen many of) borrow the per-command means of the timed leaves with the same sampler key: the
+/// same function on the same OpenCL objects (trace/time_sampler.h).
+void lendSampledMeans(Trace* t) {
+  bool any = false;
+  for (const TraceNode& n : t->nodes)
+    any = any || (!n.loop && n.type == LeafType::Call && !n.device.exec.count && n.device.unsampled);
+  if (!any) return;
+  auto keyOf = [t](const TraceNode& n) {
+    std::vector<uint64_t> key{n.code};
+    for (const Ref& r : n.refs) {
+      if (r.arg >= kRefArgBound) continue;  // bound to the kernel, or returned: not an argument
+      const TraceObject* o = t->object(r.obj);
+      if (o && (o->kind == ObjectKind::Queue || o->kind == ObjectKind::Mem || o->kind == ObjectKind::Kernel ||
+                o->kind == ObjectKind::Sampler))
+        key.push_back(r.obj);
+    }
+    return key;
+  };
+  struct Donor {  // weighted sums, as the leaves' own estimates use them
+    double count = 0, exec = 0, queuedToSubmit = 0, submitToStart = 0;
+  };
+  std::map<std::vector<uint64_t>, Donor> donors;
+  for (const TraceNode& n : t->nodes) {
+    if (n.loop || n.type != LeafType::Call || !n.device.exec.count) continue;
+    Donor& d = donors[keyOf(n)];
+    const DeviceAgg& a = n.device;
+    const bool weighted = a.weight != 0;
+    d.count += static_cast<double>(weighted ? a.weight : a.exec.count);
+    d.exec += static_cast<double>(weighted ? a.weightedExec : a.exec.total);
+    d.queuedToSubmit += static_cast<double>(weighted ? a.weightedQueuedToSubmit : a.queuedToSubmit);
+    d.submitToStart += static_cast<double>(weighted ? a.weightedSubmitToStart : a.submitToStart);
+  }
+  for (TraceNode& n : t->nodes) {
+    if (n.loop || n.type != LeafType::Call || n.device.exec.count || !n.device.unsampled) continue;
+    auto it = donors.find(keyOf(n));
+    if (it == donors.end()) continue;
+    const double count = it->second.count;
+    n.device.lent = true;
+    n.device.lentExecMean = it->second.exec / count;
+    n.device.lentQueuedToSubmitMean = it->second.queuedToSubmit / count;
+    n.device.lentSubmitToStartMean = it->second.submitToStart / count;
+  }
+}
 
 }  // namespace
 
@@ -423,6 +476,7 @@ bool parseTrace(const void* data, size_t size, Trace* out, std::string* error,
     out->complete = false;
   }
   parser.finishTail();
+  lendSampledMeans(out);
   return true;
 }
 
@@ -469,7 +523,7 @@ TraceSummary summarize(const Trace& t) {
         s.deviceMissing += n.device.missing;
         s.deviceTimed += n.device.exec.count;
         s.deviceUnsampled += n.device.unsampled;
-        if (!n.device.exec.count) s.deviceUnestimated += n.device.unsampled;
+        if (!n.device.commands()) s.deviceUnestimated += n.device.unsampled;
         s.launchLatencyNs += static_cast<uint64_t>(std::llround(n.device.queuedToStartNs()));
         const auto deviceNs = static_cast<uint64_t>(std::llround(n.device.execNs()));
         const api::ApiKind kind = api::apiInfo(static_cast<api::ApiId>(n.code)).kind;

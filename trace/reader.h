@@ -15,6 +15,10 @@
  *    allocation, free or realloc, standing for host.count calls) or a loop (a body of nodes
  *    repeated; `iterations` summed over `instances` runs).
  *
+ * Device times of sampled traces (format 2) are estimates: use DeviceAgg::execNs() and friends,
+ * never exec.total, for a leaf's device time. A leaf whose commands were all sampled out gets the
+ * means of the timed leaves of the same call on the same OpenCL objects (DeviceAgg::lent).
+ *
  * A leaf's refs say which objects the calls touched and how (kRefRead/Write/Create/Destroy, SSA
  * versions of the first and last call), and for host memory which range and how many bytes moved
  * in which direction (HostAccess). Counts, bytes and times in leaves are exact totals over every
@@ -144,7 +148,7 @@ struct TraceSummary {
   uint64_t deviceMissing = 0;    ///< commands without profiling information
   uint64_t deviceTimed = 0;      ///< commands whose timestamps were read
   uint64_t deviceUnsampled = 0;  ///< commands not timed on purpose (sampling); estimated
-  uint64_t deviceUnestimated = 0;  ///< ... of which in leaves with no timed command: no estimate
+  uint64_t deviceUnestimated = 0;  ///< ... of which without an estimate (DeviceAgg::commands())
   struct ObjectBytes {
     uint64_t h2dBytes = 0, d2hBytes = 0, h2dTransfers = 0, d2hTransfers = 0;
   };

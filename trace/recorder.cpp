@@ -556,6 +556,12 @@ void Recorder::writeNode(std::string* out, const Compressor& c, NodeId id) {
   }
   w.var(l.device.missing);
   w.var(l.device.unsampled);
+  if (l.device.unsampled && l.device.exec.count) {
+    w.var(l.device.weight);
+    w.var(l.device.weightedExec);
+    w.var(l.device.weightedQueuedToSubmit);
+    w.var(l.device.weightedSubmitToStart);
+  }
   auto arg = [&](const ArgAgg& a) {
     w.var(a.first);
     w.u8(a.varies ? 1 : 0);

@@ -12,8 +12,10 @@
  * starts (stratified sampling). Every later command is so timed with probability 1/period whatever
  * the loop's shape: a fixed stride would alias with loop bodies that repeat a key with a period
  * sharing a factor with it (ping-pong buffers, every other iteration of size X) and time only one
- * phase of them. The analysis extrapolates: a leaf's device time = mean of its timed commands x
- * its commands (trace/FORMAT.md).
+ * phase of them. Each timed command carries its weight (1 in the census, `period` after), and the
+ * analysis extrapolates: a leaf's device time = weighted mean of its timed commands x its
+ * commands (trace/FORMAT.md), so the census (often the slow first iterations) counts for its
+ * share only.
  *
  * One sampler per thread (the compressor folds per thread): a fixed, direct-mapped table, no
  * allocation and no lock per decision. Two keys sharing a slot evict each other and restart their
@@ -36,17 +38,20 @@ class TimeSampler {
 
   uint64_t period() const { return m_period; }
 
-  /// Whether the next command of `key` is to be timed.
-  bool shouldTime(uint64_t key) {
-    if (m_period <= 1) return true;
+  /// Whether the next command of `key` is to be timed, as its sampling weight (the inverse of
+  /// the probability it had): 0 not timed, 1 timed in the census, period() timed as the sample
+  /// of its block.
+  uint64_t weight(uint64_t key) {
+    if (m_period <= 1) return 1;
     Slot& s = m_slots[mix(key) & (kSlots - 1)];
     if (s.seen == 0 || s.key != key) s = Slot{key, 0, 0};
     const uint64_t n = s.seen++;
-    if (n < kCensus) return true;
+    if (n < kCensus) return 1;
     const uint64_t pos = (n - kCensus) % m_period;
     if (pos == 0) s.pick = next() % m_period;
-    return pos == s.pick;
+    return pos == s.pick ? m_period : 0;
   }
+  bool shouldTime(uint64_t key) { return weight(key) != 0; }
 
   /// Folds one value (the function id, an object handle) into a key.
   static uint64_t combine(uint64_t key, uint64_t value) {

@@ -75,6 +75,7 @@ enum ScratchFlags : uintptr_t {
   kHideProfiling = 2,
   kTimeable = 4,       ///< an enqueue on a queue we profile: a device command we could time
   kTimed = 8,          ///< ... chosen by the sampler: its timestamps are read
+  kSampled = 16,       ///< ... as the sample of its block (weight: the period), not in the census
 };
 
 constexpr size_t kMaxArrayRefs = 16;   ///< handles/pointers read from one array argument
@@ -236,9 +237,9 @@ TraceInterceptor* TraceInterceptor::create() {
     return nullptr;
   }
   bool periodOk = true;
-  s_samplePeriod = optionUnsigned(Option::TIME_SAMPLE, 1, 1u << 20, &periodOk);
+  s_samplePeriod = optionUnsigned(Option::TIME_SAMPLE, 0, 1u << 20, &periodOk);
   if (!periodOk)
-    warn("trace mode: HETOPT_TIME_SAMPLE='%s' is not a number in 1..1048576; using %s",
+    warn("trace mode: HETOPT_TIME_SAMPLE='%s' is not a number in 0..1048576; using %s",
          optionString(Option::TIME_SAMPLE), optionInfo(Option::TIME_SAMPLE).defaultValue);
   s_instance = t;
   pthread_key_create(&s_threadKey, threadKeyDestructor);
@@ -428,7 +429,8 @@ void TraceInterceptor::callBegin(CallRecord& call) {
     case ApiId::clCreateCommandQueue:
     case ApiId::clCreateCommandQueueWithProperties:
     case ApiId::clCreateCommandQueueWithPropertiesKHR:
-      beginQueueCreation(call);
+      // HETOPT_TIME_SAMPLE=0: no device timing at all; queues stay as the program made them.
+      if (s_samplePeriod != 0) beginQueueCreation(call);
       return;
     case ApiId::clReleaseCommandQueue:
     case ApiId::clReleaseContext:
@@ -465,8 +467,9 @@ void TraceInterceptor::callBegin(CallRecord& call) {
   }
   addFlag(call, kTimeable);
   // Only sampled commands get an event read (and, where the application passed none, injected).
-  if (!threadSampler().shouldTime(sampleKey(call, info))) return;
-  addFlag(call, kTimed);
+  const uint64_t weight = threadSampler().weight(sampleKey(call, info));
+  if (!weight) return;
+  addFlag(call, weight > 1 ? kTimed | kSampled : kTimed);
   if (call.args[eventArg] == 0) {
     call.scratch[1] = nullptr;
     call.args[eventArg] = reinterpret_cast<uintptr_t>(&call.scratch[1]);
@@ -860,7 +863,8 @@ void TraceInterceptor::recordCall(CallRecord& call, uint64_t hostNs) {
     }
     const uint32_t slot = m_recorder.append(thread, std::move(leaf), produced != nullptr);
     if (produced && slot) {
-      m_pending.push_back(Pending{produced, thread, slot, m_recorder.generation()});
+      const uint64_t weight = (flagsOf(call) & kSampled) ? s_samplePeriod : 1;
+      m_pending.push_back(Pending{produced, thread, slot, m_recorder.generation(), static_cast<uint32_t>(weight)});
       produced = nullptr;
     }
     pendingNow = m_pending.size();
@@ -915,9 +919,8 @@ void TraceInterceptor::resolvePending(bool all) {
       okAll = prof(p.event, which[k], sizeof t[k], &t[k], nullptr) == CL_SUCCESS;
     if (okAll && t[3] >= t[2]) {
       d.timed = true;
-      d.d.exec.add(t[3] - t[2]);
-      d.d.queuedToSubmit = t[1] >= t[0] ? t[1] - t[0] : 0;
-      d.d.submitToStart = t[2] >= t[1] ? t[2] - t[1] : 0;
+      d.d = trace::DeviceAgg::command(t[3] - t[2], t[1] >= t[0] ? t[1] - t[0] : 0,
+                                      t[2] >= t[1] ? t[2] - t[1] : 0, p.weight);
     }
     if (rel) rel(p.event);
     done.push_back(d);

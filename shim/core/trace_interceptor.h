@@ -9,8 +9,10 @@
  * properties and error codes), event injection for device timings, clSetKernelArg (which buffers
  * a launch writes), map/unmap.
  *
- * Device timings: enqueue calls that passed no event get one injected; it (or the application's
- * own, retained) waits in a pending list and is read lazily, without blocking, at sync points
+ * Device timings: the thread's sampler (trace/time_sampler.h, HETOPT_TIME_SAMPLE) picks which
+ * enqueues on profiled queues are timed; the others are only counted. A picked call that passed
+ * no event gets one injected; it (or the application's own, retained) waits in a pending list and
+ * is read lazily, without blocking, at sync points
  * (clFinish, clWaitForEvents, blocking calls, queue/context release) or when many are pending, then
  * released. Nothing is read at exit: the OpenCL runtime may already be gone by then.
  *
@@ -62,6 +64,7 @@ class TraceInterceptor final : public Interceptor {
     uint32_t thread;
     uint32_t slot;
     uint32_t generation;
+    uint32_t weight;  ///< sampling weight of the command (trace/time_sampler.h)
   };
 
   TraceInterceptor() = default;

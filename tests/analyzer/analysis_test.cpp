@@ -18,6 +18,7 @@
 #include "common/site_key.h"
 #include "tests/analyzer/test_util.h"
 #include "tests/trace/synthetic.h"
+#include "trace/time_sampler.h"
 
 namespace hetopt::analyzer {
 namespace {
@@ -59,13 +60,16 @@ class App {
     rec().recordRealloc(m_thread, oldPtr, newPtr, size, site, 40);
   }
 
+  /// Later commands are timed as the shim's sampler decides (HETOPT_TIME_SAMPLE=period).
+  void sample(uint64_t period, uint64_t seed = 1) { m_sampler = trace::TimeSampler(period, seed); }
+
   void transfer(ApiId id, ObjectId mem, uint64_t ptr, uint64_t bytes, uint64_t execNs,
                 HostAccess access) {
     Leaf l = m_synth.call(id);
     l.refs.push_back(m_synth.ref(m_queue, 0, trace::kRefRead));
     l.refs.push_back(m_synth.ref(mem, 1, access == HostAccess::Read ? trace::kRefWrite : trace::kRefRead));
     l.refs.push_back(m_synth.hostRef(ptr, bytes, 5, access));
-    timed(&l, execNs);
+    timed(&l, execNs, trace::TimeSampler::combine(static_cast<uint64_t>(id), mem));
     rec().append(m_thread, std::move(l));
   }
   void write(ObjectId mem, uint64_t ptr, uint64_t bytes, uint64_t execNs) {
@@ -79,8 +83,11 @@ class App {
     l.refs.push_back(m_synth.ref(m_queue, 0, trace::kRefRead));
     l.refs.push_back(m_synth.ref(m_kernel, 1, trace::kRefRead));
     l.refs.push_back(m_synth.ref(mem, trace::kRefArgBound, trace::kRefWrite));
-    timed(&l, execNs);
-    l.device.submitToStart = 7;
+    timed(&l, execNs, trace::TimeSampler::combine(static_cast<uint64_t>(ApiId::clEnqueueNDRangeKernel), mem));
+    if (l.device.exec.count) {
+      l.device.submitToStart = 7;
+      l.device.weightedSubmitToStart = 7 * l.device.weight;
+    }
     rec().append(m_thread, std::move(l));
   }
   /// clCreateBuffer(CL_MEM_USE_HOST_PTR, host): the buffer lives in the application's memory.
@@ -99,7 +106,7 @@ class App {
     l.refs.push_back(m_synth.ref(m_queue, 0, trace::kRefRead));
     l.refs.push_back(m_synth.ref(mem, 1, trace::kRefRead));
     l.refs.push_back(m_synth.hostRef(mapped, bytes, trace::kRefArgReturn, HostAccess::Mapped));
-    timed(&l, 10);
+    timed(&l, 10, 0);
     rec().append(m_thread, std::move(l));
   }
   void finish() { m_synth.finish(); }
@@ -112,10 +119,16 @@ class App {
   }
 
  private:
-  static void timed(Leaf* l, uint64_t execNs) {
-    if (execNs) l->device.exec.add(execNs);
-    else l->device.missing = 1;
+  void timed(Leaf* l, uint64_t execNs, uint64_t key) {
+    const uint64_t w = m_skipTiming ? 0 : m_sampler.weight(key);
+    if (!execNs) l->device.missing = 1;
+    else if (!w) l->device.unsampled = 1;
+    else l->device = trace::DeviceAgg::command(execNs, 0, 0, w);
   }
+  trace::TimeSampler m_sampler{1};
+ public:
+  /// Later commands are all sampled out (what a short loop late in a long run can get).
+  bool m_skipTiming = false;
   trace::testing::Synth m_synth;
   std::string m_path;
   uint32_t m_thread = 0;
@@ -236,6 +249,163 @@ TEST_F(Analysis, NoDeviceTimesFallsBackToHostTimesAndSaysSo) {
   AppProfile p = analyze(app.read());
   EXPECT_FALSE(p.breakdown.hasDeviceTimes);
   EXPECT_NE(p.eligibility.reason.find("host times"), std::string::npos) << p.eligibility.reason;
+}
+
+// Sampled device timings (HETOPT_TIME_SAMPLE): every total the analysis derives from device
+// times is extrapolated from the timed commands. With constant per-command times the sampled
+// trace must give exactly what the all-timed trace of the same run gives.
+TEST_F(Analysis, SampledTraceExtrapolatesToTheAllTimedTotals) {
+  AppProfile all, sampled;
+  for (uint64_t period : {1u, 16u}) {
+    const std::string path = m_dir + "/p" + std::to_string(period) + ".trace";
+    App app(path);
+    ASSERT_TRUE(app.ok());
+    app.sample(period);
+    writeKernelRead(app, 2000, 1000, 4000);
+    (period == 1 ? all : sampled) = analyze(app.read());
+  }
+  const Breakdown &a = all.breakdown, &s = sampled.breakdown;
+  EXPECT_EQ(a.deviceTimed, 6000u);
+  EXPECT_EQ(a.deviceUnsampled, 0u);
+  EXPECT_EQ(s.deviceTimed + s.deviceUnsampled, 6000u);
+  EXPECT_LT(s.deviceTimed, 600u);  // 3 x (32 + 123)
+  EXPECT_DOUBLE_EQ(a.h2dNs, 2000.0 * 1000);
+  EXPECT_DOUBLE_EQ(s.h2dNs, a.h2dNs);
+  EXPECT_DOUBLE_EQ(s.d2hNs, a.d2hNs);
+  EXPECT_DOUBLE_EQ(s.launchNs, a.launchNs);
+  EXPECT_DOUBLE_EQ(a.launchNs, 7.0 * 2000);
+  EXPECT_DOUBLE_EQ(sampled.eligibility.communicationNs, all.eligibility.communicationNs);
+  EXPECT_DOUBLE_EQ(sampled.eligibility.computationNs, 4000.0 * 2000);
+  EXPECT_DOUBLE_EQ(sampled.eligibility.ratio, all.eligibility.ratio);
+  EXPECT_EQ(sampled.eligibility.eligible, all.eligibility.eligible);
+  ASSERT_EQ(sampled.candidates.size(), 1u);
+  EXPECT_DOUBLE_EQ(sampled.candidates[0].h2d.deviceNs, all.candidates[0].h2d.deviceNs);
+  EXPECT_DOUBLE_EQ(sampled.candidates[0].d2h.deviceNs, 2000.0 * 1000);
+  EXPECT_EQ(sampled.candidates[0].h2d.transfers, 2000u);
+  EXPECT_TRUE(sampled.warnings.empty()) << sampled.warnings[0];
+  // Said where it matters: the report, the JSON and the eligibility reason.
+  EXPECT_NE(formatReport(sampled).find("device times sampled: " + std::to_string(s.deviceTimed) + " of 6000"),
+            std::string::npos) << formatReport(sampled);
+  EXPECT_EQ(formatReport(all).find("sampled"), std::string::npos);
+  EXPECT_NE(profileToJson(sampled).find("\"device_sampled_out_commands\":" + std::to_string(s.deviceUnsampled)),
+            std::string::npos);
+  EXPECT_NE(sampled.eligibility.reason.find("sampled"), std::string::npos);
+}
+
+// Two leaves of one sampler key (one buffer written alternately from two host blocks of different
+// sites, 1 us and 3 us per write): both get timed commands and both sites' transfer times come
+// out right, where a fixed stride of 16 would have timed only one of them after the census.
+TEST_F(Analysis, SampledPingPongLeavesAreBothEstimated) {
+  App app(m_trace);
+  ASSERT_TRUE(app.ok());
+  app.sample(16, 5);
+  const uint64_t n = 64 << 10, iters = 20000;
+  ObjectId dev = app.buffer(0x7000, n);
+  app.malloc(0x10000000, n, kSiteA);
+  app.malloc(0x20000000, n, kSiteC);
+  for (uint64_t i = 0; i < iters; ++i) {
+    app.write(dev, 0x10000000, n, 1000);
+    app.write(dev, 0x20000000, n, 3000);
+  }
+  app.finish();
+  trace::Trace t = app.read();
+  uint64_t leavesWithTimes = 0;
+  for (const trace::TraceNode& node : t.nodes)
+    if (!node.loop && node.type == trace::LeafType::Call && node.host.count == iters) {
+      EXPECT_GT(node.device.exec.count, 400u);  // about 16 + 625 each
+      EXPECT_EQ(node.device.exec.count + node.device.unsampled, iters);
+      ++leavesWithTimes;
+    }
+  EXPECT_EQ(leavesWithTimes, 2u);
+  AppProfile p = analyze(t);
+  ASSERT_NE(siteAt(p, kSiteA), nullptr);
+  ASSERT_NE(siteAt(p, kSiteC), nullptr);
+  EXPECT_DOUBLE_EQ(siteAt(p, kSiteA)->h2d.deviceNs, 1000.0 * iters);
+  EXPECT_DOUBLE_EQ(siteAt(p, kSiteC)->h2d.deviceNs, 3000.0 * iters);
+}
+
+// A later, differently shaped loop over the same calls whose commands were all sampled out:
+// its leaves borrow the timed mean of the same call on the same objects, so nothing is missing.
+TEST_F(Analysis, AllSampledOutLeavesBorrowTheSameCallsMean) {
+  App app(m_trace);
+  ASSERT_TRUE(app.ok());
+  app.sample(16);
+  const uint64_t n = 64 << 10;
+  ObjectId dev = app.buffer(0x7000, n);
+  app.malloc(0x10000000, n, kSiteA);
+  for (int i = 0; i < 2000; ++i) {
+    app.write(dev, 0x10000000, n, 1000);
+    app.kernel(dev, 4000);
+    app.read(dev, 0x10000000, n, 2000);
+  }
+  app.m_skipTiming = true;
+  for (int i = 0; i < 5; ++i) {
+    app.write(dev, 0x10000000, n, 1000);
+    app.read(dev, 0x10000000, n, 2000);
+  }
+  app.finish();
+  trace::Trace t = app.read();
+  int lent = 0;
+  for (const trace::TraceNode& node : t.nodes)
+    if (!node.loop && node.device.lent) {
+      ++lent;
+      EXPECT_EQ(node.device.exec.count, 0u);
+      EXPECT_EQ(node.device.commands(), 5u);
+    }
+  EXPECT_EQ(lent, 2);
+  AppProfile p = analyze(t);
+  ASSERT_NE(siteAt(p, kSiteA), nullptr);
+  EXPECT_DOUBLE_EQ(siteAt(p, kSiteA)->h2d.deviceNs, 2005.0 * 1000);
+  EXPECT_DOUBLE_EQ(siteAt(p, kSiteA)->d2h.deviceNs, 2005.0 * 2000);
+  EXPECT_TRUE(p.warnings.empty()) << p.warnings[0];
+  EXPECT_EQ(trace::summarize(t).deviceUnestimated, 0u);
+}
+
+// The census (a key's first 32 commands, always timed) is where loops are slowest (first touch,
+// cold caches). Weighted by their sampling probabilities, those commands count for 32 of 1000, not
+// for 32 of the ~92 timed: the estimate stays close to the truth.
+TEST_F(Analysis, SlowFirstCommandsDoNotInflateTheSampledEstimate) {
+  App app(m_trace);
+  ASSERT_TRUE(app.ok());
+  app.sample(16, 2);
+  const uint64_t n = 64 << 10;
+  ObjectId dev = app.buffer(0x7000, n);
+  app.malloc(0x10000000, n, kSiteA);
+  double truth = 0;
+  for (int i = 0; i < 1000; ++i) {
+    const uint64_t ns = i < 32 ? 20000 : 1000;
+    truth += static_cast<double>(ns);
+    app.write(dev, 0x10000000, n, ns);
+  }
+  app.finish();
+  AppProfile p = analyze(app.read());
+  ASSERT_NE(siteAt(p, kSiteA), nullptr);
+  // Unweighted, the timed mean would be (32 x 20 us + 60 x 1 us) / 92: 4.7x the truth.
+  EXPECT_NEAR(siteAt(p, kSiteA)->h2d.deviceNs, truth, 0.02 * truth);
+}
+
+// Per-command times that vary: the extrapolated total stays close to the true one.
+TEST_F(Analysis, SampledTotalsOfVaryingTimesAreClose) {
+  App app(m_trace);
+  ASSERT_TRUE(app.ok());
+  app.sample(16, 11);
+  std::mt19937_64 rng(3);
+  std::exponential_distribution<double> exp(1.0 / 2000);  // a long-tailed 2 us mean
+  const uint64_t n = 64 << 10;
+  ObjectId dev = app.buffer(0x7000, n);
+  app.malloc(0x10000000, n, kSiteA);
+  double truth = 0;
+  for (int i = 0; i < 20000; ++i) {
+    const uint64_t ns = 1 + static_cast<uint64_t>(exp(rng));
+    truth += static_cast<double>(ns);
+    app.write(dev, 0x10000000, n, ns);
+  }
+  app.finish();
+  AppProfile p = analyze(app.read());
+  ASSERT_NE(siteAt(p, kSiteA), nullptr);
+  // ~1280 timed of 20000 with a coefficient of variation of 1: the standard error of the mean is
+  // about 2.8%; 10% is more than 3 standard errors (and the seeds are fixed).
+  EXPECT_NEAR(siteAt(p, kSiteA)->h2d.deviceNs, truth, 0.10 * truth);
 }
 
 TEST_F(Analysis, ReallocChainLeadsBackToTheFirstVersionsSite) {

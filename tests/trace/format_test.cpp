@@ -9,6 +9,7 @@
 #include "hetopt/version.h"
 #include "tests/trace/synthetic.h"
 #include "trace/format.h"
+#include "trace/time_sampler.h"
 
 using namespace hetopt::trace;
 using namespace hetopt::trace::testing;
@@ -213,4 +214,59 @@ TEST(TraceFormat, ForkedChildRedefinesSitesAndModules) {
   }
   unlink(parent.c_str());
   unlink(child.c_str());
+}
+
+// Format 2: a folded leaf keeps how many commands were timed and how many sampling skipped, and
+// summarize() extrapolates the timed mean to all of them.
+TEST(TraceFormat, SampledDeviceTimesRoundTripAndExtrapolate) {
+  const std::string path = tempPath("sampled");
+  uint64_t timedWrites = 0, timedKernels = 0;
+  {
+    Synth s(path);
+    TimeSampler sampler(16, 7);
+    ObjectId mem = s.buffer(0xa0, 4096);
+    ObjectId k = s.recorder().createHandle(ObjectKind::Kernel, 0xb0);
+    s.malloc(0x10000, 4096, 0x401000);
+    for (int i = 0; i < 1000; ++i) {
+      const uint64_t w = sampler.weight(1), kn = sampler.weight(2);
+      timedWrites += w != 0;
+      timedKernels += kn != 0;
+      s.write(mem, 0x10000, 4096, deviceTiming(w, 1000));
+      s.kernel(k, mem, deviceTiming(kn, 5000));
+    }
+    s.free(0x10000);
+    s.finish();
+  }
+  Trace t;
+  std::string error;
+  ASSERT_TRUE(readTraceFile(path, &t, &error)) << error;
+  unlink(path.c_str());
+  EXPECT_EQ(timedWrites, TimeSampler::kCensus + (1000 - TimeSampler::kCensus) / 16);
+  for (const TraceNode& n : t.nodes) {
+    if (n.loop || n.type != LeafType::Call || t.leafName(n) == "clCreateBuffer") continue;
+    const bool write = t.leafName(n) == "clEnqueueWriteBuffer";
+    EXPECT_EQ(n.host.count, 1000u);
+    EXPECT_EQ(n.device.exec.count, write ? timedWrites : timedKernels);
+    EXPECT_EQ(n.device.exec.count + n.device.unsampled, 1000u);
+    EXPECT_EQ(n.device.missing, 0u);
+    EXPECT_DOUBLE_EQ(n.device.execNs(), write ? 1000.0 * 1000 : 5000.0 * 1000);
+    EXPECT_DOUBLE_EQ(n.device.submitToStartNs(), write ? 100.0 * 1000 : 500.0 * 1000);
+  }
+  TraceSummary sum = summarize(t);
+  EXPECT_EQ(sum.kernelNs, 5000u * 1000);
+  EXPECT_EQ(sum.transferNs, 1000u * 1000);
+  EXPECT_EQ(sum.deviceTimed, timedWrites + timedKernels);
+  EXPECT_EQ(sum.deviceTimed + sum.deviceUnsampled, 2000u);
+  EXPECT_EQ(sum.deviceUnestimated, 0u);
+}
+
+// Format 1 (no sampling field) still reads: the committed golden trace.
+TEST(TraceFormat, FormatOneStillReads) {
+  Trace t;
+  std::string error;
+  ASSERT_TRUE(readTraceFile(HETOPT_TRACE_GOLDEN_DIR "/format1-loops.trace", &t, &error)) << error;
+  EXPECT_EQ(t.formatVersion, 1u);
+  EXPECT_TRUE(t.complete);
+  EXPECT_EQ(callCount(t, "clEnqueueNDRangeKernel"), 90u);
+  for (const TraceNode& n : t.nodes) EXPECT_EQ(n.device.unsampled, 0u);
 }

@@ -92,24 +92,28 @@ class Synth {
     return m_rec.recordAlloc(m_thread, 0, ptr, size, 0, site, 50);
   }
   void free(uint64_t ptr) { m_rec.recordFree(m_thread, ptr); }
-  void write(ObjectId mem, uint64_t ptr, uint64_t bytes) {
+  /// Commands below carry `device` as their device timing (default: none).
+  void write(ObjectId mem, uint64_t ptr, uint64_t bytes, const DeviceAgg& device = {}) {
     Leaf l = call(ApiId::clEnqueueWriteBuffer);
     l.args[4] = ArgAgg::of(bytes);
     l.refs.push_back(ref(mem, 1, kRefWrite));
     l.refs.push_back(hostRef(ptr, bytes, 5, HostAccess::Read));
+    l.device = device;
     m_rec.append(m_thread, std::move(l));
   }
-  void read(ObjectId mem, uint64_t ptr, uint64_t bytes) {
+  void read(ObjectId mem, uint64_t ptr, uint64_t bytes, const DeviceAgg& device = {}) {
     Leaf l = call(ApiId::clEnqueueReadBuffer);
     l.args[4] = ArgAgg::of(bytes);
     l.refs.push_back(ref(mem, 1, kRefRead));
     l.refs.push_back(hostRef(ptr, bytes, 5, HostAccess::Write));
+    l.device = device;
     m_rec.append(m_thread, std::move(l));
   }
-  void kernel(ObjectId kernel, ObjectId mem) {
+  void kernel(ObjectId kernel, ObjectId mem, const DeviceAgg& device = {}) {
     Leaf l = call(ApiId::clEnqueueNDRangeKernel);
     l.refs.push_back(ref(kernel, 1, kRefRead));
     l.refs.push_back(ref(mem, kRefArgBound, kRefWrite));
+    l.device = device;
     m_rec.append(m_thread, std::move(l));
   }
   void finish() { m_rec.finish(); }
@@ -138,6 +142,15 @@ inline std::string structure(const Trace& t) {
   for (const TraceThread& th : t.threads)
     for (uint32_t e : th.entries) renderStructure(t, e, &s);
   return s;
+}
+
+/// The device timing of one command as the shim records it: `ns` on the device when the
+/// sampler's `weight` (TimeSampler::weight) is not 0, else a command it left untimed.
+inline DeviceAgg deviceTiming(uint64_t weight, uint64_t ns) {
+  if (weight) return DeviceAgg::command(ns, 0, ns / 10, weight);
+  DeviceAgg d;
+  d.unsampled = 1;
+  return d;
 }
 
 inline uint64_t callCount(const Trace& t, const std::string& name) {

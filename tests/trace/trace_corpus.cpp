@@ -12,6 +12,7 @@
 #include <string>
 
 #include "tests/trace/synthetic.h"
+#include "trace/time_sampler.h"
 
 using namespace hetopt::trace;
 using namespace hetopt::trace::testing;
@@ -40,6 +41,21 @@ int main(int argc, char** argv) {
       s.read(other, 0x10000, 4096);
     }
     s.write(mem, 0x7fff0000, 64);
+    s.free(0x10000);
+    s.finish();
+  }
+  {
+    // Sampled device timings (HETOPT_TIME_SAMPLE): the format-2 golden trace.
+    Synth s(dir + "/sampled.trace");
+    TimeSampler sampler(16, 1);
+    ObjectId mem = s.buffer(0xa0, 4096);
+    ObjectId k = s.recorder().createHandle(ObjectKind::Kernel, 0xb0);
+    s.malloc(0x10000, 4096);
+    for (int i = 0; i < 100; ++i) {
+      s.write(mem, 0x10000, 4096, deviceTiming(sampler.weight(1), 1000 + 10 * (i % 4)));
+      s.kernel(k, mem, deviceTiming(sampler.weight(2), 5000));
+      s.read(mem, 0x10000, 4096, deviceTiming(sampler.weight(3), 2000));
+    }
     s.free(0x10000);
     s.finish();
   }

@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# Where tracing overhead comes from, for one test-app run: native, the shim in count mode
+# (interception only), and `hetopt trace` with HETOPT_TIME_SAMPLE=0 (queues left unprofiled, no
+# device times), the default (sampled) and 1 (every command timed). Variants run interleaved, one
+# of each per round, RUNS rounds, so load drift on a shared machine hits all alike; prints median
+# wall and CPU (user + system of the process and its threads) per variant against native.
+#   trace_variants.sh BUILD_DIR [RUNS] [APP:ARGS]     (default 'loop_wkr:--size 4K --iters 20000')
+set -euo pipefail
+build=${1:?usage: trace_variants.sh BUILD_DIR [RUNS] [APP:ARGS]}
+runs=${2:-7}
+case=${3:-loop_wkr:--size 4K --iters 20000}
+[[ -x $build/bin/hetopt ]] || { echo "build hetopt first" >&2; exit 2; }
+echo "machine: $(uname -n), $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')"
+echo "device: $("$build/bin/loop_wkr" --size 4K --iters 1 2>/dev/null | sed -n 's/^device: //p')"
+exec python3 - "$build" "$runs" "$case" <<'PY'
+import os, resource, statistics, subprocess, sys, tempfile, time
+
+build, runs, case = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+app, args = case.split(":", 1)
+cmd = [os.path.join(build, "bin", app)] + args.split()
+load = lambda: " ".join(open("/proc/loadavg").read().split()[:3])
+with tempfile.TemporaryDirectory(prefix="hetopt-trace-variants.") as tmp:
+    trace = [os.path.join(build, "bin", "hetopt"), "trace", "-o", os.path.join(tmp, "t.trace"), "--"]
+    variants = {
+        "native": (cmd, {}),
+        "count mode (interception)": (cmd, {"LD_PRELOAD": os.path.join(build, "lib", "libhetopt_shim.so"),
+                                            "HETOPT_MODE": "count", "HETOPT_REPORT_FILE": "/dev/null"}),
+        "trace, HETOPT_TIME_SAMPLE=0": (trace + cmd, {"HETOPT_TIME_SAMPLE": "0"}),
+        "trace, default (sampled)": (trace + cmd, {}),
+        "trace, HETOPT_TIME_SAMPLE=1": (trace + cmd, {"HETOPT_TIME_SAMPLE": "1"}),
+    }
+    print(f"{case}; date: {time.strftime('%Y-%m-%d', time.gmtime())}, {runs} rounds (median); "
+          f"load average before: {load()}")
+    got = {k: [] for k in variants}
+    for _ in range(runs):
+        for name, (c, env) in variants.items():
+            e = dict(os.environ)
+            e.pop("HETOPT_TIME_SAMPLE", None)
+            e.update(env)
+            before = resource.getrusage(resource.RUSAGE_CHILDREN)
+            start = time.monotonic()
+            r = subprocess.run(c, env=e, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            wall = time.monotonic() - start
+            after = resource.getrusage(resource.RUSAGE_CHILDREN)
+            if r.returncode != 0:
+                sys.exit(f"failed ({r.returncode}): {name}: {' '.join(c)}")
+            got[name].append((wall * 1e3, (after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime) * 1e3))
+nw = statistics.median(w for w, _ in got["native"])
+nc = statistics.median(c for _, c in got["native"])
+for name, v in got.items():
+    w, c = statistics.median(x for x, _ in v), statistics.median(y for _, y in v)
+    print(f"{name:30s} wall {w:7.0f} ms {100 * (w - nw) / nw:+6.1f}%   cpu {c:7.0f} ms {100 * (c - nc) / nc:+6.1f}%")
+print(f"load average after: {load()}")
+PY
