@@ -11,12 +11,17 @@
 #   check         the NVIDIA GPU is the device hetopt picks (fails otherwise: no CPU numbers)
 #   characterize  full characterization of the GPU into BUILD_DIR/gpu.db (~45 s on an H100)
 #   queue         bench/queue_cost: what device timing costs the driver per command
-#   trace         scripts/bench/trace_overhead.sh on call-bound and data-moving runs
+#   trace         scripts/bench/trace_overhead.sh on call-bound and data-moving runs, then
+#                 trace_variants.sh (native / count / unprofiled / sampled / all timed) and the
+#                 sampled-vs-all-timed agreement check of the analysis
+#   register      in-place registration on the real driver: tests/integration/register_inplace.sh
+#                 (unpin before munmap, data checked) and static_mmap's stats under hetopt run
 #   apps          scripts/bench/apps_speedup.sh (native, hand-pinned, hetopt run, --no-pool);
 #                 APPS="..." selects apps: all 11 take longer than one call, split them in two
 #
-# A first call: `scripts/gpu/session.sh build-gpu build check characterize queue trace` (~7 min);
-# then `APPS="loop_wkr ..." scripts/gpu/session.sh build-gpu check apps` twice.
+# A first call: `scripts/gpu/session.sh build-gpu build check characterize queue register` (~5 min),
+# then `... check trace` (~6 min), then `APPS="loop_wkr ..." ... check apps` twice (all 11 apps
+# with 5 runs of 4 variants take longer than one call).
 set -uo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 build=${1:?usage: scripts/gpu/session.sh BUILD_DIR STEP...}
@@ -57,6 +62,19 @@ for s in "$@"; do
       "$root/scripts/bench/trace_overhead.sh" "$build" "$runs" 'loop_wkr:--size 4K --iters 20000' \
         'loop_wkr:--size 64M --iters 200' 'async_events:--size 64M --iters 40' \
         'selective_alloc:--size 64M --iters 20' | tee "$out/trace_overhead.txt"
+      "$root/scripts/bench/trace_variants.sh" "$build" 7 'loop_wkr:--size 4K --iters 20000' |
+        tee "$out/trace_variants.txt"
+      python3 "$root/tests/trace/check_trace.py" agreement "$build/bin/hetopt" "$build/bin/loop_wkr" 3 \
+        -- --size 4K --iters 20000 | tee "$out/trace_agreement.txt"
+      ;;
+    register)
+      step register
+      bash "$root/tests/integration/register_inplace.sh" "$build/bin/hetopt" \
+        "$build/lib/libhetopt_shim.so" "$build/bin/static_mmap" "$build/bin/remap_app" 2>&1 |
+        tail -n 20 | tee "$out/register_inplace.txt"
+      "$build/bin/hetopt" trace -- "$build/bin/static_mmap" --size 64M --iters 20 >/dev/null 2>&1
+      "$build/bin/hetopt" run --stats -- "$build/bin/static_mmap" --size 64M --iters 20 2>&1 |
+        grep -E "elapsed_ms|stats|registered|hetopt" | tee -a "$out/register_inplace.txt"
       ;;
     apps)
       step "apps_speedup ${APPS:-all}"
