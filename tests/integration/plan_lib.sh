@@ -7,35 +7,35 @@
 # PLAN_MODE=direct adds `pool-mode direct` (no pool); PLAN_PROFILE="<allocations> <min> <max>
 # <typical> <peak-bytes> <peak-blocks>" gives every site that profile (the conformance check).
 write_plan() {
-  local file=$1 prog=$2 policy=$3 bytes=$4 build_id k
+  local file=$1 prog=$2 policy=$3 bytes=$4 k
   shift 4
-  build_id=$(readelf -n "$prog" | awk '/Build ID/ { print $3 }')
-  [[ -n $build_id ]] || return 1
+  plan_head "$prog" "$policy $bytes" >"$file" || return 1
   {
-    echo "hetopt-plan 1"
-    echo "program $(readlink -f "$prog") build-id:$build_id"
-    echo "device ${HETOPT_DEVICE:-}"
-    echo "pool $policy $bytes"
     [[ -z ${PLAN_MODE:-} ]] || echo "pool-mode $PLAN_MODE"
     for k in "$@"; do echo "site $k 0 18446744073709551615${PLAN_PROFILE:+ profile $PLAN_PROFILE}"; done
-  } >"$file"
+  } >>"$file"
   chmod 600 "$file"
+}
+
+# plan_head PROGRAM POOL: the header, program, device and pool lines of a plan for PROGRAM; returns
+# 1 when PROGRAM has no build id.
+plan_head() {
+  local build_id
+  build_id=$(readelf -n "$1" | awk '/Build ID/ { print $3 }')
+  [[ -n $build_id ]] || return 1
+  echo "hetopt-plan 1"
+  echo "program $(readlink -f "$1") build-id:$build_id"
+  echo "device ${HETOPT_DEVICE:-}"
+  echo "pool $2"
 }
 
 # write_register_plan FILE PROGRAM LINE...: a 0600 plan for PROGRAM with no pool and only the given
 # registration lines ("register static KEY OFFSET BYTES", "register mmap MIN MAX"). Returns 1 when
 # PROGRAM has no build id.
 write_register_plan() {
-  local file=$1 prog=$2 build_id line
+  local file=$1 prog=$2 line
   shift 2
-  build_id=$(readelf -n "$prog" | awk '/Build ID/ { print $3 }')
-  [[ -n $build_id ]] || return 1
-  {
-    echo "hetopt-plan 1"
-    echo "program $(readlink -f "$prog") build-id:$build_id"
-    echo "device ${HETOPT_DEVICE:-}"
-    echo "pool none 0"
-    for line in "$@"; do echo "$line"; done
-  } >"$file"
+  plan_head "$prog" "none 0" >"$file" || return 1
+  for line in "$@"; do echo "$line"; done >>"$file"
   chmod 600 "$file"
 }
