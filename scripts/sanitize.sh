@@ -11,7 +11,8 @@
 #   into a program (trace.<app>.matches, the ground-truth, kill, fork and torture tests). The shim
 #   interposes malloc and so does the ASan runtime, which must come first in the library list:
 #   the program's malloc calls then reach ASan and never the shim's entry points, so such a run
-#   would not test the shim as it is used, and reversing the order makes ASan refuse to start.
+#   would not test the shim as it is used, and reversing the order makes ASan refuse to start
+#   unless told not to check (verify_asan_link_order=0): that is what asan-shim does.
 #   The shim's logic is covered by shim_unit_tests and the pool tests, which link it directly.
 #   Also excluded: policies.policy, which checks that mlock locks pages: ASan's mlock interceptor
 #   only returns 0 (nothing locked), so it fails there for ASan's reason, not ours.
