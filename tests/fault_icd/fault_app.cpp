@@ -26,19 +26,25 @@ int main() {
     return 2;
   }
   apps::printDevice(device);
+  // Allocated first: under a plan they wait for the pool's outcome, so hetopt's own calls have met
+  // a fault before this program can end at its own failed clCreateContext.
+  const size_t n = (1 << 20) / sizeof(unsigned);
+  auto* src = static_cast<unsigned*>(malloc(n * sizeof(unsigned)));  // hetopt:transfer
+  auto* dst = static_cast<unsigned*>(malloc(n * sizeof(unsigned)));  // hetopt:transfer
+  APP_CHECK(src && dst);
   cl_int err = CL_SUCCESS;
   cl_context_properties props[] = {CL_CONTEXT_PLATFORM,
                                    reinterpret_cast<cl_context_properties>(device.platform), 0};
   cl_context context = clCreateContext(props, 1, &device.device, nullptr, nullptr, &err);
   printf("result: clCreateContext %d%s\n", err, context ? "" : " (null)");
-  if (err != CL_SUCCESS) return 3;  // a program that reports its error and ends
+  if (err != CL_SUCCESS) {  // a program that reports its error and ends
+    free(src);
+    free(dst);
+    return 3;
+  }
   cl_command_queue queue = clCreateCommandQueueWithProperties(context, device.device, nullptr, &err);
   APP_CL(err);
 
-  const size_t n = (1 << 20) / sizeof(unsigned);
-  auto* src = static_cast<unsigned*>(malloc(n * sizeof(unsigned)));  // hetopt:transfer
-  auto* dst = static_cast<unsigned*>(malloc(n * sizeof(unsigned)));  // hetopt:transfer
-  APP_CHECK(src && dst);
   cl_mem dev = clCreateBuffer(context, CL_MEM_READ_WRITE, n * sizeof(unsigned), nullptr, &err);
   APP_CL(err);
   unsigned long long sum = 0;
