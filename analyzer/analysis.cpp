@@ -568,8 +568,8 @@ class Analyzer {
     }
     if (!m_t.complete)
       m_out->warnings.push_back(
-          "the trace is incomplete (the program was killed or crashed): analysed up to its last "
-          "checkpoint");
+          "the trace is incomplete (the program was killed or crashed, or the trace could not be "
+          "written to its end): analysed up to its last checkpoint");
   }
 
   struct UntrackedAcc {

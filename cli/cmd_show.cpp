@@ -368,7 +368,10 @@ void printText(const Trace& t) {
     if (c == '\0') c = ' ';
   printf("program: %s (pid %" PRIu64 ", parent %" PRIu64 ")\n", args.empty() ? t.header.program.c_str() : args.c_str(),
          t.header.pid, t.header.parentPid);
-  printf("%s, %s traced\n", t.complete ? "complete" : "INCOMPLETE (the program did not exit normally; up to its last checkpoint)",
+  printf("%s, %s traced\n",
+         t.complete ? "complete"
+                    : "INCOMPLETE (the program did not exit normally, or the trace could not be "
+                      "written to its end; up to its last checkpoint)",
          timeText(static_cast<double>(t.durationNs)).c_str());
   for (const TraceThread& th : t.threads) {
     if (th.entries.empty()) continue;

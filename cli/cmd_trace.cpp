@@ -125,7 +125,7 @@ int cmdTrace(int argc, char** argv) {
   } else {
     fprintf(stderr, "hetopt: trace %s (%llu bytes, %s)\n", output.c_str(),
             static_cast<unsigned long long>(t.fileBytes),
-            t.complete ? "complete" : "incomplete: the program did not exit normally");
+            t.complete ? "complete" : "incomplete: the program did not exit normally or the trace could not be written to its end");
     std::string text;
     {
       char* buf = nullptr;

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 /** @file The `hetopt` driver: dispatches to one subcommand per file (cli/cmd_*.cpp). */
+#include <csignal>
 #include <cstdio>
 #include <cstring>
 
@@ -52,7 +53,23 @@ void usageEnv() {
 
 }  // namespace
 
+namespace {
+void ignoreSignal(int) {}
+}  // namespace
+
 int main(int argc, char** argv) {
+  // Under a file size limit (ulimit -f) hetopt's own writes (DB, traces, reports) must fail with
+  // an error, not kill hetopt with SIGXFSZ after the traced program ran: its exit status would be
+  // lost. A handler rather than SIG_IGN: exec resets handlers, so the programs hetopt runs get
+  // the default back. An inherited SIG_IGN is left alone (the programs inherit it as before).
+  struct sigaction old {};
+  if (sigaction(SIGXFSZ, nullptr, &old) == 0 && old.sa_handler == SIG_DFL) {
+    struct sigaction sa {};
+    sa.sa_handler = ignoreSignal;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_RESTART;
+    sigaction(SIGXFSZ, &sa, nullptr);
+  }
   if (argc < 2) {
     usage(stderr);
     return 2;

@@ -7,6 +7,7 @@
 #include <cstdio>
 
 #include "common/options.h"
+#include "common/sigxfsz_block.h"
 
 namespace hetopt {
 namespace {
@@ -16,6 +17,7 @@ void vwrite(const char* prefix, const char* fmt, va_list ap) {
   int m = vsnprintf(buf + n, sizeof buf - n - 1, fmt, ap);
   size_t len = n + (m < 0 ? 0 : (m > int(sizeof buf - n - 2) ? int(sizeof buf - n - 2) : m));
   buf[len++] = '\n';
+  SigxfszBlock block;  // stderr may be a file under a size limit: the line is lost, not the program
   ssize_t w = ::write(2, buf, len);
   (void)w;
 }

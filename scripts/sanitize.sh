@@ -3,7 +3,7 @@
 # Sanitizer builds and a CI-sized test subset (not part of .ci/run; docs/results.md "Sanitizers"
 # has its findings and duration).
 #
-#   scripts/sanitize.sh [asan|tsan]...      default: both
+#   scripts/sanitize.sh [asan|tsan|asan-shim]...      default: asan tsan
 #
 # asan: build-asan with -fsanitize=address,undefined (any UB report fails the test), running the
 #   unit tests (labels unit, policies, trace, analyzer, characterize) and the hetopt binary on the
@@ -11,10 +11,19 @@
 #   into a program (trace.<app>.matches, the ground-truth, kill, fork and torture tests). The shim
 #   interposes malloc and so does the ASan runtime, which must come first in the library list:
 #   the program's malloc calls then reach ASan and never the shim's entry points, so such a run
-#   would not test the shim as it is used, and reversing the order makes ASan refuse to start.
+#   would not test the shim as it is used, and reversing the order makes ASan refuse to start
+#   unless told not to check (verify_asan_link_order=0): that is what asan-shim does.
 #   The shim's logic is covered by shim_unit_tests and the pool tests, which link it directly.
 #   Also excluded: policies.policy, which checks that mlock locks pages: ASan's mlock interceptor
 #   only returns 0 (nothing locked), so it fails there for ASan's reason, not ours.
+# asan-shim: the preloaded shim itself under ASan+UBSan, as programs use it
+#   (scripts/asan_shim_run.sh): build-asan's libhetopt_shim.so with libasan.so preloaded after it
+#   (ASAN_OPTIONS=verify_asan_link_order=0), so that the program's malloc calls reach the shim first
+#   and the shim's own code runs instrumented; the test apps and hetopt come from the ordinary
+#   build (BUILD_DIR, default build, built beforehand). preload.cpp (the malloc entry points) is
+#   compiled uninstrumented: ASan's initialization calls them before its shadow memory exists.
+#   use_sigaltstack=0: PoCL's LLVM installs a malloc'd alternate signal stack in the shim's pool
+#   thread, which ASan then tries to munmap at thread exit (a CHECK failure, ASan's and LLVM's).
 # tsan: build-tsan with -fsanitize=thread, only the multi-threaded code that can be linked into a
 #   test binary: the pinned pool (stress tests with several threads), the trace recorder and the
 #   shim core's unit tests (same malloc-interposition reason as above for the preloaded shim).
@@ -62,7 +71,13 @@ for kind in "${kinds[@]}"; do
           -E '^ModuleMap\.FindsTheTestExecutableAndSkipsLibc$' ||
         status=1
       ;;
-    *) echo "sanitize.sh: unknown kind '$kind' (asan, tsan)" >&2; exit 2 ;;
+    asan-shim)
+      configure build-asan address,undefined || { status=1; continue; }
+      cmake --build build-asan -j"$jobs" --target hetopt_shim || { status=1; continue; }
+      bash scripts/asan_shim_run.sh build-asan/lib/libhetopt_shim.so "${BUILD_DIR:-build}" ||
+        status=1
+      ;;
+    *) echo "sanitize.sh: unknown kind '$kind' (asan, tsan, asan-shim)" >&2; exit 2 ;;
   esac
   echo "sanitize.sh: $kind took $(($(date +%s) - start)) s"
 done

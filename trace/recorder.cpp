@@ -602,6 +602,10 @@ void Recorder::writeEntries(std::string* out, uint32_t thread, const Compressor&
 
 void Recorder::checkpoint(bool withTail) {
   m_lastCheckpoint = monotonicNs();
+  if (m_writer.failed()) {  // nothing more can be saved: keep memory flat
+    m_records.clear();
+    return;
+  }
   std::string records;
   if (!m_records.empty()) {
     ByteWriter w(&records);
@@ -620,7 +624,9 @@ void Recorder::checkpoint(bool withTail) {
       writeEntries(&tail, t, c, c.window(), false);
     }
   }
-  m_writer.write(records, withTail ? &tail : nullptr);
+  if (!m_writer.write(records, withTail ? &tail : nullptr) && m_writer.failed() &&
+      m_config.writeFailed)
+    m_config.writeFailed(m_config.path, m_writer.error());
 }
 
 void Recorder::threadExit(uint32_t thread) {

@@ -63,6 +63,9 @@ struct RecorderConfig {
   uint64_t checkpointNs = 1000000000;  ///< tail snapshot at least this often while events arrive
   ModuleLookup modules = nullptr;     ///< null: no module records (tests)
   bool classifyRegions = true;        ///< read /proc/self/maps for untracked memory
+  /// Called once (recorder lock held) when the file cannot take more (full disk, file size
+  /// limit): the trace ends with what was written, marked incomplete; recording goes on unsaved.
+  void (*writeFailed)(const std::string& path, const std::string& error) = nullptr;
 };
 
 /// A host pointer resolved to an object and an offset inside it.

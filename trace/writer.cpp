@@ -3,6 +3,7 @@
 #include "trace/writer.h"
 
 #include <fcntl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <zstd.h>
@@ -12,17 +13,29 @@
 #include <cstring>
 
 #include "common/private_file.h"
+#include "common/sigxfsz_block.h"
 #include "hetopt/version.h"
 #include "trace/format.h"
 
 namespace hetopt::trace {
 namespace {
 
-bool pwriteAll(int fd, const char* p, size_t n, uint64_t off) {
+// Writes all of [p, p+n) at `off`; false with *error (errno's text, or the file size limit, which
+// is checked first so that nothing partial is written past it).
+bool pwriteAll(int fd, const char* p, size_t n, uint64_t off, std::string* error) {
+  rlimit limit{};
+  if (getrlimit(RLIMIT_FSIZE, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY &&
+      off + n > limit.rlim_cur) {
+    *error = "the file size limit (ulimit -f: " + std::to_string(limit.rlim_cur) +
+             " bytes) is reached";
+    return false;
+  }
+  SigxfszBlock block;  // a limit lowered meanwhile makes this write fail, not kill the program
   while (n > 0) {
     ssize_t w = pwrite(fd, p, n, static_cast<off_t>(off));
     if (w < 0) {
       if (errno == EINTR) continue;
+      *error = strerror(errno);
       return false;
     }
     p += w;
@@ -61,18 +74,21 @@ TraceFileWriter::~TraceFileWriter() {
 
 bool TraceFileWriter::open(const std::string& path, const FileHeader& header, std::string* error) {
   abandon();
-  const char* why = nullptr;
-  m_fd = openPrivateFile(path.c_str(), true, false, &why);
+  const char* openError = nullptr;
+  m_fd = openPrivateFile(path.c_str(), true, false, &openError);
   if (m_fd < 0) {
-    *error = "cannot create " + path + ": " + why;
+    *error = "cannot create " + path + ": " + openError;
     return false;
   }
   std::string h = encodeHeader(header, HETOPT_TRACE_FORMAT_VERSION);
-  if (!pwriteAll(m_fd, h.data(), h.size(), 0)) {
-    *error = "cannot write " + path + ": " + strerror(errno);
+  std::string writeError;
+  if (!pwriteAll(m_fd, h.data(), h.size(), 0, &writeError)) {
+    *error = "cannot write " + path + ": " + writeError;
     abandon();
     return false;
   }
+  m_failed = false;
+  m_error.clear();
   m_end = m_tailEnd = h.size();
   m_sequence = 0;
   if (!m_cctx) {
@@ -118,7 +134,7 @@ bool TraceFileWriter::appendChunk(std::string* out, uint8_t kind, const std::str
 }
 
 bool TraceFileWriter::write(const std::string& records, const std::string* tail) {
-  if (m_fd < 0) return false;
+  if (m_fd < 0 || m_failed) return false;
   std::string out;
   uint32_t sequence = m_sequence;
   if (!records.empty() &&
@@ -135,8 +151,13 @@ bool TraceFileWriter::write(const std::string& records, const std::string* tail)
     if (!appendChunk(&out, static_cast<uint8_t>(ChunkKind::Pad), zeros, sequence)) return false;
   }
   if (out.empty()) return true;
-  if (!pwriteAll(m_fd, out.data(), out.size(), m_end)) {
-    m_error = std::string("write failed: ") + strerror(errno);
+  std::string why;
+  if (!pwriteAll(m_fd, out.data(), out.size(), m_end, &why)) {
+    // These records are lost, so nothing after them may follow: the file ends at the last whole
+    // chunk (no End record: readers see an incomplete trace) and every later write is refused.
+    m_error = "write failed: " + why;
+    m_failed = true;
+    if (ftruncate(m_fd, static_cast<off_t>(m_end)) == 0) m_tailEnd = m_end;
     return false;
   }
   if (m_end + out.size() > contentEnd) {

@@ -39,7 +39,11 @@ class TraceFileWriter {
   bool isOpen() const { return m_fd >= 0; }
   /// Appends `records` (uncompressed record bytes; may be empty) as a Records chunk, then `tail`
   /// (when non-null) as the new Tail chunk replacing the previous one; null drops the old tail.
+  /// False with error() when the file cannot take them (full disk, file size limit: SIGXFSZ is
+  /// never raised by this write); the file then ends at the last whole chunk and every later
+  /// write is refused (failed()).
   bool write(const std::string& records, const std::string* tail);
+  bool failed() const { return m_failed; }
   /// Drops the tail (truncates) and closes.
   void close();
   /// Closes without writing anything more (a forked child lets go of its parent's file).
@@ -54,6 +58,7 @@ class TraceFileWriter {
   uint64_t m_tailEnd = 0;  ///< end of tail + padding currently on disk (>= m_end)
   uint32_t m_sequence = 0;  ///< final chunks written
   void* m_cctx = nullptr;  ///< ZSTD_CCtx, reused across chunks
+  bool m_failed = false;   ///< a write failed: the file ends at m_end
   std::string m_error;
 };
 

@@ -118,7 +118,8 @@ void OptimizeInterceptor::markEnumerated() {
 
 void OptimizeInterceptor::failPool(const char* why) {
   snprintf(m_failure, sizeof m_failure, "%s", why);
-  // Said before the waiting allocations go on: the program may otherwise exit before this line.
+  // Said before the state is published: a program woken by it may exit at once, and exit ends
+  // this thread wherever it is (the warning was lost now and then).
   warn("pinned pool unavailable (%s); candidate allocations use ordinary memory", why);
   {
     std::lock_guard<std::mutex> lock(m_stateMutex);
@@ -138,6 +139,9 @@ void OptimizeInterceptor::preparePool() {
   auto createContext = realClFunction<decltype(&clCreateContext)>(api::ApiId::clCreateContext);
   auto createQueue = realClFunction<decltype(&clCreateCommandQueueWithProperties)>(
       api::ApiId::clCreateCommandQueueWithProperties);
+  auto releaseContext = realClFunction<decltype(&clReleaseContext)>(api::ApiId::clReleaseContext);
+  auto releaseQueue =
+      realClFunction<decltype(&clReleaseCommandQueue)>(api::ApiId::clReleaseCommandQueue);
   PolicyEnv env;
   env.cl = {realClFunction<decltype(&clCreateBuffer)>(api::ApiId::clCreateBuffer),
             realClFunction<decltype(&clReleaseMemObject)>(api::ApiId::clReleaseMemObject),
@@ -157,10 +161,19 @@ void OptimizeInterceptor::preparePool() {
   cl_int err = CL_SUCCESS;
   cl_context_properties props[] = {CL_CONTEXT_PLATFORM,
                                    reinterpret_cast<cl_context_properties>(dev.platform), 0};
+  char why[96];
   env.context = createContext(props, 1, &dev.device, nullptr, nullptr, &err);
-  if (err != CL_SUCCESS) return failPool("clCreateContext failed");
+  if (err != CL_SUCCESS) {
+    // Not released: PoCL's dummy context from a failed call aborts when released (see callEnd).
+    snprintf(why, sizeof why, "clCreateContext failed (OpenCL status %d)", err);
+    return failPool(why);
+  }
   env.queue = createQueue(env.context, dev.device, nullptr, &err);
-  if (err != CL_SUCCESS) return failPool("clCreateCommandQueueWithProperties failed");
+  if (err != CL_SUCCESS) {
+    if (releaseContext) releaseContext(env.context);
+    snprintf(why, sizeof why, "clCreateCommandQueueWithProperties failed (OpenCL status %d)", err);
+    return failPool(why);
+  }
   if (m_registry) m_registry->contextReady(env);  // cheap: ~5 ms per 64 MiB (design notes)
   if (m_plan.sites.empty()) return;               // registrations only: no pool
 
@@ -169,7 +182,13 @@ void OptimizeInterceptor::preparePool() {
   std::unique_ptr<AllocationPolicy> policy = makePolicy(kind, env);
   if (m_direct) return startDirect(std::move(policy), start);
   PolicyStatus st = policy->allocate(m_plan.poolBytes, &m_region);
-  if (!st) return failPool(st.reason);
+  if (!st) {
+    failPool(st.reason);
+    policy.reset();  // holds nothing after a failed allocate; the context and queue go too
+    if (releaseQueue) releaseQueue(env.queue);
+    if (releaseContext) releaseContext(env.context);
+    return;
+  }
   if (!m_pool.addRegion(m_region.ptr, m_region.size)) return failPool("pool rejected its region");
   // The context, queue and policy stay alive with the region (released at exit by the driver).
   policy.release();

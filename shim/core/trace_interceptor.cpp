@@ -221,6 +221,10 @@ TraceInterceptor* TraceInterceptor::create() {
   }
   t->m_config.path = substitutePid(pattern, getpid());
   t->m_config.modules = moduleLookup;
+  t->m_config.writeFailed = [](const std::string& path, const std::string& error) {
+    warn("trace mode: cannot write %s (%s); the trace ends here, marked incomplete, and the "
+         "program goes on", path.c_str(), error.c_str());
+  };
   trace::FileHeader& h = t->m_config.header;
   h.pid = static_cast<uint64_t>(getpid());
   h.parentPid = static_cast<uint64_t>(getppid());

@@ -1,0 +1,108 @@
+// SPDX-License-Identifier: MIT
+/**
+ * @file A fault-injecting OpenCL layer for the tests (not part of hetopt): loaded through
+ * OPENCL_LAYERS, it forwards every call to the next layer or driver and makes the calls named in
+ * FAULTCL fail the way a driver out of resources would. FAULTCL is a comma-separated list of:
+ *   host_buffer  clCreateBuffer with CL_MEM_ALLOC_HOST_PTR or CL_MEM_USE_HOST_PTR: CL_OUT_OF_RESOURCES
+ *   map          clEnqueueMapBuffer: CL_MAP_FAILURE
+ *   context      clCreateContext and clCreateContextFromType: CL_OUT_OF_HOST_MEMORY
+ * Each injected failure prints one "faultcl: <call> -> <error>" line on stderr, so a test can
+ * count them: the program's own failures plus those of whoever else calls (hetopt's pool).
+ */
+#include <CL/cl.h>
+#include <CL/cl_icd.h>
+#include <CL/cl_layer.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+namespace {
+
+_cl_icd_dispatch g_next;   // the layer (or driver) below this one
+_cl_icd_dispatch g_table;  // what the loader calls: g_next with the faulty entries replaced
+
+bool faulty(const char* what) {
+  const char* list = getenv("FAULTCL");
+  if (!list) return false;
+  size_t n = strlen(what);
+  for (const char* p = list; *p;) {
+    const char* end = strchr(p, ',');
+    size_t len = end ? static_cast<size_t>(end - p) : strlen(p);
+    if (len == n && strncmp(p, what, n) == 0) return true;
+    if (!end) break;
+    p = end + 1;
+  }
+  return false;
+}
+
+template <typename T>
+T inject(const char* call, cl_int error, cl_int* errcodeRet, T failed) {
+  fprintf(stderr, "faultcl: %s -> %d\n", call, error);
+  if (errcodeRet) *errcodeRet = error;
+  return failed;
+}
+
+cl_mem CL_API_CALL createBuffer(cl_context context, cl_mem_flags flags, size_t size, void* hostPtr,
+                                cl_int* errcodeRet) {
+  if ((flags & (CL_MEM_ALLOC_HOST_PTR | CL_MEM_USE_HOST_PTR)) && faulty("host_buffer"))
+    return inject("clCreateBuffer", CL_OUT_OF_RESOURCES, errcodeRet, cl_mem{});
+  return g_next.clCreateBuffer(context, flags, size, hostPtr, errcodeRet);
+}
+
+void* CL_API_CALL enqueueMapBuffer(cl_command_queue queue, cl_mem buffer, cl_bool blocking,
+                                   cl_map_flags flags, size_t offset, size_t size, cl_uint numEvents,
+                                   const cl_event* waitList, cl_event* event, cl_int* errcodeRet) {
+  if (faulty("map")) return inject("clEnqueueMapBuffer", CL_MAP_FAILURE, errcodeRet, nullptr);
+  return g_next.clEnqueueMapBuffer(queue, buffer, blocking, flags, offset, size, numEvents, waitList,
+                                   event, errcodeRet);
+}
+
+cl_context CL_API_CALL createContext(const cl_context_properties* props, cl_uint numDevices,
+                                     const cl_device_id* devices,
+                                     void(CL_CALLBACK* notify)(const char*, const void*, size_t, void*),
+                                     void* userData, cl_int* errcodeRet) {
+  if (faulty("context"))
+    return inject("clCreateContext", CL_OUT_OF_HOST_MEMORY, errcodeRet, cl_context{});
+  return g_next.clCreateContext(props, numDevices, devices, notify, userData, errcodeRet);
+}
+
+cl_context CL_API_CALL createContextFromType(
+    const cl_context_properties* props, cl_device_type type,
+    void(CL_CALLBACK* notify)(const char*, const void*, size_t, void*), void* userData,
+    cl_int* errcodeRet) {
+  if (faulty("context"))
+    return inject("clCreateContextFromType", CL_OUT_OF_HOST_MEMORY, errcodeRet, cl_context{});
+  return g_next.clCreateContextFromType(props, type, notify, userData, errcodeRet);
+}
+
+}  // namespace
+
+extern "C" __attribute__((visibility("default"))) cl_int CL_API_CALL clGetLayerInfo(
+    cl_layer_info param, size_t size, void* value, size_t* sizeRet) {
+  if (param != CL_LAYER_API_VERSION) return CL_INVALID_VALUE;
+  cl_layer_api_version version = CL_LAYER_API_VERSION_100;
+  if (value) {
+    if (size < sizeof version) return CL_INVALID_VALUE;
+    memcpy(value, &version, sizeof version);
+  }
+  if (sizeRet) *sizeRet = sizeof version;
+  return CL_SUCCESS;
+}
+
+extern "C" __attribute__((visibility("default"))) cl_int CL_API_CALL clInitLayer(
+    cl_uint numEntries, const _cl_icd_dispatch* target, cl_uint* numEntriesRet,
+    const _cl_icd_dispatch** layerDispatch) {
+  constexpr cl_uint kEntries = sizeof(_cl_icd_dispatch) / sizeof(void*);
+  if (!target || !numEntriesRet || !layerDispatch) return CL_INVALID_VALUE;
+  memcpy(&g_next, target, std::min(numEntries, kEntries) * sizeof(void*));
+  g_table = g_next;
+  g_table.clCreateBuffer = createBuffer;
+  g_table.clEnqueueMapBuffer = enqueueMapBuffer;
+  g_table.clCreateContext = createContext;
+  g_table.clCreateContextFromType = createContextFromType;
+  *layerDispatch = &g_table;
+  *numEntriesRet = kEntries;
+  return CL_SUCCESS;
+}
