@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# Sanitizer builds and a CI-sized test subset (not part of .ci/run; docs/results.md "Sanitizers"
+# Sanitizer builds and a CI-sized test subset (.ci/run runs the tsan kind; docs/results.md "Sanitizers"
 # has its findings and duration).
 #
 #   scripts/sanitize.sh [asan|tsan|asan-shim]...      default: asan tsan
@@ -25,8 +25,8 @@
 #   use_sigaltstack=0: PoCL's LLVM installs a malloc'd alternate signal stack in the shim's pool
 #   thread, which ASan then tries to munmap at thread exit (a CHECK failure, ASan's and LLVM's).
 # tsan: build-tsan with -fsanitize=thread, only the multi-threaded code that can be linked into a
-#   test binary: the pinned pool (stress tests with several threads), the trace recorder and the
-#   shim core's unit tests (same malloc-interposition reason as above for the preloaded shim).
+#   test binary: the pinned pool and the direct (no pool) allocator (stress tests with several
+#   threads), the trace recorder and the shim core's unit tests (conformance, in-place registry) (same malloc-interposition reason as above for the preloaded shim).
 #   Excluded: ModuleMap.FindsTheTestExecutableAndSkipsLibc, which takes &abort as a libc address:
 #   under TSan that is the runtime's interceptor in libtsan.so.
 #
@@ -62,12 +62,12 @@ for kind in "${kinds[@]}"; do
       ;;
     tsan)
       configure build-tsan thread || { status=1; continue; }
-      cmake --build build-tsan -j"$jobs" --target pool_test pool_test_release trace_unit_tests \
-        shim_unit_tests || { status=1; continue; }
+      cmake --build build-tsan -j"$jobs" --target pool_test pool_test_release direct_test \
+        trace_unit_tests shim_unit_tests || { status=1; continue; }
       # halt_on_error: a data race fails the test instead of only printing.
       TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
         ctest --test-dir build-tsan -j"$jobs" --output-on-failure --timeout 300 \
-          -R '^policies\.pool\.|^(ModuleMap|CallSite|Options|ApiTable|Compressor|TraceFormat)\.' \
+          -R '^policies\.(pool|direct)\.|^(ModuleMap|CallSite|Options|ApiTable|Compressor|TraceFormat|TimeSampler|Conformance|Registry)\.' \
           -E '^ModuleMap\.FindsTheTestExecutableAndSkipsLibc$' ||
         status=1
       ;;
