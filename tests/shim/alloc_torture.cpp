@@ -1,10 +1,13 @@
 // SPDX-License-Identifier: MIT
 /**
- * @file Exercises every interposed allocation function from several threads, across fork() and
- * fork()+exec(), and checks what the C library promises (contents kept by realloc, calloc zeroes,
- * alignment, usable size). Run natively and under the shim in each mode; exits 1 on any violation.
+ * @file Exercises every interposed allocation function from several threads while another thread
+ * runs OpenCL commands, across fork(), fork()+exec() and posix_spawn(), and checks what the C
+ * library promises (contents kept by realloc, calloc zeroes, alignment, usable size) and the
+ * OpenCL results. Run natively and under the shim in each mode; exits 1 on any violation.
+ *   alloc_torture [ROUNDS] [leaf]     leaf: allocation threads only (what the spawned child runs)
  */
 #include <malloc.h>
+#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -16,6 +19,10 @@
 #include <cstring>
 #include <thread>
 #include <vector>
+
+#include "tests/apps/app_common.h"
+
+extern char** environ;
 
 namespace {
 
@@ -98,12 +105,51 @@ void worker(unsigned seed, int rounds) {
   free(z);
 }
 
+// OpenCL from its own thread while the others allocate and free: a write -> kernel -> read loop
+// over a heap block (itself from the interposed allocator), every result checked.
+void openclWorker(int iters) {
+  using namespace hetopt::apps;
+  ClEnv env;
+  cl_program prog = env.build(R"CL(
+__kernel void mirror(__global float* x) { size_t i = get_global_id(0); x[i] = 1000.0f - x[i]; }
+)CL");
+  cl_kernel k = env.kernel(prog, "mirror");
+  const size_t n = 16384, bytes = n * sizeof(float);
+  float* host = static_cast<float*>(malloc(bytes));
+  for (size_t i = 0; i < n; ++i) host[i] = static_cast<float>(i % 997);
+  cl_mem dev = env.buffer(CL_MEM_READ_WRITE, bytes);
+  APP_CL(clSetKernelArg(k, 0, sizeof dev, &dev));
+  for (int it = 0; it < iters; ++it) {
+    APP_CL(clEnqueueWriteBuffer(env.queue(), dev, CL_FALSE, 0, bytes, host, 0, nullptr, nullptr));
+    APP_CL(clEnqueueNDRangeKernel(env.queue(), k, 1, nullptr, &n, nullptr, 0, nullptr, nullptr));
+    APP_CL(clEnqueueReadBuffer(env.queue(), dev, CL_TRUE, 0, bytes, host, 0, nullptr, nullptr));
+    const bool mirrored = it % 2 == 0;  // exact in float: 1000 - v for v < 1000
+    for (size_t i = 0; i < n; ++i) {
+      const float v = static_cast<float>(i % 997);
+      if (host[i] != (mirrored ? 1000.0f - v : v)) {
+        fail("OpenCL result wrong", i);
+        it = iters;
+        break;
+      }
+    }
+  }
+  clReleaseMemObject(dev);
+  clReleaseKernel(k);
+  clReleaseProgram(prog);
+  free(host);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   int rounds = argc > 1 ? atoi(argv[1]) : 20000;
   std::vector<std::thread> threads;
   for (unsigned t = 0; t < 4; ++t) threads.emplace_back(worker, t + 1, rounds);
+  if (argc > 2 && !strcmp(argv[2], "leaf")) {
+    for (auto& t : threads) t.join();
+    return g_failures.load() ? 1 : 0;
+  }
+  threads.emplace_back(openclWorker, std::max(rounds / 100, 10));
 
   // fork() while other threads allocate: the child must be able to allocate and exit cleanly.
   pid_t child = fork();
@@ -117,12 +163,22 @@ int main(int argc, char** argv) {
     execl("/bin/sh", "sh", "-c", "exit 0", static_cast<char*>(nullptr));
     _exit(127);
   }
+  // posix_spawn() (vfork-like in glibc: the child shares the parent's memory until it execs) of
+  // this program in leaf mode: its own allocation threads, under the shim when the parent is.
+  char self[] = "/proc/self/exe", leafRounds[] = "500", leaf[] = "leaf";
+  char* spawnArgs[] = {argv[0], leafRounds, leaf, nullptr};
+  pid_t spawned = -1;
+  if (posix_spawn(&spawned, self, nullptr, nullptr, spawnArgs, environ) != 0)
+    fail("posix_spawn failed", 0);
   for (auto& t : threads) t.join();
   int status = 0;
   if (waitpid(child, &status, 0) != child || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
     fail("forked child failed", static_cast<size_t>(status));
   if (waitpid(execChild, &status, 0) != execChild || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
     fail("exec'd child failed", static_cast<size_t>(status));
+  if (spawned > 0 &&
+      (waitpid(spawned, &status, 0) != spawned || !WIFEXITED(status) || WEXITSTATUS(status) != 0))
+    fail("spawned child failed", static_cast<size_t>(status));
   if (g_failures.load()) return 1;
   printf("alloc_torture: ok\n");
   return 0;
