@@ -9,6 +9,9 @@
  *   profiling  queue with profiling enabled, no events (what trace mode's untimed commands cost)
  *   events     profiling queue, an event on every command, its four timestamps read, released
  *   sampled    profiling queue, an event on 1 command in `--sample` (default 16)
+ *   twin       plain queue; 1 command in `--sample` moves to a profiling queue of the same context,
+ *              fenced by a marker before it and a barrier on its event after it (the app queue's
+ *              order kept), so that only the timed commands pay for profiling
  *
  * Prints the median microseconds per iteration of each and their cost over `plain`. The kernel's
  * result is checked against a host reference after every round (exit 1 on a mismatch).
@@ -39,6 +42,7 @@ struct Variant {
   const char* name;
   bool profiling;
   unsigned eventEvery;  ///< 0: no events; 1: every command; k: one in k
+  bool twin;            ///< timed commands go to a profiling queue beside the plain one
 };
 
 /// Reads the four timestamps the way trace mode does, then releases the event.
@@ -65,10 +69,16 @@ int main(int argc, char** argv) {
   // Two contexts on the one device hetopt's rule picks: one queue without profiling, one with.
   ClEnv plainEnv(1, 0);
   ClEnv profEnv(1, CL_QUEUE_PROFILING_ENABLE);
-  const Variant variants[] = {{"plain", false, 0},
-                              {"profiling", true, 0},
-                              {"events", true, 1},
-                              {"sampled", true, sample}};
+  cl_int err = CL_SUCCESS;
+  const cl_queue_properties twinProps[] = {CL_QUEUE_PROPERTIES, CL_QUEUE_PROFILING_ENABLE, 0};
+  cl_command_queue twinQueue =
+      clCreateCommandQueueWithProperties(plainEnv.context(), plainEnv.device(), twinProps, &err);
+  APP_CL(err);
+  const Variant variants[] = {{"plain", false, 0, false},
+                              {"profiling", true, 0, false},
+                              {"events", true, 1, false},
+                              {"sampled", true, sample, false},
+                              {"twin", false, sample, true}};
   std::vector<std::vector<double>> perIter(std::size(variants));
   std::vector<float> host(n), expect(n);
   cl_uint count = static_cast<cl_uint>(n);
@@ -87,6 +97,13 @@ int main(int argc, char** argv) {
       expect = host;
       cl_command_queue q = env.queue();
       unsigned command = 0;
+      cl_event pendingFence = nullptr;  // the marker a twin command waits for
+      auto fenceList = [&]() -> cl_uint { return pendingFence ? 1 : 0; };
+      auto fencePtr = [&]() -> const cl_event* { return pendingFence ? &pendingFence : nullptr; };
+      auto dropFence = [&] {
+        if (pendingFence) clReleaseEvent(pendingFence);
+        pendingFence = nullptr;
+      };
       // An event for this command? (null: the program passed none)
       auto ev = [&](cl_event* e) -> cl_event* {
         return var.eventEvery && command++ % var.eventEvery == 0 ? e : nullptr;
@@ -94,12 +111,33 @@ int main(int argc, char** argv) {
       auto done = [&](cl_event e) {
         if (e) readTimes(e);
       };
+      // The queue a command goes to: the twin for a timed command (fenced on both sides).
+      auto to = [&](cl_event* e) -> cl_command_queue {
+        if (!var.twin || !e) return q;
+        cl_event fence = nullptr;
+        APP_CL(clEnqueueMarkerWithWaitList(q, 0, nullptr, &fence));
+        APP_CL(clFlush(q));
+        pendingFence = fence;
+        return twinQueue;
+      };
+      auto after = [&](cl_event* e) {
+        if (!var.twin || !e || !*e) return;
+        APP_CL(clEnqueueBarrierWithWaitList(q, 1, e, nullptr));
+        APP_CL(clFlush(twinQueue));
+      };
       double start = nowMs();
       for (int it = 0; it < opt.iters; ++it) {
         cl_event e1 = nullptr, e2 = nullptr, e3 = nullptr;
-        APP_CL(clEnqueueWriteBuffer(q, dev, CL_TRUE, 0, bytes, host.data(), 0, nullptr, ev(&e1)));
-        APP_CL(clEnqueueNDRangeKernel(q, k, 1, nullptr, &global, nullptr, 0, nullptr, ev(&e2)));
-        APP_CL(clEnqueueReadBuffer(q, dev, CL_TRUE, 0, bytes, host.data(), 0, nullptr, ev(&e3)));
+        cl_event* p = ev(&e1);
+        cl_command_queue cq = to(p);
+        APP_CL(clEnqueueWriteBuffer(cq, dev, CL_TRUE, 0, bytes, host.data(), fenceList(), fencePtr(), p));
+        after(p), dropFence();
+        p = ev(&e2), cq = to(p);
+        APP_CL(clEnqueueNDRangeKernel(cq, k, 1, nullptr, &global, nullptr, fenceList(), fencePtr(), p));
+        after(p), dropFence();
+        p = ev(&e3), cq = to(p);
+        APP_CL(clEnqueueReadBuffer(cq, dev, CL_TRUE, 0, bytes, host.data(), fenceList(), fencePtr(), p));
+        after(p), dropFence();
         done(e1), done(e2), done(e3);
       }
       APP_CL(clFinish(q));
@@ -112,6 +150,7 @@ int main(int argc, char** argv) {
       clReleaseProgram(prog);
     }
   }
+  clReleaseCommandQueue(twinQueue);
   auto median = [](std::vector<double> v) {
     std::sort(v.begin(), v.end());
     return v[v.size() / 2];

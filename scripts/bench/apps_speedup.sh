@@ -29,13 +29,21 @@ declare -A args=(
 force=(${POLICY:+--policy "$POLICY"})
 apps=${APPS:-"loop_wkr selective_alloc vector_new calloc_realloc host_ptr_buffers rect_map async_events two_threads dlopen_app static_mmap compute_bound"}
 
-# One run: prints "<elapsed_ms> <wall_ms>"; exits non-zero when the program failed.
+# One run: prints "<elapsed_ms> <wall_ms> <before_setup_ms> <setup_ms> <exit_ms>": the app's timed
+# region, the whole process, and three parts of the rest: from exec to the app's OpenCL set-up
+# (loader, hetopt's driver and shim), the set-up itself (device, context, queues), and from the
+# start of exit to the process's end (exit handlers, driver and kernel teardown). Exits non-zero
+# when the program failed.
 measure() {
   local t0 t1 out
   t0=$(date +%s%N)
   out=$("$@" 2>&1 >/dev/null) || return 1
   t1=$(date +%s%N)
-  echo "$(sed -n 's/^elapsed_ms=//p' <<<"$out" | tail -n1) $(((t1 - t0) / 1000000))"
+  field() { sed -n "s/^$1=//p" <<<"$out" | tail -n1; }
+  awk -v e="$(field elapsed_ms)" -v t0="$t0" -v t1="$t1" -v su="$(field setup_unix_ms)" \
+    -v s="$(field setup_ms)" -v x="$(field exit_unix_ms)" 'BEGIN {
+      w = (t1 - t0) / 1e6
+      printf "%s %d %.1f %.1f %.1f\n", e, w, (su ? su - t0 / 1e6 : -1), (s ? s : -1), (x ? t1 / 1e6 - x : -1) }'
 }
 median() { sort -n | awk '{ a[NR] = $1 } END { print (NR ? a[int((NR + 1) / 2)] : "nan") }'; }
 
@@ -65,6 +73,9 @@ for app in $apps; do
   printf '%-17s %10.1f %10.1f %10.1f %10.1f %8s %8s %8s | %9s %9s %9s %9s %8s %8s\n' "$app" "$n" "$p" "$h" "$d" \
     "$px" "$hx" "$dx" "$nw" "$pw" "$hw" "$dw" "$hwx" "$dwx"
   echo "$app $n $p $h $d $px $hx $dx $nw $pw $hw $dw" >>"$outdir/apps_speedup.dat"
+  phases() { echo "$(cut -d' ' -f3 "$1" | median)/$(cut -d' ' -f4 "$1" | median)/$(cut -d' ' -f5 "$1" | median)"; }
+  echo "    $app: median ms before set-up/OpenCL set-up/exit: native $(phases "$work/n")," \
+    "hand-pinned $(phases "$work/p"), hetopt $(phases "$work/h"), --no-pool $(phases "$work/d")"
   grep -h "Eligibility:\|dispatch ratio" "$work/$app.analysis" | head -2 | sed "s/^/    $app: /"
   for opt in "" --no-pool; do
     # shellcheck disable=SC2086

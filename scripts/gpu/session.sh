@@ -11,17 +11,18 @@
 #   check         the NVIDIA GPU is the device hetopt picks (fails otherwise: no CPU numbers)
 #   characterize  full characterization of the GPU into BUILD_DIR/gpu.db (~45 s on an H100)
 #   queue         bench/queue_cost: what device timing costs the driver per command
-#   trace         scripts/bench/trace_overhead.sh on call-bound and data-moving runs, then
-#                 trace_variants.sh (native / count / unprofiled / sampled / all timed) and the
-#                 sampled-vs-all-timed agreement check of the analysis
+#   trace         scripts/bench/trace_overhead.sh on call-bound and data-moving runs
+#   variants      trace_variants.sh (native / count / unprofiled / sampled / all timed) on the
+#                 call-bound loop, and the sampled-vs-all-timed agreement check of the analysis
 #   register      in-place registration on the real driver: tests/integration/register_inplace.sh
 #                 (unpin before munmap, data checked) and static_mmap's stats under hetopt run
 #   apps          scripts/bench/apps_speedup.sh (native, hand-pinned, hetopt run, --no-pool);
 #                 APPS="..." selects apps: all 11 take longer than one call, split them in two
+#   loop100       the same for loop_wkr with 100 iterations (the loop's steady state)
 #
-# A first call: `scripts/gpu/session.sh build-gpu build check characterize queue register` (~5 min),
-# then `... check trace` (~6 min), then `APPS="loop_wkr ..." ... check apps` twice (all 11 apps
-# with 5 runs of 4 variants take longer than one call).
+# A first call: `scripts/gpu/session.sh build-gpu build check characterize queue variants register`
+# (~6 min), then `APPS="loop_wkr ..." ... check apps` twice (all 11 apps with 5 runs of 4 variants
+# take longer than one call), then `... check trace` (~5 min).
 set -uo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 build=${1:?usage: scripts/gpu/session.sh BUILD_DIR STEP...}
@@ -62,6 +63,9 @@ for s in "$@"; do
       "$root/scripts/bench/trace_overhead.sh" "$build" "$runs" 'loop_wkr:--size 4K --iters 20000' \
         'loop_wkr:--size 64M --iters 200' 'async_events:--size 64M --iters 40' \
         'selective_alloc:--size 64M --iters 20' | tee "$out/trace_overhead.txt"
+      ;;
+    variants)
+      step trace_variants
       "$root/scripts/bench/trace_variants.sh" "$build" 7 'loop_wkr:--size 4K --iters 20000' |
         tee "$out/trace_variants.txt"
       python3 "$root/tests/trace/check_trace.py" agreement "$build/bin/hetopt" "$build/bin/loop_wkr" 3 \
@@ -81,6 +85,12 @@ for s in "$@"; do
       [[ -f $HETOPT_DB ]] || { echo "apps: characterize first" >&2; exit 1; }
       "$root/scripts/bench/apps_speedup.sh" "$build" "$runs" "$out" | tee "$out/apps_speedup.txt"
       cp "$HETOPT_DB" "$out/hetopt.db"
+      ;;
+    loop100)
+      step "apps_speedup loop_wkr x100"
+      mkdir -p "$out/loop100"
+      APPS=loop_wkr ARGS="--size 64M --iters 100" "$root/scripts/bench/apps_speedup.sh" "$build" "$runs" \
+        "$out/loop100" | tee "$out/loop100/apps_speedup.txt"
       ;;
     *)
       echo "unknown step '$s'" >&2

@@ -115,6 +115,11 @@ double nowMs() {
   return duration<double, std::milli>(steady_clock::now().time_since_epoch()).count();
 }
 
+double unixMs() {
+  using namespace std::chrono;
+  return duration<double, std::milli>(system_clock::now().time_since_epoch()).count();
+}
+
 void reportElapsed(double startMs) { reportElapsed(startMs, nowMs()); }
 
 void reportElapsed(double startMs, double endMs) {

@@ -67,6 +67,8 @@ inline size_t roundUp(size_t n, size_t multiple) { return (n + multiple - 1) / m
 
 /// Monotonic milliseconds; apps print "elapsed_ms=" with it on stderr.
 double nowMs();
+/// Wall-clock (Unix epoch) milliseconds: comparable with a `date +%s%N` taken outside the process.
+double unixMs();
 void reportElapsed(double startMs);
 /// For apps whose timed part ended before verification started (e.g. on worker threads).
 void reportElapsed(double startMs, double endMs);
