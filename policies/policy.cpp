@@ -177,12 +177,9 @@ class HybridPolicy final : public AllocationPolicy {
   }
   PolicyStatus allocate(size_t size, Allocation* out) override {
     *out = Allocation{};
-    out->policy = kind();
-    out->size = size ? size : 1;
     PolicyStatus st = clAvailability(m_env, true);
-    if (st) st = allocatePages(out->size, out);
-    if (st) st = lockPages(out);
-    if (st) st = createHostBuffer(m_env, CL_MEM_USE_HOST_PTR, true, out);
+    if (st) st = prepareHybridHost(size, out);
+    if (st) st = finishHybrid(m_env, out);
     if (!st) release(out);
     return st;
   }
@@ -214,6 +211,19 @@ class RegisterPolicy final : public AllocationPolicy {
 };
 
 }  // namespace
+
+PolicyStatus prepareHybridHost(size_t size, Allocation* a) {
+  *a = Allocation{};
+  a->policy = PolicyKind::Hybrid;
+  a->size = size ? size : 1;
+  PolicyStatus st = allocatePages(a->size, a);
+  return st ? lockPages(a) : st;
+}
+
+PolicyStatus finishHybrid(const PolicyEnv& env, Allocation* a) {
+  PolicyStatus st = clAvailability(env, true);
+  return st ? createHostBuffer(env, CL_MEM_USE_HOST_PTR, true, a) : st;
+}
 
 PolicyStatus PolicyStatus::failure(cl_int clStatus, int sysErrno, const char* fmt, ...) {
   PolicyStatus s;

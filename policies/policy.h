@@ -124,6 +124,14 @@ std::unique_ptr<AllocationPolicy> makePolicy(PolicyKind kind, const PolicyEnv& e
 /// CL_MEM_USE_HOST_PTR buffer. release() then drops the buffer but leaves the memory alone.
 PolicyStatus adoptHostMemory(const PolicyEnv& env, void* ptr, size_t size, Allocation* out);
 
+/// Hybrid in two halves, so that a pool can do the expensive one before any OpenCL context exists
+/// (the shim locks the pool's pages while the program creates its context, then registers them in
+/// that context). prepareHybridHost: page-aligned pages, mlock'ed; no OpenCL. finishHybrid: the
+/// USE_HOST_PTR buffer over them, mapped. HybridPolicy::allocate() is the two in a row; on failure
+/// of either, `a` still describes what must be released (AllocationPolicy::release()).
+PolicyStatus prepareHybridHost(size_t size, Allocation* a);
+PolicyStatus finishHybrid(const PolicyEnv& env, Allocation* a);
+
 /// availability() for one page, then a real one-page allocate/write/release: finds devices that
 /// refuse host-pointer buffers or mapping before anything depends on the policy.
 PolicyStatus probePolicy(AllocationPolicy& policy);

@@ -89,6 +89,11 @@ OptimizeInterceptor* OptimizeInterceptor::create() {
     warn("ignoring invalid HETOPT_POOL_WAIT_MS (0-600000); using %s",
          optionInfo(Option::POOL_WAIT_MS).defaultValue);
   auto* self = new OptimizeInterceptor(std::move(plan));
+  const std::string contextOption = optionString(Option::POOL_CONTEXT);
+  if (contextOption != "program" && contextOption != "own")
+    warn("ignoring invalid HETOPT_POOL_CONTEXT '%s' (program or own); using program",
+         contextOption.c_str());
+  self->m_ownContextOnly = contextOption == "own";
   self->m_conformance.expect(self->m_plan);
   if (self->m_plan.directAllocation) {
     // Room for what the conformance check lets live (4x the profiled peak) with a margin.
@@ -157,19 +162,40 @@ void OptimizeInterceptor::preparePool() {
   ClDevice dev;
   std::string error;
   if (!selectClDevice(m_plan.device, &dev, &error, query)) return failPool(error.c_str());
+  m_device = dev.device;
   markEnumerated();
+  PolicyKind kind = PolicyKind::OpenCL;
+  policyFromName(m_plan.poolPolicy.c_str(), &kind);
+  const bool pooled = !m_plan.sites.empty() && !m_direct;
+  // What needs no context is done while the program creates its own: a hybrid pool's pages and
+  // their mlock, its expensive half.
+  if (pooled && kind == PolicyKind::Hybrid) {
+    PolicyStatus st = prepareHybridHost(m_plan.poolBytes, &m_region);
+    if (!st) {
+      makePolicy(kind, env)->release(&m_region);  // pages only: no OpenCL involved
+      return failPool(st.reason);
+    }
+  }
+  auto releaseRegion = [&] {
+    if (m_region.base || m_region.buffer) makePolicy(kind, env)->release(&m_region);
+  };
   cl_int err = CL_SUCCESS;
-  cl_context_properties props[] = {CL_CONTEXT_PLATFORM,
-                                   reinterpret_cast<cl_context_properties>(dev.platform), 0};
   char why[96];
-  env.context = createContext(props, 1, &dev.device, nullptr, nullptr, &err);
-  if (err != CL_SUCCESS) {
-    // Not released: PoCL's dummy context from a failed call aborts when released (see callEnd).
-    snprintf(why, sizeof why, "clCreateContext failed (OpenCL status %d)", err);
-    return failPool(why);
+  env.context = awaitContext();
+  if (!env.context) {
+    cl_context_properties props[] = {CL_CONTEXT_PLATFORM,
+                                     reinterpret_cast<cl_context_properties>(dev.platform), 0};
+    env.context = createContext(props, 1, &dev.device, nullptr, nullptr, &err);
+    if (err != CL_SUCCESS) {
+      // Not released: PoCL's dummy context from a failed call aborts when released (see callEnd).
+      releaseRegion();
+      snprintf(why, sizeof why, "clCreateContext failed (OpenCL status %d)", err);
+      return failPool(why);
+    }
   }
   env.queue = createQueue(env.context, dev.device, nullptr, &err);
   if (err != CL_SUCCESS) {
+    releaseRegion();
     if (releaseContext) releaseContext(env.context);
     snprintf(why, sizeof why, "clCreateCommandQueueWithProperties failed (OpenCL status %d)", err);
     return failPool(why);
@@ -177,14 +203,14 @@ void OptimizeInterceptor::preparePool() {
   if (m_registry) m_registry->contextReady(env);  // cheap: ~5 ms per 64 MiB (design notes)
   if (m_plan.sites.empty()) return;               // registrations only: no pool
 
-  PolicyKind kind = PolicyKind::OpenCL;
-  policyFromName(m_plan.poolPolicy.c_str(), &kind);
   std::unique_ptr<AllocationPolicy> policy = makePolicy(kind, env);
   if (m_direct) return startDirect(std::move(policy), start);
-  PolicyStatus st = policy->allocate(m_plan.poolBytes, &m_region);
+  PolicyStatus st = m_region.base ? finishHybrid(env, &m_region)
+                                  : policy->allocate(m_plan.poolBytes, &m_region);
   if (!st) {
     failPool(st.reason);
-    policy.reset();  // holds nothing after a failed allocate; the context and queue go too
+    policy->release(&m_region);  // what a failed allocate left (nothing) or the prepared pages
+    policy.reset();
     if (releaseQueue) releaseQueue(env.queue);
     if (releaseContext) releaseContext(env.context);
     return;
@@ -193,8 +219,59 @@ void OptimizeInterceptor::preparePool() {
   // The context, queue and policy stay alive with the region (released at exit by the driver).
   policy.release();
   markReady(start);
-  debug("pinned pool ready: %s %s on %s after %.0f ms", m_plan.poolPolicy.c_str(),
-        mib(m_plan.poolBytes).c_str(), dev.deviceName.c_str(), m_readyAfterMs);
+  debug("pinned pool ready: %s %s on %s in %s after %.0f ms", m_plan.poolPolicy.c_str(),
+        mib(m_plan.poolBytes).c_str(), dev.deviceName.c_str(), m_contextOrigin, m_readyAfterMs);
+}
+
+cl_context OptimizeInterceptor::awaitContext() {
+  std::unique_lock<std::mutex> lock(m_stateMutex);
+  if (!m_ownContextOnly)
+    m_stateChanged.wait(lock, [this] { return m_programContext || m_ownContextWanted; });
+  m_contextChosen = true;
+  m_contextOrigin = m_programContext ? "the program's context" : "its own context";
+  return m_programContext;
+}
+
+void OptimizeInterceptor::offerContext(const CallRecord& call) {
+  const auto context = reinterpret_cast<cl_context>(static_cast<uintptr_t>(call.result));
+  {
+    std::lock_guard<std::mutex> lock(m_stateMutex);
+    if (m_ownContextOnly || m_contextChosen || m_programContext || !m_device) return;
+  }
+  // Does it hold the plan's device? clCreateContext names its devices; FromType is asked.
+  bool holds = false;
+  if (call.id == api::ApiId::clCreateContext) {
+    const auto* devices = reinterpret_cast<const cl_device_id*>(static_cast<uintptr_t>(call.args[2]));
+    for (uint64_t i = 0; devices && i < call.args[1] && !holds; ++i) holds = devices[i] == m_device;
+  } else if (auto info = realClFunction<decltype(&clGetContextInfo)>(api::ApiId::clGetContextInfo)) {
+    cl_device_id devices[16];
+    size_t bytes = 0;
+    if (info(context, CL_CONTEXT_DEVICES, sizeof devices, devices, &bytes) == CL_SUCCESS)
+      for (size_t i = 0; i < bytes / sizeof devices[0] && !holds; ++i) holds = devices[i] == m_device;
+  }
+  auto retain = realClFunction<decltype(&clRetainContext)>(api::ApiId::clRetainContext);
+  if (!holds || !retain) return;
+  {
+    std::lock_guard<std::mutex> lock(m_stateMutex);
+    if (m_contextChosen || m_programContext) return;  // another thread's context came first
+    if (retain(context) != CL_SUCCESS) return;
+    m_programContext = context;  // kept for the pool's lifetime, i.e. the process's
+  }
+  m_stateChanged.notify_all();
+}
+
+bool OptimizeInterceptor::contextChosen() {
+  std::lock_guard<std::mutex> lock(m_stateMutex);
+  return m_contextChosen;
+}
+
+void OptimizeInterceptor::requestOwnContext() {
+  {
+    std::lock_guard<std::mutex> lock(m_stateMutex);
+    if (m_contextChosen || m_programContext || m_ownContextWanted) return;
+    m_ownContextWanted = true;
+  }
+  m_stateChanged.notify_all();
 }
 
 void OptimizeInterceptor::markReady(double startMs) {
@@ -225,6 +302,8 @@ void* OptimizeInterceptor::serve(AllocFn fn, size_t size, size_t alignment, cons
     m_afterDivergence.fetch_add(1, std::memory_order_relaxed);
     return nullptr;
   }
+  if (HETOPT_UNLIKELY(m_state.load(std::memory_order_acquire) == static_cast<int>(PoolState::Preparing)))
+    requestOwnContext();  // the program has no context yet: waiting for one could be forever
   if (!waitForPool()) {
     m_noPool.fetch_add(1, std::memory_order_relaxed);
     return nullptr;
@@ -359,6 +438,7 @@ void OptimizeInterceptor::callEnd(CallRecord& call) {
           api::apiInfo(call.id).name, *err);
     call.result = 0;
   }
+  if (call.result) offerContext(call);
 }
 
 void OptimizeInterceptor::yieldToHostPointerBuffer(const CallRecord& call, const api::ApiInfo& info) {
@@ -397,14 +477,16 @@ void OptimizeInterceptor::processExit() {
     pool = "no pool (registrations only)";
   else if (st == static_cast<int>(PoolState::Failed))
     pool = std::string(m_direct ? "no direct allocation (" : "no pool (") + m_failure + ")";
+  else if (st != static_cast<int>(PoolState::Ready) && !contextChosen())
+    pool = "nothing pinned: the program made no OpenCL context on the planned device";
   else if (st != static_cast<int>(PoolState::Ready))
     pool = m_direct ? "context still preparing" : "pool still preparing";
   else if (m_direct)
-    pool = "direct " + m_plan.poolPolicy + " allocation (no pool), ready after " +
-           std::to_string(static_cast<int>(m_readyAfterMs)) + " ms";
+    pool = "direct " + m_plan.poolPolicy + " allocation (no pool) in " + m_contextOrigin +
+           ", ready after " + std::to_string(static_cast<int>(m_readyAfterMs)) + " ms";
   else
-    pool = m_plan.poolPolicy + " pool of " + mib(m_plan.poolBytes) + ", ready after " +
-           std::to_string(static_cast<int>(m_readyAfterMs)) + " ms";
+    pool = m_plan.poolPolicy + " pool of " + mib(m_plan.poolBytes) + " in " + m_contextOrigin +
+           ", ready after " + std::to_string(static_cast<int>(m_readyAfterMs)) + " ms";
   auto n = [](const std::atomic<uint64_t>& v) { return std::to_string(v.load()); };
   std::string full = m_direct ? n(m_directFailed) + " policy failed" : n(m_poolFull) + " pool full";
   if (m_direct && m_directFailed.load()) full += " (first: " + std::string(m_direct->stats().firstFailure) + ")";

@@ -3,11 +3,16 @@
  * @file HETOPT_MODE=optimize: serves the plan's candidate allocation sites from a pinned pool.
  *
  * The plan (HETOPT_PLAN_FILE, common/plan.h) names the sites and the pool's policy and size. The
- * pool is prepared on a background thread started at shim start-up, so its cost (the shim's own
- * OpenCL context, then pinning: ~0.3 s and ~40 ms per 64 MiB on an H200) overlaps the program's own
- * start-up and context creation instead of landing on its critical path; pinned memory from one
- * context transfers at full speed in another (design notes, sec. 4). A candidate allocation that
- * comes before the pool is ready waits up to HETOPT_POOL_WAIT_MS, then takes ordinary memory.
+ * pool is prepared on a background thread started at shim start-up, so its cost overlaps the
+ * program's own start-up instead of landing on its critical path. That thread enumerates the
+ * devices, does what needs no OpenCL context (a hybrid pool's pages, mlock'ed), then makes the
+ * pinned memory in the program's own first context on the plan's device (retained), as soon as
+ * the program has created it. A second context of our own cost the program ~110 ms of context
+ * creation and ~60 ms of exit on an H100 (docs/results.md), so one is made only when a candidate
+ * allocation comes before the program has any context, or with HETOPT_POOL_CONTEXT=own; pinned
+ * memory from one context transfers at full speed in another (design notes, sec. 4). A candidate
+ * allocation that comes before the pool is ready waits up to HETOPT_POOL_WAIT_MS, then takes
+ * ordinary memory.
  * Everything else goes to the system allocator untouched. Nothing here is ever fatal: no plan, a
  * plan for another program, no device, a policy that fails, a full pool: the program runs with
  * ordinary memory, and HETOPT_STATS=1 says what happened.
@@ -71,6 +76,15 @@ class OptimizeInterceptor final : public Interceptor {
 
   explicit OptimizeInterceptor(Plan plan) : m_plan(std::move(plan)) {}
   void preparePool();
+  /// The pool thread's wait for a context: the program's (retained), or null when one of our own
+  /// must be made (a candidate allocation came first, or HETOPT_POOL_CONTEXT=own).
+  cl_context awaitContext();
+  /// A context the program has just created: taken for the pool when it holds the plan's device
+  /// and the pool thread still waits for one.
+  void offerContext(const CallRecord& call);
+  /// A candidate allocation while the pool thread still waits for the program's context.
+  void requestOwnContext();
+  bool contextChosen();
   bool waitForPool();
   void failPool(const char* why);
   void markEnumerated();
@@ -97,6 +111,13 @@ class OptimizeInterceptor final : public Interceptor {
   std::condition_variable m_stateChanged;
   double m_readyAfterMs = 0;
   char m_failure[256] = {};
+  // Which context the pool is made in (under m_stateMutex): see the file comment.
+  bool m_ownContextOnly = false;           ///< HETOPT_POOL_CONTEXT=own
+  cl_device_id m_device = nullptr;         ///< the plan's device (set before m_enumerated)
+  cl_context m_programContext = nullptr;   ///< the program's context, once offered and retained
+  bool m_ownContextWanted = false;         ///< a candidate allocation came before any context
+  bool m_contextChosen = false;            ///< the pool thread has decided; later offers are ignored
+  const char* m_contextOrigin = "";        ///< for the stats line
 
   std::atomic<uint64_t> m_served{0}, m_servedBytes{0}, m_released{0};
   std::atomic<uint64_t> m_noPool{0}, m_poolFull{0}, m_movedOut{0};

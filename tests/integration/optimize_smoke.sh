@@ -7,7 +7,8 @@
 #   optimize_smoke.sh SHIM POLICY SIZE -- PROGRAM [ARGS...]
 # With TIMES=N it also prints the median elapsed_ms of N native and N optimized runs. PLAN_MODE and
 # PLAN_PROFILE go to write_plan (plan_lib.sh): PLAN_MODE=direct tests the pool-less variant.
-# EXPECT (an extended regex, default "conformant") must match the stats line.
+# EXPECT (an extended regex, default "conformant") must match the stats line; EXIT is the exit
+# status of a successful run (default 0).
 set -u
 source "$(dirname "${BASH_SOURCE[0]}")/plan_lib.sh"
 shim=$1 policy=$2 size=$3
@@ -17,17 +18,20 @@ prog=$1
 work=$(mktemp -d "${TMPDIR:-/tmp}/hetopt-opt.XXXXXX") || exit 2
 trap 'rm -rf "$work"' EXIT
 
-HETOPT_MODE=count HETOPT_REPORT_FILE="$work/count" LD_PRELOAD="$shim" "$@" >/dev/null 2>&1 ||
-  { echo "FAIL: count-mode run failed"; exit 1; }
+# EXIT: the program's exit status when it succeeds (default 0).
+HETOPT_MODE=count HETOPT_REPORT_FILE="$work/count" LD_PRELOAD="$shim" "$@" >/dev/null 2>&1
+[[ $? == "${EXIT:-0}" ]] || { echo "FAIL: count-mode run failed"; exit 1; }
 keys=$(awk -v s="$size" '$1 == "site" && $6 >= s { print $2 }' "$work/count")
 [[ -n $keys ]] || { echo "FAIL: no allocation site of $size bytes or more"; cat "$work/count"; exit 1; }
 # shellcheck disable=SC2086
 write_plan "$work/plan" "$prog" "$policy" $((size * 4 + (1 << 20))) $keys ||
   { echo "FAIL: $prog has no build id"; exit 1; }
 
-"$@" >"$work/native.out" 2>"$work/native.err" || { echo "FAIL: native run"; cat "$work/native.err"; exit 1; }
+"$@" >"$work/native.out" 2>"$work/native.err"
+[[ $? == "${EXIT:-0}" ]] || { echo "FAIL: native run"; cat "$work/native.err"; exit 1; }
 HETOPT_MODE=optimize HETOPT_PLAN_FILE="$work/plan" HETOPT_STATS=1 LD_PRELOAD="$shim" \
-  "$@" >"$work/opt.out" 2>"$work/opt.err" || { echo "FAIL: optimized run"; cat "$work/opt.err"; exit 1; }
+  "$@" >"$work/opt.out" 2>"$work/opt.err"
+[[ $? == "${EXIT:-0}" ]] || { echo "FAIL: optimized run"; cat "$work/opt.err"; exit 1; }
 cmp -s "$work/native.out" "$work/opt.out" ||
   { echo "FAIL: stdout differs"; diff "$work/native.out" "$work/opt.out"; exit 1; }
 stats=$(grep 'hetopt: stats:' "$work/opt.err")
