@@ -19,6 +19,11 @@
 #   apps          scripts/bench/apps_speedup.sh (native, hand-pinned, hetopt run, --no-pool);
 #                 APPS="..." selects apps: all 11 take longer than one call, split them in two
 #   loop100       the same for loop_wkr with 100 iterations (the loop's steady state)
+#   context       whole-process time of `hetopt run` with the pool in the program's context (the
+#                 default) against HETOPT_POOL_CONTEXT=own and native, interleaved, per phase
+#
+# A characterization carried in .carry/gpu.db (from an earlier lease on the same kind) is used
+# when BUILD_DIR has none; `characterize` makes a fresh one.
 #
 # A first call: `scripts/gpu/session.sh build-gpu build check characterize queue variants register`
 # (~6 min), then `APPS="loop_wkr ..." ... check apps` twice (all 11 apps with 5 runs of 4 variants
@@ -32,6 +37,7 @@ mkdir -p "$out"
 # shellcheck source=env.sh
 source "$root/scripts/gpu/env.sh" >/dev/null
 export HETOPT_DB=$build/gpu.db
+[[ -f $HETOPT_DB || ! -f $root/.carry/gpu.db ]] || { mkdir -p "$build" && cp "$root/.carry/gpu.db" "$HETOPT_DB"; }
 runs=${RUNS:-5}
 
 step() { echo "== $(date -u +%T) $*"; }
@@ -91,6 +97,11 @@ for s in "$@"; do
       mkdir -p "$out/loop100"
       APPS=loop_wkr ARGS="--size 64M --iters 100" "$root/scripts/bench/apps_speedup.sh" "$build" "$runs" \
         "$out/loop100" | tee "$out/loop100/apps_speedup.txt"
+      ;;
+    context)
+      step "pool context: program vs own"
+      APPS="loop_wkr calloc_realloc host_ptr_buffers" "$root/scripts/bench/pool_context.sh" "$build" 7 |
+        tee "$out/pool_context.txt"
       ;;
     *)
       echo "unknown step '$s'" >&2
