@@ -19,6 +19,9 @@
 #   apps          scripts/bench/apps_speedup.sh (native, hand-pinned, hetopt run, --no-pool);
 #                 APPS="..." selects apps: all 11 take longer than one call, split them in two
 #   loop100       the same for loop_wkr with 100 iterations (the loop's steady state)
+#   ocl-icd       dlopen_app's row with ocl-icd's loader (carried in .carry/ocl-icd, hetopt's chosen
+#                 loader): it supports OpenCL layers, through which the shim sees programs that
+#                 dlopen() libOpenCL; the CUDA toolkit's loader does not
 #   context       whole-process time of `hetopt run` with the pool in the program's context (the
 #                 default) against HETOPT_POOL_CONTEXT=own and native, interleaved, per phase
 #
@@ -51,8 +54,8 @@ for s in "$@"; do
       step check
       nvidia-smi --query-gpu=name,driver_version,pcie.link.gen.current,pcie.link.width.current \
         --format=csv,noheader
-      "$build/bin/hetopt" devices | tee "$out/devices.txt"
-      grep -q '^  \* .*\[GPU' "$out/devices.txt" || { echo "check: hetopt does not pick a GPU" >&2; exit 1; }
+      "$build/bin/hetopt" devices | tee "$build/devices.txt"
+      grep -q '^  \* .*\[GPU' "$build/devices.txt" || { echo "check: hetopt does not pick a GPU" >&2; exit 1; }
       ;;
     characterize)
       step characterize
@@ -90,13 +93,18 @@ for s in "$@"; do
       step "apps_speedup ${APPS:-all}"
       [[ -f $HETOPT_DB ]] || { echo "apps: characterize first" >&2; exit 1; }
       "$root/scripts/bench/apps_speedup.sh" "$build" "$runs" "$out" | tee "$out/apps_speedup.txt"
-      cp "$HETOPT_DB" "$out/hetopt.db"
       ;;
     loop100)
       step "apps_speedup loop_wkr x100"
       mkdir -p "$out/loop100"
       APPS=loop_wkr ARGS="--size 64M --iters 100" "$root/scripts/bench/apps_speedup.sh" "$build" "$runs" \
         "$out/loop100" | tee "$out/loop100/apps_speedup.txt"
+      ;;
+    ocl-icd)
+      step "apps_speedup dlopen_app on ocl-icd's loader"
+      mkdir -p "$out/ocl-icd"
+      LD_LIBRARY_PATH=$root/.carry/ocl-icd${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} APPS=dlopen_app \
+        "$root/scripts/bench/apps_speedup.sh" "$build" "$runs" "$out/ocl-icd" | tee "$out/ocl-icd/apps_speedup.txt"
       ;;
     context)
       step "pool context: program vs own"
