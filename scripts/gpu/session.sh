@@ -22,8 +22,9 @@
 #   ocl-icd       dlopen_app's row with ocl-icd's loader (carried in .carry/ocl-icd, hetopt's chosen
 #                 loader): it supports OpenCL layers, through which the shim sees programs that
 #                 dlopen() libOpenCL; the CUDA toolkit's loader does not
-#   context       whole-process time of `hetopt run` with the pool in the program's context (the
-#                 default) against HETOPT_POOL_CONTEXT=own and native, interleaved, per phase
+#   context       scripts/bench/pool_context.sh: whole-process time of native, `hetopt run` with the
+#                 pool in the program's context (the default), HETOPT_POOL_CONTEXT=own, and with no
+#                 profile (untouched), interleaved, per phase
 #
 # A characterization carried in .carry/gpu.db (from an earlier lease on the same kind) is used
 # when BUILD_DIR has none; `characterize` makes a fresh one.
