@@ -11,7 +11,8 @@
 #   check         the NVIDIA GPU is the device hetopt picks (fails otherwise: no CPU numbers)
 #   characterize  full characterization of the GPU into BUILD_DIR/gpu.db (~45 s on an H100)
 #   queue         bench/queue_cost: what device timing costs the driver per command
-#   trace         scripts/bench/trace_overhead.sh on call-bound and data-moving runs
+#   trace         scripts/bench/trace_overhead.sh on the call-bound loop (loop_wkr 4K x 20000)
+#   trace-data    the same on data-moving runs (64 MiB buffers)
 #   variants      trace_variants.sh (native / count / unprofiled / sampled / all timed) on the
 #                 call-bound loop, and the sampled-vs-all-timed agreement check of the analysis
 #   register      in-place registration on the real driver: tests/integration/register_inplace.sh
@@ -70,9 +71,14 @@ for s in "$@"; do
       ;;
     trace)
       step trace_overhead
-      "$root/scripts/bench/trace_overhead.sh" "$build" "$runs" 'loop_wkr:--size 4K --iters 20000' \
-        'loop_wkr:--size 64M --iters 200' 'async_events:--size 64M --iters 40' \
-        'selective_alloc:--size 64M --iters 20' | tee "$out/trace_overhead.txt"
+      "$root/scripts/bench/trace_overhead.sh" "$build" "$runs" 'loop_wkr:--size 4K --iters 20000' |
+        tee "$out/trace_overhead.txt"
+      ;;
+    trace-data)
+      step trace_overhead data-moving
+      "$root/scripts/bench/trace_overhead.sh" "$build" "$runs" 'loop_wkr:--size 64M --iters 200' \
+        'async_events:--size 64M --iters 40' 'selective_alloc:--size 64M --iters 20' |
+        tee "$out/trace_overhead_data.txt"
       ;;
     variants)
       step trace_variants
@@ -109,7 +115,7 @@ for s in "$@"; do
       ;;
     context)
       step "pool context: program vs own"
-      APPS="loop_wkr calloc_realloc host_ptr_buffers" "$root/scripts/bench/pool_context.sh" "$build" 7 |
+      APPS=${CONTEXT_APPS:-loop_wkr calloc_realloc} "$root/scripts/bench/pool_context.sh" "$build" "$runs" |
         tee "$out/pool_context.txt"
       ;;
     *)
