@@ -39,7 +39,7 @@ echo "# app native_ms pinned_ms hetopt_ms nopool_ms pinned_x hetopt_x nopool_x n
   "pinned_wall_ms hetopt_wall_ms nopool_wall_ms" >"$outdir/apps_speedup.dat"
 for app in $apps; do
   read -r -a a <<<"${ARGS:-${args[$app]}}"  # ARGS overrides every app's (quick checks)
-  "$hetopt" trace --no-analyze -o "$work/$app.trace" -- "$bin/$app" "${a[@]}" >/dev/null 2>"$work/$app.trace.err" &&
+  "$hetopt" trace --no-analyze -o "$work/$app.trace" -- "$bin/$app" "${a[@]}" >"$work/out.trace" 2>"$work/$app.trace.err" &&
     "$hetopt" analyze "$work/$app.trace" >"$work/$app.analysis" 2>&1 ||
     { echo "$app: trace/analyze failed"; tail -5 "$work/$app.trace.err" "$work/$app.analysis"; continue; }
   : >"$work/n" ; : >"$work/p" ; : >"$work/h" ; : >"$work/d"
@@ -64,6 +64,15 @@ for app in $apps; do
   grep -h "Eligibility:\|dispatch ratio" "$work/$app.analysis" | head -2 | sed "s/^/    $app: /"
   for opt in "" --no-pool; do
     # shellcheck disable=SC2086
-    HETOPT_STATS=1 "$hetopt" run "${force[@]}" $opt -- "$bin/$app" "${a[@]}" 2>&1 >/dev/null | grep -h "stats:\|unoptimized" | cut -c1-260 | sed "s/^/    /"
+    HETOPT_STATS=1 "$hetopt" run "${force[@]}" $opt -- "$bin/$app" "${a[@]}" 2>"$work/stats" >"$work/out.run$opt"
+    grep -h "stats:\|unoptimized" "$work/stats" | cut -c1-260 | sed "s/^/    /"
   done
+  # Issue 6: the program's results are the same natively, traced and under both kinds of run.
+  "$bin/$app" "${a[@]}" >"$work/out.native" 2>/dev/null
+  same=yes
+  for v in trace run run--no-pool; do
+    cmp -s <(grep '^result:' "$work/out.native") <(grep '^result:' "$work/out.$v") || same="no: $v differs"
+  done
+  echo "    $app: results identical natively, traced, under run and run --no-pool" \
+    "($(grep -c '^result:' "$work/out.native") result lines): $same"
 done
