@@ -12,10 +12,13 @@
  * outputs (their queue, context and profiling answers) and clFinish covering everything are
  * checked, and every result against a host reference. A twin command without its fence (or
  * without the barrier behind it) lets the kernels, the write and the read of a round overtake each
- * other: wrong results. Exit 0 when all is right, 1 on a mismatch, 2 on set-up errors.
+ * other: wrong results. Two threads then run their rounds on one queue at once (each with its own
+ * kernels and buffer: the program's own order is per thread). Exit 0 when all is right, 1 on a mismatch, 2 on set-up errors.
  */
+#include <atomic>
 #include <cmath>
 #include <cstdio>
+#include <thread>
 #include <vector>
 
 #include "tests/apps/app_common.h"
@@ -39,7 +42,7 @@ __kernel void square(__global float* a, float k) {
 
 constexpr size_t kN = 1 << 14;
 constexpr int kRounds = 48;
-int s_failures = 0;
+std::atomic<int> s_failures{0};
 
 void check(bool ok, const char* what) {
   if (!ok) {
@@ -241,6 +244,18 @@ int main() {
             q.name);
     check(propertiesOf(q.q) == q.props, what);
   }
+  // Two threads on one in-order queue at once, each its own kernels and buffer.
+  {
+    std::vector<std::thread> threads;
+    for (int t = 0; t < 2; ++t)
+      threads.emplace_back([&env, prog, &queues] {
+        Kernels own{env.kernel(prog, "affine"), env.kernel(prog, "square")};
+        rounds(env, queues[1].q, own, false, "two threads on one queue");
+        APP_CL(clReleaseKernel(own.affine));
+        APP_CL(clReleaseKernel(own.square));
+      });
+    for (std::thread& t : threads) t.join();
+  }
   // A queue released and made again (its twin goes with it) still works.
   APP_CL(clReleaseCommandQueue(queues[0].q));
   queues[0].q = clCreateCommandQueueWithProperties(env.context(), env.device(), nullptr, &err);
@@ -250,6 +265,6 @@ int main() {
   APP_CL(clReleaseKernel(ks.affine));
   APP_CL(clReleaseKernel(ks.square));
   APP_CL(clReleaseProgram(prog));
-  printf("result: %s\n", s_failures ? "FAILED" : "ok");
-  return s_failures ? 1 : 0;
+  printf("result: %s\n", s_failures.load() ? "FAILED" : "ok");
+  return s_failures.load() ? 1 : 0;
 }
