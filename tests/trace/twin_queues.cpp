@@ -208,6 +208,12 @@ int main() {
   cl_program prog = env.build(kSource);
   Kernels ks{env.kernel(prog, "affine"), env.kernel(prog, "square")};
   cl_int err = CL_SUCCESS;
+  auto contextRefs = [&env] {
+    cl_uint n = 0;
+    APP_CL(clGetContextInfo(env.context(), CL_CONTEXT_REFERENCE_COUNT, sizeof n, &n, nullptr));
+    return n;
+  };
+  const cl_uint refsBefore = contextRefs();
   cl_command_queue_properties host = 0;
   APP_CL(clGetDeviceInfo(env.device(), CL_DEVICE_QUEUE_ON_HOST_PROPERTIES, sizeof host, &host, nullptr));
   struct Q {
@@ -262,6 +268,10 @@ int main() {
   APP_CL(err);
   rounds(env, queues[0].q, ks, false, "queue made again");
   for (const Q& q : queues) APP_CL(clReleaseCommandQueue(q.q));
+  // Every queue gone with the program's last reference (twins included): the context's count is back.
+  const cl_uint refsAfter = contextRefs();
+  if (refsAfter != refsBefore) fprintf(stderr, "twin_queues: context references %u, before %u\n", refsAfter, refsBefore);
+  check(refsAfter == refsBefore, "queues released: the context holds no more references than before");
   APP_CL(clReleaseKernel(ks.affine));
   APP_CL(clReleaseKernel(ks.square));
   APP_CL(clReleaseProgram(prog));
