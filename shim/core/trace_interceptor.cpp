@@ -607,29 +607,24 @@ void TraceInterceptor::endTwin(CallRecord& call, int eventArg) {
 }
 
 void TraceInterceptor::releaseTwin(uint64_t queue) {
-  using InfoFn = cl_int(CL_API_CALL*)(cl_command_queue, cl_command_queue_info, size_t, void*, size_t*);
-  using RelFn = cl_int(CL_API_CALL*)(cl_command_queue);
-  {
-    auto lock = m_recorder.lock();
-    auto it = m_queues.find(queue);
-    if (it == m_queues.end() || !it->second.twinQueue) return;
-  }
-  cl_uint refs = 0;
-  auto info = real<InfoFn>(ApiId::clGetCommandQueueInfo);
-  if (!info || info(reinterpret_cast<cl_command_queue>(queue), CL_QUEUE_REFERENCE_COUNT, sizeof refs, &refs,
-                    nullptr) != CL_SUCCESS || refs != 1)
-    return;
+  using QueueFn = cl_int(CL_API_CALL*)(cl_command_queue);
   cl_command_queue twin;
   {
     auto lock = m_recorder.lock();
     auto it = m_queues.find(queue);
-    if (it == m_queues.end() || !it->second.twinQueue) return;
+    // The program's own count (CL_QUEUE_REFERENCE_COUNT includes the driver's references, which
+    // in-flight commands and events hold on some drivers).
+    if (it == m_queues.end() || !it->second.twin || --it->second.appRefs > 0) return;
     twin = it->second.twinQueue;
-    m_twinToApp.erase(reinterpret_cast<uintptr_t>(twin));
+    if (twin) m_twinToApp.erase(reinterpret_cast<uintptr_t>(twin));
     m_queues.erase(it);
   }
-  // Its pending events were read just before (those still running keep the queue alive).
-  if (auto rel = real<RelFn>(ApiId::clReleaseCommandQueue)) rel(twin);
+  if (!twin) return;
+  // The program's last reference: its twin goes now, its commands' timings read first. Waiting
+  // costs nothing where the program finished its queue before releasing it, as programs do.
+  if (auto finish = real<QueueFn>(ApiId::clFinish)) finish(twin);
+  resolvePending(false);
+  if (auto rel = real<QueueFn>(ApiId::clReleaseCommandQueue)) rel(twin);
 }
 
 // ---- calls ---------------------------------------------------------------------------------------
@@ -649,6 +644,12 @@ void TraceInterceptor::callBegin(CallRecord& call) {
       resolvePending(false);  // their events may not outlive them on every driver
       releaseTwin(call.args[0]);
       return;
+    case ApiId::clRetainCommandQueue: {
+      auto lock = m_recorder.lock();
+      auto it = m_queues.find(call.args[0]);
+      if (it != m_queues.end()) ++it->second.appRefs;
+      return;
+    }
     case ApiId::clReleaseContext:
       resolvePending(false);
       return;

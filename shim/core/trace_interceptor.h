@@ -74,6 +74,7 @@ class TraceInterceptor final : public Interceptor {
     cl_device_id device = nullptr;
     cl_command_queue twinQueue = nullptr;  ///< made at the first timed command
     bool twinFailed = false;               ///< the driver refused it: the queue stays untimed
+    uint32_t appRefs = 1;                  ///< the program's references (its retains and releases)
   };
   struct Pending {
     cl_event event;
@@ -94,7 +95,7 @@ class TraceInterceptor final : public Interceptor {
   void endTwin(CallRecord& call, int eventArg);
   /// The twin of `queue` (made on first use), or null.
   cl_command_queue twinOf(uint64_t queue);
-  /// Before the application's last reference to `queue` goes: its twin goes too.
+  /// Before the application releases `queue`: at its last reference, its twin goes too.
   void releaseTwin(uint64_t queue);
   void recordCall(CallRecord& call, uint64_t hostNs);
   void hostRef(trace::Leaf* leaf, uint8_t arg, uint64_t ptr, uint64_t bytes, uint64_t span,
