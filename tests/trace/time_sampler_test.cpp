@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: MIT
 /** @file Which commands trace mode times (trace/time_sampler.h). */
+#include "common/options.h"
 #include "trace/time_sampler.h"
 
 #include <gtest/gtest.h>
 
 #include <set>
+#include <string>
 
 namespace hetopt::trace {
 namespace {
@@ -68,6 +70,12 @@ TEST(TimeSampler, DefaultPeriodEstimatesLongLoops) {
     }
   for (int k = 0; k < 3; ++k) EXPECT_NEAR(estimate[k] / truth[k], 1.0, 0.02) << "key " << k;
   EXPECT_NEAR(static_cast<double>(timed), 3 * (kCensus + (iters - kCensus) / 64.0), 3.0);
+}
+
+// The shim reads HETOPT_TIME_SAMPLE with options.def's default; the sampler's own must agree.
+TEST(TimeSampler, DefaultPeriodIsTheOptionsDefault) {
+  EXPECT_EQ(std::to_string(TimeSampler::kDefaultPeriod),
+            hetopt::optionInfo(hetopt::Option::TIME_SAMPLE).defaultValue);
 }
 
 TEST(TimeSampler, KeysAreCountedApart) {
