@@ -1,9 +1,17 @@
 // SPDX-License-Identifier: MIT
 /**
  * @file Which device commands get their profiling timestamps read in trace mode
- * (HETOPT_TIME_SAMPLE). Reading them costs the driver an event per command (about 10 us per
- * command on NVIDIA), which doubles the run time of a loop of tiny commands; the folded trace keeps
+ * (HETOPT_TIME_SAMPLE). A timed command costs: on a profiling queue an event read (NVIDIA H100: an
+ * event on every command of a profiling queue ~7 us per command, and the profiling queue itself
+ * ~4.8 us on every command, timed or not), on a twin queue (HETOPT_TIME_QUEUE=twin, the default)
+ * the fence around it, ~15 us per timed command and nothing on the others; the folded trace keeps
  * one aggregate per loop leaf anyway, so a sample of each leaf's commands gives the same means.
+ *
+ * The default period, 64: a twin-timed command costs ~15 us and the most call-bound loop measured
+ * (bench/queue_cost: blocking 4 KiB write -> kernel -> read, 9.2 us per command on the H100) then
+ * pays 15 / 64 / 9.2 = 2.5% (loop_wkr 4K, 17 us per command: 1.4%), where 16 cost 10% and 5.5%.
+ * A long loop still has hundreds of timed commands per key (20,000 iterations: 32 + 312), and a
+ * short one its 32-command census plus one per 64 after.
  *
  * Commands are grouped by a key the caller computes from what the compressor folds on (the
  * function and the OpenCL objects it names). Each key's first kCensus commands are all timed (short
@@ -30,7 +38,7 @@ class TimeSampler {
  public:
   static constexpr unsigned kSlots = 256;   ///< distinct (call, objects) keys kept per thread
   static constexpr uint64_t kCensus = 32;   ///< commands of a key timed before sampling starts
-  static constexpr uint64_t kDefaultPeriod = 16;
+  static constexpr uint64_t kDefaultPeriod = 64;  ///< keep common/options.def's default equal
 
   /// `period` <= 1 times every command.
   explicit TimeSampler(uint64_t period = kDefaultPeriod, uint64_t seed = 0x9e3779b97f4a7c15ull)

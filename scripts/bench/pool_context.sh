@@ -30,7 +30,7 @@ variants="native program own noprofile"
 printf '%-17s %-9s %9s %9s %9s %9s %9s\n' app variant app_ms wall_ms before_ms setup_ms exit_ms
 for app in ${APPS:-loop_wkr calloc_realloc}; do
   read -r -a a <<<"${ARGS:---size 64M --iters 20}"
-  "$bin/hetopt" trace -- "$bin/$app" "${a[@]}" >/dev/null 2>&1 || { echo "$app: trace failed"; continue; }
+  "$bin/hetopt" trace -o "$work/$app.trace" -- "$bin/$app" "${a[@]}" >/dev/null 2>&1 || { echo "$app: trace failed"; continue; }
   for v in $variants; do : >"$work/$v"; done
   for ((i = 0; i < rounds; ++i)); do
     measure "$bin/$app" "${a[@]}" >>"$work/native"

@@ -2,7 +2,9 @@
 # SPDX-License-Identifier: MIT
 # Where tracing overhead comes from, for one test-app run: native, the shim in count mode
 # (interception only), and `hetopt trace` with HETOPT_TIME_SAMPLE=0 (queues left unprofiled, no
-# device times), the default (sampled) and 1 (every command timed). Variants run interleaved, one
+# device times), the default (sampled, timed commands on twin queues), 1 (every command timed), and
+# HETOPT_TIME_QUEUE=profiled (every queue profiled: the way before twin queues), at the default
+# period and at 16 (the default before twin queues). Variants run interleaved, one
 # of each per round, RUNS rounds, so load drift on a shared machine hits all alike; prints median
 # wall and CPU (user + system of the process and its threads) per variant against native.
 #   trace_variants.sh BUILD_DIR [RUNS] [APP:ARGS]     (default 'loop_wkr:--size 4K --iters 20000')
@@ -29,6 +31,10 @@ with tempfile.TemporaryDirectory(prefix="hetopt-trace-variants.") as tmp:
         "trace, HETOPT_TIME_SAMPLE=0": (trace + cmd, {"HETOPT_TIME_SAMPLE": "0"}),
         "trace, default (sampled)": (trace + cmd, {}),
         "trace, HETOPT_TIME_SAMPLE=1": (trace + cmd, {"HETOPT_TIME_SAMPLE": "1"}),
+        "trace, HETOPT_TIME_SAMPLE=16": (trace + cmd, {"HETOPT_TIME_SAMPLE": "16"}),
+        "trace, HETOPT_TIME_QUEUE=profiled": (trace + cmd, {"HETOPT_TIME_QUEUE": "profiled"}),
+        "trace, profiled, TIME_SAMPLE=16": (trace + cmd, {"HETOPT_TIME_QUEUE": "profiled",
+                                                          "HETOPT_TIME_SAMPLE": "16"}),
     }
     print(f"{case}; date: {time.strftime('%Y-%m-%d', time.gmtime())}, {runs} rounds (median); "
           f"load average before: {load()}")
@@ -37,6 +43,7 @@ with tempfile.TemporaryDirectory(prefix="hetopt-trace-variants.") as tmp:
         for name, (c, env) in variants.items():
             e = dict(os.environ)
             e.pop("HETOPT_TIME_SAMPLE", None)
+            e.pop("HETOPT_TIME_QUEUE", None)
             e.update(env)
             before = resource.getrusage(resource.RUSAGE_CHILDREN)
             start = time.monotonic()
@@ -50,6 +57,6 @@ nw = statistics.median(w for w, _ in got["native"])
 nc = statistics.median(c for _, c in got["native"])
 for name, v in got.items():
     w, c = statistics.median(x for x, _ in v), statistics.median(y for _, y in v)
-    print(f"{name:30s} wall {w:7.0f} ms {100 * (w - nw) / nw:+6.1f}%   cpu {c:7.0f} ms {100 * (c - nc) / nc:+6.1f}%")
+    print(f"{name:34s} wall {w:7.0f} ms {100 * (w - nw) / nw:+6.1f}%   cpu {c:7.0f} ms {100 * (c - nc) / nc:+6.1f}%")
 print(f"load average after: {load()}")
 PY

@@ -92,7 +92,7 @@ for s in "$@"; do
       bash "$root/tests/integration/register_inplace.sh" "$build/bin/hetopt" \
         "$build/lib/libhetopt_shim.so" "$build/bin/static_mmap" "$build/bin/remap_app" 2>&1 |
         tail -n 20 | tee "$out/register_inplace.txt"
-      "$build/bin/hetopt" trace -- "$build/bin/static_mmap" --size 64M --iters 20 >/dev/null 2>&1
+      "$build/bin/hetopt" trace -o "$build/static_mmap.trace" -- "$build/bin/static_mmap" --size 64M --iters 20 >/dev/null 2>&1
       "$build/bin/hetopt" run --stats -- "$build/bin/static_mmap" --size 64M --iters 20 2>&1 |
         grep -E "elapsed_ms|stats|registered|hetopt" | tee -a "$out/register_inplace.txt"
       ;;

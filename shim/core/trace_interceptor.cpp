@@ -37,6 +37,8 @@ HETOPT_TLS uint64_t t_traceThread = 0;
 HETOPT_TLS trace::TimeSampler* t_sampler = nullptr;
 pthread_key_t s_samplerKey;
 uint64_t s_samplePeriod = trace::TimeSampler::kDefaultPeriod;
+/// HETOPT_TIME_QUEUE=twin (default): timed commands run on profiling twins of unprofiled queues.
+bool s_twinQueues = true;
 
 void deleteSampler(void* p) { delete static_cast<trace::TimeSampler*>(p); }
 
@@ -70,12 +72,53 @@ uint64_t sampleKey(const CallRecord& call, const api::ApiInfo& info) {
   return key;
 }
 
+/// Device commands a twin queue may run for the program: transfers, fills, copies, map/unmap and
+/// kernels. Not markers, barriers and clEnqueueWaitForEvents (their place in the program's queue is
+/// what they do), nor migrations, SVM and USM commands, native kernels or external/GL interop
+/// acquire/release (tied to the queue, the host or another API): those stay untimed on twin queues.
+bool twinnable(ApiId id) {
+  switch (id) {
+    case ApiId::clEnqueueReadBuffer:
+    case ApiId::clEnqueueReadBufferRect:
+    case ApiId::clEnqueueWriteBuffer:
+    case ApiId::clEnqueueWriteBufferRect:
+    case ApiId::clEnqueueFillBuffer:
+    case ApiId::clEnqueueCopyBuffer:
+    case ApiId::clEnqueueCopyBufferRect:
+    case ApiId::clEnqueueReadImage:
+    case ApiId::clEnqueueWriteImage:
+    case ApiId::clEnqueueFillImage:
+    case ApiId::clEnqueueCopyImage:
+    case ApiId::clEnqueueCopyImageToBuffer:
+    case ApiId::clEnqueueCopyBufferToImage:
+    case ApiId::clEnqueueMapBuffer:
+    case ApiId::clEnqueueMapImage:
+    case ApiId::clEnqueueUnmapMemObject:
+    case ApiId::clEnqueueNDRangeKernel:
+    case ApiId::clEnqueueTask:
+      return true;
+    default:
+      return false;
+  }
+}
+
+/// A command on its way through a twin queue: what to restore and release at its end.
+struct TwinCall {
+  uint64_t appQueue;
+  int waitArg;                   ///< event_wait_list's index; its count is info.args[waitArg].refs[0]
+  uint64_t numEvents, eventList;  ///< the application's wait list
+  cl_event fence;                ///< the marker on the application's queue the command waits for
+  bool outOfOrder;
+  std::vector<cl_event> list;    ///< the application's wait list + the fence
+};
+
 enum ScratchFlags : uintptr_t {
   kInjectedEvent = 1,  ///< we passed an event of ours for the device timing
   kHideProfiling = 2,
   kTimeable = 4,       ///< an enqueue on a queue we profile: a device command we could time
   kTimed = 8,          ///< ... chosen by the sampler: its timestamps are read
   kSampled = 16,       ///< ... as the sample of its block (weight: the period), not in the census
+  kTwin = 32,          ///< ... sent to its queue's twin (scratch[2]: its TwinCall)
 };
 
 constexpr size_t kMaxArrayRefs = 16;   ///< handles/pointers read from one array argument
@@ -245,6 +288,12 @@ TraceInterceptor* TraceInterceptor::create() {
   if (!periodOk)
     warn("trace mode: HETOPT_TIME_SAMPLE='%s' is not a number in 0..1048576; using %s",
          optionString(Option::TIME_SAMPLE), optionInfo(Option::TIME_SAMPLE).defaultValue);
+  const std::string timeQueue = optionString(Option::TIME_QUEUE);
+  if (timeQueue == "profiled") {
+    s_twinQueues = false;
+  } else if (timeQueue != "twin") {
+    warn("trace mode: HETOPT_TIME_QUEUE='%s' is neither twin nor profiled; using twin", timeQueue.c_str());
+  }
   s_instance = t;
   pthread_key_create(&s_threadKey, threadKeyDestructor);
   pthread_key_create(&s_samplerKey, deleteSampler);
@@ -302,8 +351,10 @@ void TraceInterceptor::beginQueueCreation(CallRecord& call) {
   auto* qc = new QueueCreation();
   call.scratch[2] = qc;
   qc->originalArg = call.args[2];
+  // Twin mode: the queue is made as asked; the list is still read (device-side queues stay out).
+  const bool addProfiling = !s_twinQueues;
   if (call.id == ApiId::clCreateCommandQueue) {
-    if (!(call.args[2] & CL_QUEUE_PROFILING_ENABLE)) {
+    if (addProfiling && !(call.args[2] & CL_QUEUE_PROFILING_ENABLE)) {
       call.args[2] |= CL_QUEUE_PROFILING_ENABLE;
       qc->modified = true;
     }
@@ -324,7 +375,7 @@ void TraceInterceptor::beginQueueCreation(CallRecord& call) {
           call.scratch[2] = nullptr;
           return;
         }
-        if (!(v & CL_QUEUE_PROFILING_ENABLE)) {
+        if (addProfiling && !(v & CL_QUEUE_PROFILING_ENABLE)) {
           v |= CL_QUEUE_PROFILING_ENABLE;
           qc->modified = true;
         }
@@ -337,7 +388,7 @@ void TraceInterceptor::beginQueueCreation(CallRecord& call) {
       return;
     }
   }
-  if (!found) {
+  if (!found && addProfiling) {
     qc->array.push_back(CL_QUEUE_PROPERTIES);
     qc->array.push_back(CL_QUEUE_PROFILING_ENABLE);
     qc->modified = true;
@@ -386,6 +437,9 @@ void TraceInterceptor::endQueueCreation(CallRecord& call) {
       }
       if (props) info.propertiesArray.push_back(0);
     }
+    info.twin = s_twinQueues && !(info.properties & CL_QUEUE_PROFILING_ENABLE);
+    info.context = reinterpret_cast<cl_context>(call.args[0]);
+    info.device = reinterpret_cast<cl_device_id>(call.args[1]);
     auto lock = m_recorder.lock();
     m_queues[call.result] = std::move(info);
   }
@@ -423,6 +477,156 @@ void TraceInterceptor::fixQueueInfo(CallRecord& call) {
   call.result = CL_SUCCESS;
 }
 
+// ---- twin queues ---------------------------------------------------------------------------------
+
+cl_command_queue TraceInterceptor::twinOf(uint64_t queue) {
+  cl_context context;
+  cl_device_id device;
+  cl_command_queue_properties props;
+  {
+    auto lock = m_recorder.lock();
+    auto it = m_queues.find(queue);
+    if (it == m_queues.end() || it->second.twinFailed) return nullptr;
+    if (it->second.twinQueue) return it->second.twinQueue;
+    context = it->second.context;
+    device = it->second.device;
+    props = CL_QUEUE_PROFILING_ENABLE | (it->second.properties & CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE);
+  }
+  // Made outside the lock: a driver thread may allocate (and so reach the recorder) meanwhile.
+  cl_command_queue twin = nullptr;
+  cl_int err = CL_INVALID_OPERATION;
+  using WithProps = cl_command_queue(CL_API_CALL*)(cl_context, cl_device_id, const cl_queue_properties*, cl_int*);
+  using Plain = cl_command_queue(CL_API_CALL*)(cl_context, cl_device_id, cl_command_queue_properties, cl_int*);
+  if (auto fn = real<WithProps>(ApiId::clCreateCommandQueueWithProperties)) {
+    const cl_queue_properties list[] = {CL_QUEUE_PROPERTIES, props, 0};
+    twin = fn(context, device, list, &err);
+  }
+  if (!twin) {
+    if (auto fn = real<Plain>(ApiId::clCreateCommandQueue)) twin = fn(context, device, props, &err);
+  }
+  using RelFn = cl_int(CL_API_CALL*)(cl_command_queue);
+  auto lock = m_recorder.lock();
+  auto it = m_queues.find(queue);
+  if (it != m_queues.end() && !it->second.twinQueue && !it->second.twinFailed) {
+    if (twin) {
+      it->second.twinQueue = twin;
+      m_twinToApp[reinterpret_cast<uintptr_t>(twin)] = queue;
+      return twin;
+    }
+    it->second.twinFailed = true;
+    warn("trace mode: no profiling queue beside the program's (error %d); its commands stay untimed", err);
+    return nullptr;
+  }
+  // Another thread made one meanwhile (or the queue went): keep that one.
+  cl_command_queue kept = it != m_queues.end() ? it->second.twinQueue : nullptr;
+  if (twin) {
+    if (auto rel = real<RelFn>(ApiId::clReleaseCommandQueue)) rel(twin);
+  }
+  return kept;
+}
+
+bool TraceInterceptor::beginTwin(CallRecord& call, uint64_t queue, int eventArg) {
+  const api::ApiInfo& info = api::apiInfo(call.id);
+  int waitArg = -1;
+  for (unsigned i = 0; i < info.numArgs; ++i)
+    if (info.args[i].role == ArgRole::Wait) waitArg = static_cast<int>(i);
+  if (waitArg < 0 || eventArg < 0 || info.args[waitArg].refs[0] < 0) return false;
+  const uint64_t numEvents = call.args[info.args[waitArg].refs[0]];
+  const uint64_t eventList = call.args[waitArg];
+  // A wait list the driver will refuse: the application's queue gives its own error.
+  if ((numEvents == 0) != (eventList == 0) || numEvents > 4096) return false;
+  cl_command_queue twin = twinOf(queue);
+  if (!twin) return false;
+  using MarkerFn = cl_int(CL_API_CALL*)(cl_command_queue, cl_uint, const cl_event*, cl_event*);
+  using FlushFn = cl_int(CL_API_CALL*)(cl_command_queue);
+  auto marker = real<MarkerFn>(ApiId::clEnqueueMarkerWithWaitList);
+  auto flush = real<FlushFn>(ApiId::clFlush);
+  if (!marker || !flush) return false;
+  auto app = reinterpret_cast<cl_command_queue>(queue);
+  // The fence: the command starts after everything the program enqueued before it. Flushed, so
+  // that the twin (and a blocking command on it) never waits for a marker nobody submitted.
+  cl_event fence = nullptr;
+  if (marker(app, 0, nullptr, &fence) != CL_SUCCESS || !fence) return false;
+  if (flush(app) != CL_SUCCESS) {
+    if (auto rel = real<cl_int(CL_API_CALL*)(cl_event)>(ApiId::clReleaseEvent)) rel(fence);
+    return false;
+  }
+  auto* tc = new TwinCall{queue, waitArg, numEvents, eventList, fence, false, {}};
+  {
+    auto lock = m_recorder.lock();
+    auto it = m_queues.find(queue);
+    tc->outOfOrder = it != m_queues.end() && (it->second.properties & CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE);
+  }
+  const auto* list = reinterpret_cast<const cl_event*>(eventList);
+  tc->list.assign(list, list + numEvents);
+  tc->list.push_back(fence);
+  call.scratch[2] = tc;
+  call.args[0] = reinterpret_cast<uintptr_t>(twin);
+  call.args[info.args[waitArg].refs[0]] = tc->list.size();
+  call.args[waitArg] = reinterpret_cast<uintptr_t>(tc->list.data());
+  addFlag(call, kTwin);
+  return true;
+}
+
+void TraceInterceptor::endTwin(CallRecord& call, int eventArg) {
+  auto* tc = static_cast<TwinCall*>(call.scratch[2]);
+  call.scratch[2] = nullptr;
+  if (!tc) return;
+  const api::ApiInfo& info = api::apiInfo(call.id);
+  const uint64_t twin = call.args[0];
+  call.args[0] = tc->appQueue;
+  call.args[info.args[tc->waitArg].refs[0]] = tc->numEvents;
+  call.args[tc->waitArg] = tc->eventList;
+  using RelFn = cl_int(CL_API_CALL*)(cl_event);
+  using FenceFn = cl_int(CL_API_CALL*)(cl_command_queue, cl_uint, const cl_event*, cl_event*);
+  using QueueFn = cl_int(CL_API_CALL*)(cl_command_queue);
+  using WaitFn = cl_int(CL_API_CALL*)(cl_uint, const cl_event*);
+  auto rel = real<RelFn>(ApiId::clReleaseEvent);
+  if (rel) rel(tc->fence);
+  // The command's event: the one we injected, or the application's. None: it was not enqueued.
+  cl_event done = nullptr;
+  if (flagsOf(call) & kInjectedEvent)
+    done = static_cast<cl_event>(call.scratch[1]);
+  else if (eventArg >= 0 && call.args[eventArg])
+    done = *reinterpret_cast<cl_event*>(call.args[eventArg]);
+  const bool enqueued = done && (info.returnClass == ArgClass::Scalar ? static_cast<cl_int>(call.result) == CL_SUCCESS
+                                                                      : call.result != 0);
+  if (enqueued) {
+    // Later commands of the program's queue (and its clFinish) wait for the command. In an
+    // out-of-order queue a marker does that without ordering the commands around it.
+    auto app = reinterpret_cast<cl_command_queue>(tc->appQueue);
+    auto fence = real<FenceFn>(tc->outOfOrder ? ApiId::clEnqueueMarkerWithWaitList : ApiId::clEnqueueBarrierWithWaitList);
+    auto flush = real<QueueFn>(ApiId::clFlush);
+    if (flush) flush(reinterpret_cast<cl_command_queue>(twin));
+    if (!fence || fence(app, 1, &done, nullptr) != CL_SUCCESS) {
+      // Nothing on the program's queue can stand for the command: it completes here instead.
+      if (auto wait = real<WaitFn>(ApiId::clWaitForEvents)) wait(1, &done);
+    }
+  }
+  delete tc;
+}
+
+void TraceInterceptor::releaseTwin(uint64_t queue) {
+  using QueueFn = cl_int(CL_API_CALL*)(cl_command_queue);
+  cl_command_queue twin;
+  {
+    auto lock = m_recorder.lock();
+    auto it = m_queues.find(queue);
+    // The program's own count (CL_QUEUE_REFERENCE_COUNT includes the driver's references, which
+    // in-flight commands and events hold on some drivers).
+    if (it == m_queues.end() || !it->second.twin || --it->second.appRefs > 0) return;
+    twin = it->second.twinQueue;
+    if (twin) m_twinToApp.erase(reinterpret_cast<uintptr_t>(twin));
+    m_queues.erase(it);
+  }
+  if (!twin) return;
+  // The program's last reference: its twin goes now, its commands' timings read first. Waiting
+  // costs nothing where the program finished its queue before releasing it, as programs do.
+  if (auto finish = real<QueueFn>(ApiId::clFinish)) finish(twin);
+  resolvePending(false);
+  if (auto rel = real<QueueFn>(ApiId::clReleaseCommandQueue)) rel(twin);
+}
+
 // ---- calls ---------------------------------------------------------------------------------------
 
 void TraceInterceptor::callBegin(CallRecord& call) {
@@ -437,8 +641,17 @@ void TraceInterceptor::callBegin(CallRecord& call) {
       if (s_samplePeriod != 0) beginQueueCreation(call);
       return;
     case ApiId::clReleaseCommandQueue:
-    case ApiId::clReleaseContext:
       resolvePending(false);  // their events may not outlive them on every driver
+      releaseTwin(call.args[0]);
+      return;
+    case ApiId::clRetainCommandQueue: {
+      auto lock = m_recorder.lock();
+      auto it = m_queues.find(call.args[0]);
+      if (it != m_queues.end()) ++it->second.appRefs;
+      return;
+    }
+    case ApiId::clReleaseContext:
+      resolvePending(false);
       return;
     case ApiId::clGetEventProfilingInfo: {
       // Events of queues where only we asked for profiling answer as if profiling were off.
@@ -449,7 +662,7 @@ void TraceInterceptor::callBegin(CallRecord& call) {
                    nullptr) == CL_SUCCESS && q) {
         auto lock = m_recorder.lock();
         auto it = m_queues.find(reinterpret_cast<uintptr_t>(q));
-        if (it != m_queues.end() && it->second.addedProfiling) {
+        if ((it != m_queues.end() && it->second.addedProfiling) || m_twinToApp.count(reinterpret_cast<uintptr_t>(q))) {
           addFlag(call, kHideProfiling);
           call.args[3] = 0;  // nothing is written to the application's memory
           call.args[4] = 0;
@@ -465,14 +678,20 @@ void TraceInterceptor::callBegin(CallRecord& call) {
   for (unsigned i = 0; i < info.numArgs && eventArg < 0; ++i)
     if (info.args[i].role == ArgRole::EventOut) eventArg = static_cast<int>(i);
   if (eventArg < 0) return;
+  bool twin;
   {
     auto lock = m_recorder.lock();
-    if (!m_queues.count(call.args[0])) return;
+    auto it = m_queues.find(call.args[0]);
+    if (it == m_queues.end()) return;
+    twin = it->second.twin;
+    if (twin && it->second.twinFailed) return;
   }
+  if (twin && !twinnable(call.id)) return;  // a command of an unprofiled queue that stays there
   addFlag(call, kTimeable);
   // Only sampled commands get an event read (and, where the application passed none, injected).
   const uint64_t weight = threadSampler().weight(sampleKey(call, info));
   if (!weight) return;
+  if (twin && !beginTwin(call, call.args[0], eventArg)) return;  // untimed where it was
   addFlag(call, weight > 1 ? kTimed | kSampled : kTimed);
   if (call.args[eventArg] == 0) {
     call.scratch[1] = nullptr;
@@ -493,6 +712,16 @@ void TraceInterceptor::callEnd(CallRecord& call) {
     case ApiId::clGetCommandQueueInfo:
       fixQueueInfo(call);
       break;
+    case ApiId::clGetEventInfo:
+      // An event of a twin command: its queue is the application's.
+      if (call.args[1] == CL_EVENT_COMMAND_QUEUE && static_cast<cl_int>(call.result) == CL_SUCCESS &&
+          call.args[3] && call.args[2] >= sizeof(cl_command_queue)) {
+        auto* q = reinterpret_cast<cl_command_queue*>(call.args[3]);
+        auto lock = m_recorder.lock();
+        auto it = m_twinToApp.find(reinterpret_cast<uintptr_t>(*q));
+        if (it != m_twinToApp.end()) *q = reinterpret_cast<cl_command_queue>(it->second);
+      }
+      break;
     case ApiId::clGetEventProfilingInfo:
       if (flagsOf(call) & kHideProfiling) {
         const auto status = static_cast<cl_int>(call.result);
@@ -502,6 +731,13 @@ void TraceInterceptor::callEnd(CallRecord& call) {
       break;
     default:
       break;
+  }
+  if (flagsOf(call) & kTwin) {
+    int eventArg = -1;
+    const api::ApiInfo& info = api::apiInfo(call.id);
+    for (unsigned i = 0; i < info.numArgs; ++i)
+      if (info.args[i].role == ArgRole::EventOut) eventArg = static_cast<int>(i);
+    endTwin(call, eventArg);
   }
   recordCall(call, hostNs);
 }

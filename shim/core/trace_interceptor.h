@@ -4,10 +4,10 @@
  * compressed, SSA-versioned trace (trace/recorder.h) with host and device timings.
  *
  * Argument meaning comes from the generated API table (roles, references between parameters);
- * hand code exists only for the calls that need it: queue creation (profiling is switched on),
- * clGetCommandQueueInfo and clGetEventProfilingInfo (the application still sees its own queue
- * properties and error codes), event injection for device timings, clSetKernelArg (which buffers
- * a launch writes), map/unmap.
+ * hand code exists only for the calls that need it: queue creation, twin queues (below),
+ * clGetCommandQueueInfo, clGetEventInfo and clGetEventProfilingInfo (the application still sees
+ * its own queues, properties and error codes), event injection for device timings,
+ * clSetKernelArg (which buffers a launch writes), map/unmap.
  *
  * Device timings: the thread's sampler (trace/time_sampler.h, HETOPT_TIME_SAMPLE) picks which
  * enqueues on profiled queues are timed; the others are only counted. A picked call that passed
@@ -15,6 +15,17 @@
  * is read lazily, without blocking, at sync points
  * (clFinish, clWaitForEvents, blocking calls, queue/context release) or when many are pending, then
  * released. Nothing is read at exit: the OpenCL runtime may already be gone by then.
+ *
+ * Where the timestamps come from (HETOPT_TIME_QUEUE): a profiling-enabled queue costs some drivers
+ * several microseconds on every command, timed or not (NVIDIA: ~4.8 us), so by default ("twin")
+ * the program's queues stay as it made them and a timed device command is sent instead to a
+ * profiling twin of its queue (same context and device, made at the first timed command), fenced
+ * so that the program's order holds: a marker on the program's queue (flushed) joins the command's
+ * wait list, and a barrier (a marker on out-of-order queues) on the program's queue waits for the
+ * command, so later commands, clFinish and barriers still cover it. The fence is not recorded; the
+ * call is recorded as the program made it, and events of twin commands answer the program's queue
+ * and CL_PROFILING_INFO_NOT_AVAILABLE. "profiled" switches profiling on on every queue instead.
+ * Queues the program itself made with profiling are timed directly either way.
  *
  * Files: HETOPT_TRACE_FILE (default ./hetopt-<prog>-<pid>.trace); "%p" in it is replaced by the
  * pid. Exec'd children inherit "<file>.%p" and forked children switch to it, so every process
@@ -58,6 +69,12 @@ class TraceInterceptor final : public Interceptor {
     cl_command_queue_properties properties = 0;          ///< what the application asked for
     std::vector<cl_queue_properties> propertiesArray;     ///< ... as an array (with its 0)
     bool hadArray = false;
+    bool twin = false;  ///< timed through a twin queue: the application's queue is unprofiled
+    cl_context context = nullptr;
+    cl_device_id device = nullptr;
+    cl_command_queue twinQueue = nullptr;  ///< made at the first timed command
+    bool twinFailed = false;               ///< the driver refused it: the queue stays untimed
+    uint32_t appRefs = 1;                  ///< the program's references (its retains and releases)
   };
   struct Pending {
     cl_event event;
@@ -72,6 +89,14 @@ class TraceInterceptor final : public Interceptor {
   void beginQueueCreation(CallRecord& call);
   void endQueueCreation(CallRecord& call);
   void fixQueueInfo(CallRecord& call);
+  /// Redirects a timed command to its queue's twin, fenced; false (nothing changed) when it cannot.
+  bool beginTwin(CallRecord& call, uint64_t queue, int eventArg);
+  /// Restores the call as the application made it and closes the fence behind the command.
+  void endTwin(CallRecord& call, int eventArg);
+  /// The twin of `queue` (made on first use), or null.
+  cl_command_queue twinOf(uint64_t queue);
+  /// Before the application releases `queue`: at its last reference, its twin goes too.
+  void releaseTwin(uint64_t queue);
   void recordCall(CallRecord& call, uint64_t hostNs);
   void hostRef(trace::Leaf* leaf, uint8_t arg, uint64_t ptr, uint64_t bytes, uint64_t span,
                trace::HostAccess access);
@@ -87,6 +112,7 @@ class TraceInterceptor final : public Interceptor {
   trace::RecorderConfig m_config;
   std::string m_childPattern;  ///< path for children, with %p
   std::map<uint64_t, QueueInfo> m_queues;                    ///< by handle; recorder lock
+  std::map<uint64_t, uint64_t> m_twinToApp;  ///< twin queue -> the application's queue; recorder lock
   std::map<trace::ObjectId, std::vector<trace::ObjectId>> m_kernelArgs;  ///< bound objects
   std::map<trace::ObjectId, uint64_t> m_mapFlags;  ///< mapped pointer object -> last map flags
   std::vector<Pending> m_pending;  ///< recorder lock
