@@ -23,6 +23,8 @@
 #   ocl-icd       dlopen_app's row with ocl-icd's loader (carried in .carry/ocl-icd, hetopt's chosen
 #                 loader): it supports OpenCL layers, through which the shim sees programs that
 #                 dlopen() libOpenCL; the CUDA toolkit's loader does not
+#   tests         the ctests that check behaviour a driver decides, on the real one: twin queues
+#                 (ordering, events, release) and optimize mode's pool contexts
 #   context       scripts/bench/pool_context.sh: whole-process time of native, `hetopt run` with the
 #                 pool in the program's context (the default), HETOPT_POOL_CONTEXT=own, and with no
 #                 profile (untouched), interleaved, per phase
@@ -112,6 +114,11 @@ for s in "$@"; do
       mkdir -p "$out/ocl-icd"
       LD_LIBRARY_PATH=$root/.carry/ocl-icd${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} APPS=dlopen_app \
         "$root/scripts/bench/apps_speedup.sh" "$build" "$runs" "$out/ocl-icd" | tee "$out/ocl-icd/apps_speedup.txt"
+      ;;
+    tests)
+      step "ctest twin_queues, shim.optimize"
+      ctest --test-dir "$build" -R 'twin_queues|shim\.optimize' --output-on-failure --timeout 120 2>&1 |
+        tail -n 25 | tee "$out/ctest.txt"
       ;;
     context)
       step "pool context: program vs own"
