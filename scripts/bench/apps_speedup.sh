@@ -41,7 +41,7 @@ for app in $apps; do
   read -r -a a <<<"${ARGS:-${args[$app]}}"  # ARGS overrides every app's (quick checks)
   "$hetopt" trace --no-analyze -o "$work/$app.trace" -- "$bin/$app" "${a[@]}" >"$work/out.trace" 2>"$work/$app.trace.err" &&
     "$hetopt" analyze "$work/$app.trace" >"$work/$app.analysis" 2>&1 ||
-    { echo "$app: trace/analyze failed"; tail -5 "$work/$app.trace.err" "$work/$app.analysis"; continue; }
+    { echo "$app: trace/analyze failed"; tail -n 5 "$work/$app.trace.err" "$work/$app.analysis"; continue; }
   : >"$work/n" ; : >"$work/p" ; : >"$work/h" ; : >"$work/d"
   for ((i = 0; i < runs; ++i)); do
     measure "$bin/$app" "${a[@]}" >>"$work/n" || echo "$app native failed"
