@@ -27,6 +27,7 @@ struct ClDevice {
   std::string deviceVendor;
   std::string driverVersion;
   cl_ulong globalMemBytes = 0;
+  cl_ulong maxAllocBytes = 0;  ///< CL_DEVICE_MAX_MEM_ALLOC_SIZE: the largest buffer the device takes
   cl_bool hostUnifiedMemory = CL_FALSE;
 
   /// "NVIDIA CUDA / NVIDIA H200 [GPU, driver 580.159.04]"

@@ -85,9 +85,10 @@ void InplaceRegistry::findStaticRanges() {
   }
 }
 
-void InplaceRegistry::contextReady(const PolicyEnv& env) {
+void InplaceRegistry::contextReady(const PolicyEnv& env, uint64_t maxBufferBytes) {
   if (m_disabled.load(std::memory_order_acquire)) return;
   m_env = env;
+  m_maxBufferBytes = maxBufferBytes;
   m_register = makePolicy(PolicyKind::Register, m_env);
   findStaticRanges();
   m_ready.store(true, std::memory_order_release);
@@ -105,7 +106,12 @@ void InplaceRegistry::registerRange(size_t i, std::unique_lock<std::mutex>& lock
   Allocation a;
   const auto begin = std::chrono::steady_clock::now();
   t_registering = true;
-  PolicyStatus st = adoptHostMemory(m_env, ptr, bytes, &a);
+  PolicyStatus st =
+      m_maxBufferBytes && bytes > m_maxBufferBytes
+          ? PolicyStatus::failure(CL_INVALID_BUFFER_SIZE, 0,
+                                  "%zu bytes is more than the device's largest buffer (%llu)", bytes,
+                                  static_cast<unsigned long long>(m_maxBufferBytes))
+          : adoptHostMemory(m_env, ptr, bytes, &a);
   t_registering = false;
   const uint64_t ns = static_cast<uint64_t>(
       std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - begin)

@@ -44,8 +44,11 @@ class InplaceRegistry {
 
   /// The shim's context (and the OpenCL entry points) exist: finds the static ranges in this
   /// process (page-aligned, inside the main executable's loaded image) and registers them and the
-  /// mappings known so far. Called once, on the pool thread; `env` is copied.
-  void contextReady(const PolicyEnv& env);
+  /// mappings known so far. Called once, on the pool thread; `env` is copied. Ranges larger than
+  /// `maxBufferBytes` (the device's CL_DEVICE_MAX_MEM_ALLOC_SIZE; 0: unknown) are refused without
+  /// asking the driver: the spec forbids such a buffer, and NVIDIA's pins all of it anyway (a
+  /// 40 GiB MAP_NORESERVE mapping, faulted in and locked in 18 s on an H100).
+  void contextReady(const PolicyEnv& env, uint64_t maxBufferBytes = 0);
 
   /// Whether a mapping of `len` bytes with mmap `flags` is one the plan names: anonymous, private,
   /// its size in the plan's range.
@@ -94,6 +97,7 @@ class InplaceRegistry {
 
   Plan m_plan;
   PolicyEnv m_env;
+  uint64_t m_maxBufferBytes = 0;  ///< set by contextReady(); 0: no limit known
   std::unique_ptr<AllocationPolicy> m_register;  ///< release() of registrations
   std::atomic<bool> m_ready{false}, m_disabled{false};
   std::atomic<size_t> m_inUse{0};  ///< non-free slots: hooks skip the lock when 0

@@ -200,7 +200,7 @@ void OptimizeInterceptor::preparePool() {
     snprintf(why, sizeof why, "clCreateCommandQueueWithProperties failed (OpenCL status %d)", err);
     return failPool(why);
   }
-  if (m_registry) m_registry->contextReady(env);  // cheap: ~5 ms per 64 MiB (design notes)
+  if (m_registry) m_registry->contextReady(env, dev.maxAllocBytes);  // ~5 ms per 64 MiB (design notes)
   if (m_plan.sites.empty()) return;               // registrations only: no pool
 
   std::unique_ptr<AllocationPolicy> policy = makePolicy(kind, env);

@@ -10,7 +10,8 @@
  *   4. madvise(MADV_DONTNEED) on it (fresh zero pages), then it crosses again;
  *   5. a MAP_FIXED mapping replacing it in place, then it crosses again;
  *   6. a 1 MiB part of a mapping larger than the device's largest buffer (MAP_NORESERVE: nothing
- *      is touched but that part), which no OpenCL implementation may register.
+ *      is touched but that part), which hetopt must not register: the spec forbids such a
+ *      buffer, and NVIDIA's driver accepts it and pins (faults in) all of it.
  * stdout: the device line, one checksum per step and whether step 2 got the same address.
  */
 #include <sys/mman.h>
