@@ -250,12 +250,18 @@ void OptimizeInterceptor::offerContext(const CallRecord& call) {
       for (size_t i = 0; i < bytes / sizeof devices[0] && !holds; ++i) holds = devices[i] == m_device;
   }
   auto retain = realClFunction<decltype(&clRetainContext)>(api::ApiId::clRetainContext);
-  if (!holds || !retain) return;
+  auto release = realClFunction<decltype(&clReleaseContext)>(api::ApiId::clReleaseContext);
+  // Retained before the lock is taken (no driver call under it), given back if it lost the race.
+  if (!holds || !retain || !release || retain(context) != CL_SUCCESS) return;
+  bool taken = false;
   {
     std::lock_guard<std::mutex> lock(m_stateMutex);
-    if (m_contextChosen || m_programContext) return;  // another thread's context came first
-    if (retain(context) != CL_SUCCESS) return;
-    m_programContext = context;  // kept for the pool's lifetime, i.e. the process's
+    taken = !m_contextChosen && !m_programContext;  // else another thread's context came first
+    if (taken) m_programContext = context;          // kept for the pool's life, the process's
+  }
+  if (!taken) {
+    release(context);
+    return;
   }
   m_stateChanged.notify_all();
 }
