@@ -8,7 +8,7 @@
  * devices, does what needs no OpenCL context (a hybrid pool's pages, mlock'ed), then makes the
  * pinned memory in the program's own first context on the plan's device (retained), as soon as
  * the program has created it. A second context of our own cost the program ~110 ms of context
- * creation and ~60 ms of exit on an H100 (docs/results.md), so one is made only when a candidate
+ * creation on an H100 (170 ms of whole-process time, docs/results.md), so one is made only when a candidate
  * allocation comes before the program has any context, or with HETOPT_POOL_CONTEXT=own; pinned
  * memory from one context transfers at full speed in another (design notes, sec. 4). A candidate
  * allocation that comes before the pool is ready waits up to HETOPT_POOL_WAIT_MS, then takes
