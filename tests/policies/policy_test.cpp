@@ -250,6 +250,42 @@ TEST_F(OnDevice, EveryPolicyServesTransferableMemory) {
   }
 }
 
+// The pool's way (shim/core/optimize_interceptor.cpp): the host half before any context exists,
+// the OpenCL half once it does; the data written in between is what the buffer then holds.
+TEST_F(OnDevice, HybridInTwoHalvesKeepsWhatWasWrittenBetween) {
+  const size_t size = 5 * 65536 + 77;
+  Allocation a;
+  PolicyStatus st = prepareHybridHost(size, &a);
+  if (!st) {  // only the mlock budget may refuse this half (it makes no OpenCL call)
+    ASSERT_NE(st.sysErrno, 0) << st.reason;
+    return;
+  }
+  EXPECT_EQ(a.policy, PolicyKind::Hybrid);
+  EXPECT_GE(a.lockedBytes, size);
+  EXPECT_EQ(a.buffer, nullptr);
+  EXPECT_FALSE(a.mapped);
+  auto* bytes = static_cast<unsigned char*>(a.ptr);
+  for (size_t i = 0; i < size; ++i) bytes[i] = static_cast<unsigned char>(i * 13 + 5);
+  ASSERT_TRUE(finishHybrid(m_env, &a).ok);
+  ASSERT_NE(a.buffer, nullptr);
+  EXPECT_TRUE(a.mapped);
+  bytes = static_cast<unsigned char*>(a.ptr);
+  for (size_t i = 0; i < size; i += 4099) ASSERT_EQ(bytes[i], static_cast<unsigned char>(i * 13 + 5));
+  roundTrip(a);
+  auto policy = makePolicy(PolicyKind::Hybrid, m_env);
+  EXPECT_TRUE(policy->release(&a).ok);
+  EXPECT_EQ(a.ptr, nullptr);
+
+  // Without a context the OpenCL half fails with a reason, and release() still frees the pages.
+  ASSERT_TRUE(prepareHybridHost(size, &a).ok);
+  PolicyEnv none;
+  none.cl = m_env.cl;
+  PolicyStatus fail = finishHybrid(none, &a);
+  EXPECT_FALSE(fail.ok);
+  EXPECT_NE(std::string(fail.reason).find("context"), std::string::npos) << fail.reason;
+  EXPECT_TRUE(policy->release(&a).ok);
+}
+
 TEST_F(OnDevice, AdoptLeavesTheMemoryToItsOwner) {
   std::vector<unsigned char> mine(1 << 20);
   for (size_t i = 0; i < mine.size(); ++i) mine[i] = static_cast<unsigned char>(i ^ (i >> 8));
