@@ -273,6 +273,7 @@ std::vector<NodeId> Compressor::takeFinal(bool all) {
   std::vector<NodeId> out;
   if (all) {
     out.swap(m_window);
+    for (NodeId id : out) settlePending(id);
     return out;
   }
   const size_t keep = 2 * static_cast<size_t>(m_maxBody) + 2;
@@ -284,7 +285,20 @@ std::vector<NodeId> Compressor::takeFinal(bool all) {
   }
   out.assign(m_window.begin(), m_window.begin() + static_cast<long>(count));
   m_window.erase(m_window.begin(), m_window.begin() + static_cast<long>(count));
+  for (NodeId id : out) settlePending(id);
   return out;
+}
+
+void Compressor::settlePending(NodeId id) {
+  Node& n = m_nodes[id];
+  for (NodeId c : n.body) settlePending(c);
+  if (!n.pending) return;
+  // Written out before their timings came (more commands in flight than the window holds): they
+  // can no longer land, so they count as missing, and the leaf's census stays whole.
+  n.leaf.device.missing += n.pending;
+  n.pending = 0;
+  for (NodeId& s : m_slots)
+    if (s == id) s = kNoNode;  // deliver() then only frees the slot
 }
 
 void Compressor::release(const std::vector<NodeId>& roots) {

@@ -177,7 +177,8 @@ class Compressor {
 
   /// Top-level nodes that can no longer fold, oldest first. With `all`, the whole window (end of
   /// the thread or of the trace). Nodes with pending device timings are held back unless the
-  /// window is far over its size or `all` is set.
+  /// window is far over its size or `all` is set; their pending timings then count as missing
+  /// (a later deliver() of such a slot only frees it).
   std::vector<NodeId> takeFinal(bool all);
   /// Releases nodes returned by takeFinal() after they were written.
   void release(const std::vector<NodeId>& roots);
@@ -209,6 +210,8 @@ class Compressor {
   void merge(NodeId x, NodeId y);
   bool foldOnce();
   bool hasPending(NodeId id) const;
+  /// A node leaving for the file: timings still pending on its leaves become `missing`.
+  void settlePending(NodeId id);
 
   ObjectTable* m_objects;
   unsigned m_maxBody;
