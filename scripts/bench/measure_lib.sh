@@ -11,7 +11,7 @@
 measure() {
   local t0 t1 out
   t0=$(date +%s%N)
-  out=$("$@" 2>&1 >/dev/null) || return 1
+  out=$(APP_PHASES=1 "$@" 2>&1 >/dev/null) || return 1  # the apps print their phases
   t1=$(date +%s%N)
   field() { sed -n "s/^$1=//p" <<<"$out" | tail -n1; }
   awk -v e="$(field elapsed_ms)" -v t0="$t0" -v t1="$t1" -v su="$(field setup_unix_ms)" \

@@ -8,15 +8,20 @@
 namespace hetopt::apps {
 
 namespace {
-// Start-up and exit phases, for scripts/bench/apps_speedup.sh's split of whole-process time: when
-// OpenCL set-up began (Unix ms; the script knows when it started the process), how long it took,
-// and when the program began to exit (the rest is the exit handlers' and the kernel's teardown).
+// Start-up and exit phases, for the benchmarks' split of whole-process time
+// (scripts/bench/measure_lib.sh sets APP_PHASES=1): when OpenCL set-up began (Unix ms; the script
+// knows when it started the process), how long it took, and when the program began to exit (the
+// rest is the exit handlers' and the kernel's teardown).
+bool reportPhases() {
+  static const bool on = getenv("APP_PHASES") && *getenv("APP_PHASES") == '1';
+  return on;
+}
 void reportExitStart() { fprintf(stderr, "exit_unix_ms=%.3f\n", unixMs()); }
 }  // namespace
 
 ClEnv::ClEnv(int numQueues, cl_command_queue_properties props) {
   const double setupStart = nowMs();
-  fprintf(stderr, "setup_unix_ms=%.3f\n", unixMs());
+  if (reportPhases()) fprintf(stderr, "setup_unix_ms=%.3f\n", unixMs());
   std::string error;
   if (!selectClDevice("", &m_device, &error)) {
     fprintf(stderr, "no OpenCL device: %s\n", error.c_str());
@@ -35,6 +40,7 @@ ClEnv::ClEnv(int numQueues, cl_command_queue_properties props) {
     APP_CL(err);
     m_queues.push_back(q);
   }
+  if (!reportPhases()) return;
   fprintf(stderr, "setup_ms=%.3f\n", nowMs() - setupStart);
   static bool atExitSet = false;  // registered after the shim's: runs before its teardown
   if (!atExitSet) atExitSet = atexit(reportExitStart) == 0;

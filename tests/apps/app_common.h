@@ -5,7 +5,8 @@
  * Contract every app keeps (the integration tests and later phases rely on it):
  *  - stdout is deterministic: the "device:" line and "result:" lines only, identical natively, under
  *    the pass-through shim, under tracing and under optimization. Timings go to stderr as
- *    "elapsed_ms=<float>" (used by the benchmarks).
+ *    "elapsed_ms=<float>" (used by the benchmarks); with APP_PHASES=1 ClEnv adds
+ *    "setup_unix_ms=", "setup_ms=" and, at exit, "exit_unix_ms=" (scripts/bench/measure_lib.sh).
  *  - The app checks its own numeric results against a host reference on non-trivial data and exits
  *    1 on a mismatch (2 on OpenCL/set-up errors).
  *  - --size BYTES (K/M/G suffixes) scales the working set, --iters N the iteration count,
