@@ -279,8 +279,10 @@ std::vector<NodeId> Compressor::takeFinal(bool all) {
   const size_t keep = 2 * static_cast<size_t>(m_maxBody) + 2;
   size_t count = 0;
   while (m_window.size() - count > keep) {
-    // A command still running keeps its leaf in memory for a while, so its device time lands.
-    if (hasPending(m_window[count]) && m_window.size() - count <= 4 * keep) break;
+    // A command still running keeps its leaf in memory for a while, so its device time lands
+    // (deep queues: hundreds of non-blocking commands in flight).
+    if (hasPending(m_window[count]) && m_window.size() - count <= std::max(4 * keep, kHoldForTimings))
+      break;
     ++count;
   }
   out.assign(m_window.begin(), m_window.begin() + static_cast<long>(count));

@@ -169,6 +169,10 @@ struct Node {
 
 class Compressor {
  public:
+  /// Top-level nodes kept in memory behind one whose device timing is still pending (at least 4x
+  /// the window): a bound on memory, large enough for deep queues of non-blocking commands.
+  static constexpr size_t kHoldForTimings = 4096;
+
   explicit Compressor(ObjectTable* objects, unsigned maxBody = 32);
 
   /// Appends one event and folds. With `wantSlot`, returns a timing slot that follows the event's
@@ -177,7 +181,7 @@ class Compressor {
 
   /// Top-level nodes that can no longer fold, oldest first. With `all`, the whole window (end of
   /// the thread or of the trace). Nodes with pending device timings are held back unless the
-  /// window is far over its size or `all` is set; their pending timings then count as missing
+  /// window is over kHoldForTimings or `all` is set; their pending timings then count as missing
   /// (a later deliver() of such a slot only frees it).
   std::vector<NodeId> takeFinal(bool all);
   /// Releases nodes returned by takeFinal() after they were written.
