@@ -102,6 +102,13 @@ bool twinnable(ApiId id) {
   }
 }
 
+/// The call's cl_event* output argument (the API table gives a function at most one), or -1.
+int eventOutArg(const api::ApiInfo& info) {
+  for (unsigned i = 0; i < info.numArgs; ++i)
+    if (info.args[i].role == ArgRole::EventOut) return static_cast<int>(i);
+  return -1;
+}
+
 /// A command on its way through a twin queue: what to restore and release at its end.
 struct TwinCall {
   uint64_t appQueue;
@@ -679,9 +686,7 @@ void TraceInterceptor::callBegin(CallRecord& call) {
       break;
   }
   if (info.kind == api::ApiKind::Query || info.numArgs == 0 || info.args[0].cls != ArgClass::Queue) return;
-  int eventArg = -1;
-  for (unsigned i = 0; i < info.numArgs && eventArg < 0; ++i)
-    if (info.args[i].role == ArgRole::EventOut) eventArg = static_cast<int>(i);
+  const int eventArg = eventOutArg(info);
   if (eventArg < 0) return;
   bool twin;
   {
@@ -737,13 +742,7 @@ void TraceInterceptor::callEnd(CallRecord& call) {
     default:
       break;
   }
-  if (flagsOf(call) & kTwin) {
-    int eventArg = -1;
-    const api::ApiInfo& info = api::apiInfo(call.id);
-    for (unsigned i = 0; i < info.numArgs; ++i)
-      if (info.args[i].role == ArgRole::EventOut) eventArg = static_cast<int>(i);
-    endTwin(call, eventArg);
-  }
+  if (flagsOf(call) & kTwin) endTwin(call, eventOutArg(api::apiInfo(call.id)));
   recordCall(call, hostNs);
 }
 
@@ -777,9 +776,7 @@ void TraceInterceptor::recordCall(CallRecord& call, uint64_t hostNs) {
   // The event the call produced, for its device timing.
   cl_event produced = nullptr;
   bool ours = false;
-  int eventArg = -1;
-  for (unsigned i = 0; i < info.numArgs; ++i)
-    if (info.args[i].role == ArgRole::EventOut) eventArg = static_cast<int>(i);
+  const int eventArg = eventOutArg(info);
 
   // Status: the return code, or *errcode_ret, or whether a handle came back.
   int64_t status = 0;
