@@ -29,7 +29,7 @@ NodeId Compressor::alloc() {
     m_nodes.emplace_back();
   }
   Node& n = m_nodes[id];
-  n = Node{};
+  n.reset();
   n.live = true;
   ++m_live;
   return id;
@@ -43,7 +43,7 @@ void Compressor::freeTree(NodeId id) {
     for (NodeId& s : m_slots)
       if (s == id) s = kNoNode;
   }
-  n = Node{};
+  n.reset();
   m_free.push_back(id);
   --m_live;
 }
@@ -228,7 +228,7 @@ uint32_t Compressor::append(Leaf&& leaf, bool wantSlot) {
   NodeId id = alloc();
   Node& n = m_nodes[id];
   n.hash = leafHash(leaf);
-  n.leaf = std::move(leaf);
+  std::swap(n.leaf, leaf);  // the caller gets the recycled node's empty leaf and its memory
   uint32_t slot = 0;
   if (wantSlot) {
     if (!m_freeSlots.empty()) {

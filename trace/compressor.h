@@ -151,6 +151,17 @@ struct Leaf {
   std::vector<ArgAgg> args;
   ArgAgg result;
   std::vector<Ref> refs;
+  /// Empty again, keeping the vectors' memory: a recycled leaf costs no allocation.
+  void reset() {
+    args.clear();
+    refs.clear();
+    type = LeafType::Call;
+    code = 0;
+    site = thread = 0;
+    host = Agg{};
+    device = DeviceAgg{};
+    result = ArgAgg{};
+  }
 };
 
 using NodeId = uint32_t;
@@ -165,6 +176,14 @@ struct Node {
   uint64_t iterations = 0;     ///< loops: iterations summed over every time the loop ran
   uint64_t instances = 0;      ///< loops: how many times it ran
   std::vector<NodeId> body;    ///< loops
+  /// Empty again, keeping the vectors' memory (the compressor recycles nodes).
+  void reset() {
+    loop = live = false;
+    pending = 0;
+    hash = iterations = instances = 0;
+    leaf.reset();
+    body.clear();
+  }
 };
 
 class Compressor {
@@ -176,7 +195,8 @@ class Compressor {
   explicit Compressor(ObjectTable* objects, unsigned maxBody = 32);
 
   /// Appends one event and folds. With `wantSlot`, returns a timing slot that follows the event's
-  /// statistics wherever folding moves them (deliver() later), else 0.
+  /// statistics wherever folding moves them (deliver() later), else 0. `leaf` comes back empty
+  /// with a recycled leaf's memory: a caller that reuses it records without allocating.
   uint32_t append(Leaf&& leaf, bool wantSlot = false);
 
   /// Top-level nodes that can no longer fold, oldest first. With `all`, the whole window (end of

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cstdlib>
 #include <cstring>
 
@@ -102,12 +103,28 @@ bool twinnable(ApiId id) {
   }
 }
 
-/// The call's cl_event* output argument (the API table gives a function at most one), or -1.
-int eventOutArg(const api::ApiInfo& info) {
-  for (unsigned i = 0; i < info.numArgs; ++i)
-    if (info.args[i].role == ArgRole::EventOut) return static_cast<int>(i);
-  return -1;
+/// Where a function's event output and blocking flag are, looked up once per function rather
+/// than by scanning its arguments on every call.
+struct CallShape {
+  int8_t eventArg = -1;     ///< the cl_event* output (the API table gives a function at most one)
+  int8_t blockingArg = -1;  ///< the cl_bool blocking_* argument
+};
+const CallShape& callShape(ApiId id) {
+  static const std::array<CallShape, api::kApiCount> shapes = [] {
+    std::array<CallShape, api::kApiCount> out{};
+    for (size_t f = 0; f < api::kApiCount; ++f) {
+      const api::ApiInfo& info = api::apiInfo(static_cast<ApiId>(f));
+      for (unsigned i = 0; i < info.numArgs; ++i) {
+        if (info.args[i].role == ArgRole::EventOut) out[f].eventArg = static_cast<int8_t>(i);
+        if (info.args[i].cls == ArgClass::Scalar && !strncmp(info.args[i].name, "blocking", 8))
+          out[f].blockingArg = static_cast<int8_t>(i);
+      }
+    }
+    return out;
+  }();
+  return shapes[static_cast<size_t>(id)];
 }
+int eventOutArg(ApiId id) { return callShape(id).eventArg; }
 
 /// A command on its way through a twin queue: what to restore and release at its end.
 struct TwinCall {
@@ -686,7 +703,7 @@ void TraceInterceptor::callBegin(CallRecord& call) {
       break;
   }
   if (info.kind == api::ApiKind::Query || info.numArgs == 0 || info.args[0].cls != ArgClass::Queue) return;
-  const int eventArg = eventOutArg(info);
+  const int eventArg = eventOutArg(call.id);
   if (eventArg < 0) return;
   bool twin;
   {
@@ -742,7 +759,7 @@ void TraceInterceptor::callEnd(CallRecord& call) {
     default:
       break;
   }
-  if (flagsOf(call) & kTwin) endTwin(call, eventOutArg(api::apiInfo(call.id)));
+  if (flagsOf(call) & kTwin) endTwin(call, eventOutArg(call.id));
   recordCall(call, hostNs);
 }
 
@@ -776,7 +793,7 @@ void TraceInterceptor::recordCall(CallRecord& call, uint64_t hostNs) {
   // The event the call produced, for its device timing.
   cl_event produced = nullptr;
   bool ours = false;
-  const int eventArg = eventOutArg(info);
+  const int eventArg = eventOutArg(call.id);
 
   // Status: the return code, or *errcode_ret, or whether a handle came back.
   int64_t status = 0;
@@ -811,18 +828,19 @@ void TraceInterceptor::recordCall(CallRecord& call, uint64_t hostNs) {
     produced = nullptr;
   }
 
-  trace::Leaf leaf;
-  leaf.type = trace::LeafType::Call;
+  // This thread's leaf, recycled through Compressor::append: recording allocates nothing.
+  static thread_local trace::Leaf t_leaf;
+  trace::Leaf& leaf = t_leaf;
+  leaf.reset();
   leaf.code = static_cast<uint16_t>(call.id);
   leaf.host.add(hostNs);
   leaf.args.resize(info.numArgs);
-  bool blocking = false;
   for (unsigned i = 0; i < info.numArgs; ++i) {
     const uint64_t v = call.args[i];
     leaf.args[i] = trace::ArgAgg::of(info.args[i].cls == ArgClass::Scalar ? v : (v != 0));
-    if (info.args[i].cls == ArgClass::Scalar && v && !strncmp(info.args[i].name, "blocking", 8))
-      blocking = true;
   }
+  const int blockingArg = callShape(call.id).blockingArg;
+  const bool blocking = blockingArg >= 0 && call.args[blockingArg] != 0;
   leaf.result = trace::ArgAgg::of(static_cast<uint32_t>(status));
   // A command the sampler left untimed: the analysis extrapolates its leaf's timed mean to it.
   if (ok && (flagsOf(call) & (kTimeable | kTimed)) == kTimeable) leaf.device.unsampled = 1;
