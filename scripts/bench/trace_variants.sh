@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# Where tracing overhead comes from, for one test-app run: native, the shim in count mode
-# (interception only), and `hetopt trace` with HETOPT_TIME_SAMPLE=0 (queues left unprofiled, no
-# device times), the default (sampled, timed commands on twin queues), 1 (every command timed), and
-# HETOPT_TIME_QUEUE=profiled (every queue profiled: the way before twin queues), at the default
-# period and at 16 (the default before twin queues). Variants run interleaved, one
+# Where tracing overhead comes from, for one test-app run: native, the shim preloaded but off
+# (loading it), in count mode (interception only), `hetopt trace --no-analyze` (recording only)
+# with HETOPT_TIME_SAMPLE=0 (queues left unprofiled, no device times) and by default, and whole
+# `hetopt trace` (recording, then the analysis) with HETOPT_TIME_SAMPLE=0, the default (sampled,
+# timed commands on twin queues), 1 (every command timed), and HETOPT_TIME_QUEUE=profiled (every
+# queue profiled: the way before twin queues). Run it with '--iters 1' too: the
+# difference between the two is what each variant costs per call. Variants run interleaved, one
 # of each per round, RUNS rounds, so load drift on a shared machine hits all alike; prints median
 # wall and CPU (user + system of the process and its threads) per variant against native.
 #   trace_variants.sh BUILD_DIR [RUNS] [APP:ARGS]     (default 'loop_wkr:--size 4K --iters 20000')
@@ -24,17 +26,19 @@ cmd = [os.path.join(build, "bin", app)] + args.split()
 load = lambda: " ".join(open("/proc/loadavg").read().split()[:3])
 with tempfile.TemporaryDirectory(prefix="hetopt-trace-variants.") as tmp:
     trace = [os.path.join(build, "bin", "hetopt"), "trace", "-o", os.path.join(tmp, "t.trace"), "--"]
+    shim = os.path.join(build, "lib", "libhetopt_shim.so")
+    record = trace[:2] + ["--no-analyze"] + trace[2:]
     variants = {
         "native": (cmd, {}),
-        "count mode (interception)": (cmd, {"LD_PRELOAD": os.path.join(build, "lib", "libhetopt_shim.so"),
-                                            "HETOPT_MODE": "count", "HETOPT_REPORT_FILE": "/dev/null"}),
+        "shim preloaded, HETOPT_MODE=off": (cmd, {"LD_PRELOAD": shim, "HETOPT_MODE": "off"}),
+        "count mode (interception)": (cmd, {"LD_PRELOAD": shim, "HETOPT_MODE": "count",
+                                            "HETOPT_REPORT_FILE": "/dev/null"}),
+        "trace --no-analyze, TIME_SAMPLE=0": (record + cmd, {"HETOPT_TIME_SAMPLE": "0"}),
+        "trace --no-analyze, default": (record + cmd, {}),
         "trace, HETOPT_TIME_SAMPLE=0": (trace + cmd, {"HETOPT_TIME_SAMPLE": "0"}),
         "trace, default (sampled)": (trace + cmd, {}),
         "trace, HETOPT_TIME_SAMPLE=1": (trace + cmd, {"HETOPT_TIME_SAMPLE": "1"}),
-        "trace, HETOPT_TIME_SAMPLE=16": (trace + cmd, {"HETOPT_TIME_SAMPLE": "16"}),
         "trace, HETOPT_TIME_QUEUE=profiled": (trace + cmd, {"HETOPT_TIME_QUEUE": "profiled"}),
-        "trace, profiled, TIME_SAMPLE=16": (trace + cmd, {"HETOPT_TIME_QUEUE": "profiled",
-                                                          "HETOPT_TIME_SAMPLE": "16"}),
     }
     print(f"{case}; date: {time.strftime('%Y-%m-%d', time.gmtime())}, {runs} rounds (median); "
           f"load average before: {load()}")

@@ -15,6 +15,9 @@
 #   trace-data    the same on data-moving runs (64 MiB buffers)
 #   variants      trace_variants.sh (native / count / unprofiled / sampled / all timed) on the
 #                 call-bound loop, and the sampled-vs-all-timed agreement check of the analysis
+#   decompose     where trace overhead goes: bench/record_cost (recording per call, no driver),
+#                 trace_variants.sh at 1 and 20000 iterations (fixed vs per-call cost of loading,
+#                 interception, recording, device timing and the analysis), count mode's report
 #   register      in-place registration on the real driver: tests/integration/register_inplace.sh
 #                 (unpin before munmap, data checked) and static_mmap's stats under hetopt run
 #   apps          scripts/bench/apps_speedup.sh (native, hand-pinned, hetopt run, --no-pool);
@@ -88,6 +91,18 @@ for s in "$@"; do
         tee "$out/trace_variants.txt"
       python3 "$root/tests/trace/check_trace.py" agreement "$build/bin/hetopt" "$build/bin/loop_wkr" 3 \
         -- --size 4K --iters 20000 | tee "$out/trace_agreement.txt"
+      ;;
+    decompose)
+      step "decompose: recording cost per call, fixed costs, the shim's view of the driver"
+      "$build/bin/record_cost" | tee "$out/record_cost.txt"
+      cat /sys/devices/system/clocksource/clocksource0/current_clocksource
+      for iters in 1 20000; do
+        "$root/scripts/bench/trace_variants.sh" "$build" 7 "loop_wkr:--size 4K --iters $iters" |
+          tee "$out/trace_variants_$iters.txt"
+      done
+      LD_PRELOAD=$build/lib/libhetopt_shim.so HETOPT_MODE=count HETOPT_REPORT_FILE=$out/count_report.txt \
+        "$build/bin/loop_wkr" --size 4K --iters 20000 >/dev/null
+      head -n 40 "$out/count_report.txt"
       ;;
     register)
       step register
