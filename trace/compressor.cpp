@@ -28,8 +28,7 @@ NodeId Compressor::alloc() {
     id = static_cast<NodeId>(m_nodes.size());
     m_nodes.emplace_back();
   }
-  Node& n = m_nodes[id];
-  n.reset();
+  Node& n = m_nodes[id];  // empty: new, or reset by freeTree()
   n.live = true;
   ++m_live;
   return id;
@@ -184,28 +183,40 @@ void Compressor::merge(NodeId x, NodeId y) {
   retire(y, x);
 }
 
+void Compressor::windowPush(NodeId id) {
+  const Node& n = m_nodes[id];
+  m_window.push_back(id);
+  m_windowKeys.push_back({n.hash, n.loop ? static_cast<uint32_t>(n.body.size()) : 0u});
+}
+
+void Compressor::windowTruncate(size_t n) {
+  m_window.resize(n);
+  m_windowKeys.resize(n);
+}
+
 bool Compressor::foldOnce() {
   const size_t n = m_window.size();
   if (n < 2) return false;
+  const WindowKey* keys = m_windowKeys.data();
+  const uint64_t lastHash = keys[n - 1].hash;
   // 1. One more iteration of the loop right before the last k nodes.
   const size_t lowest = n - 1 > m_maxBody ? n - 1 - m_maxBody : 0;
   for (size_t p = n - 1; p-- > lowest;) {
-    const Node& l = m_nodes[m_window[p]];
     const size_t k = n - 1 - p;
-    if (!l.loop || l.body.size() != k) continue;
-    if (m_nodes[l.body.back()].hash != m_nodes[m_window[n - 1]].hash) continue;
+    if (keys[p].loopBody != k) continue;
+    const Node& l = m_nodes[m_window[p]];
+    if (m_nodes[l.body.back()].hash != lastHash) continue;
     Bijection bij;
     if (!equalSeq(l.body.data(), &m_window[p + 1], k, bij)) continue;
     NodeId loop = m_window[p];
     for (size_t i = 0; i < k; ++i) merge(m_nodes[loop].body[i], m_window[p + 1 + i]);
     m_nodes[loop].iterations += 1;
-    m_window.resize(p + 1);
+    windowTruncate(p + 1);
     return true;
   }
   // 2. The last k nodes repeat the k before them.
-  const uint64_t lastHash = m_nodes[m_window[n - 1]].hash;
   for (size_t k = 1; k <= m_maxBody && 2 * k <= n; ++k) {
-    if (m_nodes[m_window[n - 1 - k]].hash != lastHash) continue;
+    if (keys[n - 1 - k].hash != lastHash) continue;
     Bijection bij;
     const NodeId* first = &m_window[n - 2 * k];
     if (!equalSeq(first, first + k, k, bij)) continue;
@@ -217,8 +228,8 @@ bool Compressor::foldOnce() {
     l.body.assign(first, first + k);
     l.hash = loopHash(l.body);
     for (size_t i = 0; i < k; ++i) merge(m_window[n - 2 * k + i], m_window[n - k + i]);
-    m_window.resize(n - 2 * k);
-    m_window.push_back(loop);
+    windowTruncate(n - 2 * k);
+    windowPush(loop);
     return true;
   }
   return false;
@@ -241,7 +252,7 @@ uint32_t Compressor::append(Leaf&& leaf, bool wantSlot) {
     m_slots[slot] = id;
     n.pending = 1;
   }
-  m_window.push_back(id);
+  windowPush(id);
   while (foldOnce()) {
   }
   return slot;
@@ -273,6 +284,7 @@ std::vector<NodeId> Compressor::takeFinal(bool all) {
   std::vector<NodeId> out;
   if (all) {
     out.swap(m_window);
+    m_windowKeys.clear();
     for (NodeId id : out) settlePending(id);
     return out;
   }
@@ -287,6 +299,7 @@ std::vector<NodeId> Compressor::takeFinal(bool all) {
   }
   out.assign(m_window.begin(), m_window.begin() + static_cast<long>(count));
   m_window.erase(m_window.begin(), m_window.begin() + static_cast<long>(count));
+  m_windowKeys.erase(m_windowKeys.begin(), m_windowKeys.begin() + static_cast<long>(count));
   for (NodeId id : out) settlePending(id);
   return out;
 }

@@ -242,6 +242,16 @@ class Compressor {
   std::vector<Node> m_nodes;
   std::vector<NodeId> m_free;
   std::vector<NodeId> m_window;
+  /// Beside m_window, what folding scans on every append, packed: each entry's hash and, for a
+  /// loop, its body's length (0 for a leaf). Scanning these touches a few cache lines instead of
+  /// one node per candidate.
+  struct WindowKey {
+    uint64_t hash;
+    uint32_t loopBody;
+  };
+  std::vector<WindowKey> m_windowKeys;
+  void windowPush(NodeId id);
+  void windowTruncate(size_t n);
   std::vector<NodeId> m_slots{kNoNode};  ///< timing slot -> leaf (slot 0 unused)
   std::vector<uint32_t> m_freeSlots;
   size_t m_live = 0;
