@@ -239,7 +239,7 @@ uint32_t Compressor::append(Leaf&& leaf, bool wantSlot) {
   NodeId id = alloc();
   Node& n = m_nodes[id];
   n.hash = leafHash(leaf);
-  std::swap(n.leaf, leaf);  // the caller gets the recycled node's empty leaf and its memory
+  n.leaf.take(leaf);  // the caller gets the recycled node's empty vectors and their memory
   uint32_t slot = 0;
   if (wantSlot) {
     if (!m_freeSlots.empty()) {

@@ -109,21 +109,20 @@ struct CallShape {
   int8_t eventArg = -1;     ///< the cl_event* output (the API table gives a function at most one)
   int8_t blockingArg = -1;  ///< the cl_bool blocking_* argument
 };
-const CallShape& callShape(ApiId id) {
-  static const std::array<CallShape, api::kApiCount> shapes = [] {
-    std::array<CallShape, api::kApiCount> out{};
-    for (size_t f = 0; f < api::kApiCount; ++f) {
-      const api::ApiInfo& info = api::apiInfo(static_cast<ApiId>(f));
-      for (unsigned i = 0; i < info.numArgs; ++i) {
-        if (info.args[i].role == ArgRole::EventOut) out[f].eventArg = static_cast<int8_t>(i);
-        if (info.args[i].cls == ArgClass::Scalar && !strncmp(info.args[i].name, "blocking", 8))
-          out[f].blockingArg = static_cast<int8_t>(i);
-      }
+std::array<CallShape, api::kApiCount> s_shapes;  // filled by TraceInterceptor::create()
+void fillCallShapes() {
+  for (size_t f = 0; f < api::kApiCount; ++f) {
+    const api::ApiInfo& info = api::apiInfo(static_cast<ApiId>(f));
+    CallShape shape;
+    for (unsigned i = 0; i < info.numArgs; ++i) {
+      if (info.args[i].role == ArgRole::EventOut) shape.eventArg = static_cast<int8_t>(i);
+      if (info.args[i].cls == ArgClass::Scalar && !strncmp(info.args[i].name, "blocking", 8))
+        shape.blockingArg = static_cast<int8_t>(i);
     }
-    return out;
-  }();
-  return shapes[static_cast<size_t>(id)];
+    s_shapes[f] = shape;
+  }
 }
+const CallShape& callShape(ApiId id) { return s_shapes[static_cast<size_t>(id)]; }
 int eventOutArg(ApiId id) { return callShape(id).eventArg; }
 
 /// A command on its way through a twin queue: what to restore and release at its end.
@@ -268,6 +267,7 @@ void atForkChild() {
 
 TraceInterceptor* TraceInterceptor::create() {
   ScopedInternal internal;
+  fillCallShapes();
   auto* t = new TraceInterceptor();
   const std::string exe = selfExe();
   const std::string value = optionString(Option::TRACE_FILE);
