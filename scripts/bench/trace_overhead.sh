@@ -4,7 +4,8 @@
 # each, in the same session. Prints per case the median wall time and the median CPU time (user +
 # system of the process and its threads: steadier than wall time on a shared machine) of each
 # variant, the overheads in percent (target: at most 5% of wall time for runs of a second or
-# more) and the trace size.
+# more), the trace size, the median of each traced run's overhead over the native run right
+# before it (pair), and the native runs' own spread (noise: half their range over their median).
 #   trace_overhead.sh BUILD_DIR [RUNS] [APP:ARGS]...
 # Default apps and arguments run about a second or more on PoCL with 2 cores; on a GPU pass your
 # own, e.g. 'loop_wkr:--size 64M --iters 200'.
@@ -41,7 +42,8 @@ def timed(cmd):
 
 print(f"date: {time.strftime('%Y-%m-%d', time.gmtime())}, runs: {runs} per variant (median), "
       f"alternating native/traced; load average before: {load()}")
-print(f"{'app':16s} {'arguments':26s} {'wall ms':>16s} {'wall +%':>8s} {'cpu ms':>16s} {'cpu +%':>7s} {'trace B':>8s}")
+print(f"{'app':16s} {'arguments':26s} {'wall ms':>16s} {'wall +%':>8s} {'cpu ms':>16s} {'cpu +%':>7s} {'trace B':>8s} "
+      f"{'pair +%':>8s} {'noise %':>8s}")
 with tempfile.TemporaryDirectory(prefix="hetopt-trace-bench.") as tmp:
     trace = os.path.join(tmp, "t.trace")
     for case in cases:
@@ -53,7 +55,12 @@ with tempfile.TemporaryDirectory(prefix="hetopt-trace-bench.") as tmp:
             traced.append(timed([hetopt, "trace", "-o", trace, "--"] + cmd))
         nw, tw = statistics.median(w for w, _ in native), statistics.median(w for w, _ in traced)
         nc, tc = statistics.median(c for _, c in native), statistics.median(c for _, c in traced)
+        # Each traced run against the native run just before it (drift on a shared machine hits
+        # both alike), and how far native runs alone spread: half their range over their median.
+        pair = statistics.median(t[0] / n[0] - 1 for n, t in zip(native, traced))
+        noise = (max(w for w, _ in native) - min(w for w, _ in native)) / 2 / nw
         print(f"{app:16s} {args:26s} {nw:7.0f} -> {tw:6.0f} {100 * (tw - nw) / nw:7.1f}% "
-              f"{nc:7.0f} -> {tc:6.0f} {100 * (tc - nc) / nc:6.1f}% {os.path.getsize(trace):8d}")
+              f"{nc:7.0f} -> {tc:6.0f} {100 * (tc - nc) / nc:6.1f}% {os.path.getsize(trace):8d} "
+              f"{100 * pair:7.1f}% {100 * noise:7.1f}%")
 print(f"load average after: {load()}")
 PY

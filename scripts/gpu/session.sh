@@ -13,6 +13,7 @@
 #   queue         bench/queue_cost: what device timing costs the driver per command
 #   trace         scripts/bench/trace_overhead.sh on the call-bound loop (loop_wkr 4K x 20000)
 #   trace-data    the same on data-moving runs (64 MiB buffers)
+#   trace-apps    the same on every test app at apps_speedup's sizes (each a second or more)
 #   variants      trace_variants.sh (native / count / unprofiled / sampled / all timed) on the
 #                 call-bound loop, and the sampled-vs-all-timed agreement check of the analysis
 #   decompose     where trace overhead goes: bench/record_cost (recording per call, no driver),
@@ -85,6 +86,18 @@ for s in "$@"; do
         'async_events:--size 64M --iters 40' 'selective_alloc:--size 64M --iters 20' |
         tee "$out/trace_overhead_data.txt"
       ;;
+    trace-apps)
+      # Every test app at the size apps_speedup.sh runs it (64 MiB buffers), each a second or
+      # more natively; calloc_realloc and selective_alloc get their iterations adjusted to that.
+      # dlopen_app is left out: CUDA's loader does not load layers, so nothing of it is traced.
+      step "trace_overhead: the test apps"
+      "$root/scripts/bench/trace_overhead.sh" "$build" "$runs" 'loop_wkr:--size 64M --iters 20' \
+        'selective_alloc:--size 64M --iters 8' 'vector_new:--size 64M --iters 20' \
+        'calloc_realloc:--size 64M --iters 40' 'host_ptr_buffers:--size 64M --iters 20' \
+        'rect_map:--size 64M --iters 20' 'async_events:--size 64M --iters 20' \
+        'two_threads:--size 64M --iters 20' 'static_mmap:--size 64M --iters 20' \
+        'compute_bound:--size 4M --iters 100' | tee "$out/trace_overhead_apps.txt"
+      ;;
     variants)
       step trace_variants
       "$root/scripts/bench/trace_variants.sh" "$build" 7 'loop_wkr:--size 4K --iters 20000' |
@@ -96,9 +109,13 @@ for s in "$@"; do
       step "decompose: recording cost per call, fixed costs, the shim's view of the driver"
       "$build/bin/record_cost" | tee "$out/record_cost.txt"
       cat /sys/devices/system/clocksource/clocksource0/current_clocksource
-      for iters in 1 20000; do
-        "$root/scripts/bench/trace_variants.sh" "$build" 7 "loop_wkr:--size 4K --iters $iters" |
+      for iters in ${DECOMPOSE_ITERS:-1 20000}; do
+        "$root/scripts/bench/trace_variants.sh" "$build" "${ROUNDS:-7}" "loop_wkr:--size 4K --iters $iters" |
           tee "$out/trace_variants_$iters.txt"
+      done
+      for sample in 0 64; do  # recording's own time in the program's thread (HETOPT_DEBUG prints it)
+        HETOPT_DEBUG=1 HETOPT_TIME_SAMPLE=$sample "$build/bin/hetopt" trace --no-analyze -o "$build/self.trace" -- \
+          "$build/bin/loop_wkr" --size 4K --iters 20000 2>&1 | grep 'recording after' | sed "s/^/TIME_SAMPLE=$sample: /"
       done
       LD_PRELOAD=$build/lib/libhetopt_shim.so HETOPT_MODE=count HETOPT_REPORT_FILE=$out/count_report.txt \
         "$build/bin/loop_wkr" --size 4K --iters 20000 >/dev/null
