@@ -7,8 +7,10 @@
 # timed commands on twin queues), 1 (every command timed), and HETOPT_TIME_QUEUE=profiled (every
 # queue profiled: the way before twin queues). Run it with '--iters 1' too: the
 # difference between the two is what each variant costs per call. Variants run interleaved, one
-# of each per round, RUNS rounds, so load drift on a shared machine hits all alike; prints median
-# wall and CPU (user + system of the process and its threads) per variant against native.
+# of each per round in a new (seeded) order each round, RUNS rounds, so load drift on a shared
+# machine and a variant's place in the round hit all alike; prints median wall and CPU (user +
+# system of the process and its threads) per variant against native. VARIANTS="prefix|..." keeps
+# only the rows whose names start so (and native).
 #   trace_variants.sh BUILD_DIR [RUNS] [APP:ARGS]     (default 'loop_wkr:--size 4K --iters 20000')
 set -euo pipefail
 build=${1:?usage: trace_variants.sh BUILD_DIR [RUNS] [APP:ARGS]}
@@ -18,7 +20,7 @@ case=${3:-loop_wkr:--size 4K --iters 20000}
 echo "machine: $(uname -n), $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')"
 echo "device: $("$build/bin/loop_wkr" --size 4K --iters 1 2>/dev/null | sed -n 's/^device: //p')"
 exec python3 - "$build" "$runs" "$case" <<'PY'
-import os, resource, statistics, subprocess, sys, tempfile, time
+import os, random, resource, statistics, subprocess, sys, tempfile, time
 
 build, runs, case = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 app, args = case.split(":", 1)
@@ -42,9 +44,18 @@ with tempfile.TemporaryDirectory(prefix="hetopt-trace-variants.") as tmp:
     }
     print(f"{case}; date: {time.strftime('%Y-%m-%d', time.gmtime())}, {runs} rounds (median); "
           f"load average before: {load()}")
+    only = [v.strip() for v in os.environ.get("VARIANTS", "").split("|") if v.strip()]
+    if only:  # VARIANTS="a|b": only the rows whose names start so (native always runs)
+        variants = {k: v for k, v in variants.items() if k == "native" or any(k.startswith(o) for o in only)}
     got = {k: [] for k in variants}
+    order = list(variants)
+    shuffle = random.Random(20261123)  # repeatable: the same orders on every machine
     for _ in range(runs):
-        for name, (c, env) in variants.items():
+        # A new order each round: a variant's place in the round (right after a heavy one, first
+        # after a pause) must not bias it.
+        shuffle.shuffle(order)
+        for name in order:
+            c, env = variants[name]
             e = dict(os.environ)
             e.pop("HETOPT_TIME_SAMPLE", None)
             e.pop("HETOPT_TIME_QUEUE", None)
