@@ -144,7 +144,11 @@ for s in "$@"; do
     ocl-icd)
       step "apps_speedup dlopen_app on ocl-icd's loader"
       mkdir -p "$out/ocl-icd"
-      LD_LIBRARY_PATH=$root/.carry/ocl-icd${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} APPS=dlopen_app \
+      # The carried ocl-icd finds NVIDIA only through a vendors directory (here it ignored
+      # OCL_ICD_FILENAMES and listed PoCL alone: every run failed to find the GPU).
+      vendors=$build/ocl-icd-vendors
+      mkdir -p "$vendors" && echo "$OCL_ICD_FILENAMES" >"$vendors/nvidia.icd"
+      OCL_ICD_VENDORS=$vendors LD_LIBRARY_PATH=$root/.carry/ocl-icd${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} APPS=dlopen_app \
         "$root/scripts/bench/apps_speedup.sh" "$build" "$runs" "$out/ocl-icd" | tee "$out/ocl-icd/apps_speedup.txt"
       ;;
     tests)
