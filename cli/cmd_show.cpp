@@ -137,6 +137,14 @@ void printSummary(const Trace& t, FILE* out) {
             s.deviceTimed + s.deviceUnsampled);
   fprintf(out, "\nhost time in OpenCL calls %s of %s traced\n", timeText(static_cast<double>(s.hostCallNs)).c_str(),
           timeText(static_cast<double>(t.durationNs)).c_str());
+  if (t.recordingSampledCalls && s.calls) {
+    // The tracer's own cost, extrapolated from the calls it timed to every call.
+    const double perCall = static_cast<double>(t.recordingSampledNs) / static_cast<double>(t.recordingSampledCalls);
+    const double all = perCall * static_cast<double>(s.calls);
+    fprintf(out, "recording (hetopt's own time after each call): %s per call, ~%s in all (%.1f%% of the traced time; timed on %" PRIu64 " calls)\n",
+            timeText(perCall).c_str(), timeText(all).c_str(),
+            t.durationNs ? 100.0 * all / static_cast<double>(t.durationNs) : 0.0, t.recordingSampledCalls);
+  }
 }
 
 // ---- JSON ------------------------------------------------------------------------------------------
@@ -265,7 +273,9 @@ std::string toJson(const Trace& t) {
     }
   }
   j.raw("],\"complete\":" + std::string(t.complete ? "true" : "false") +
-        ",\"duration_ns\":" + std::to_string(t.durationNs) + ",\"file_bytes\":" + std::to_string(t.fileBytes));
+        ",\"duration_ns\":" + std::to_string(t.durationNs) + ",\"file_bytes\":" + std::to_string(t.fileBytes) +
+        ",\"recording_timed_calls\":" + std::to_string(t.recordingSampledCalls) +
+        ",\"recording_timed_ns\":" + std::to_string(t.recordingSampledNs));
   TraceSummary s = summarize(t);
   j.raw(",\"summary\":{\"calls\":" + std::to_string(s.calls) + ",\"allocations\":" + std::to_string(s.allocations) +
         ",\"frees\":" + std::to_string(s.frees) + ",\"reallocs\":" + std::to_string(s.reallocs) +

@@ -42,6 +42,7 @@ enum class RecordTag : uint8_t {
   Entry = 5,
   End = 6,
   Time = 7,
+  RecordingCost = 8,
 };
 
 enum class NodeTag : uint8_t { Leaf = 1, Loop = 2 };

@@ -149,6 +149,14 @@ class Parser {
           m_t->complete = true;
           break;
         }
+        case RecordTag::RecordingCost: {
+          if (m_t->formatVersion < 3) return fail(where() + "unknown record tag " + std::to_string(tag));
+          const uint64_t calls = r.var(), ns = r.var();
+          if (!r.ok()) break;
+          m_t->recordingSampledCalls = calls;
+          m_t->recordingSampledNs = ns;
+          break;
+        }
         case RecordTag::Time: {
           uint64_t t = r.var();
           if (r.ok() && !m_t->complete) m_t->durationNs = t;

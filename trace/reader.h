@@ -106,6 +106,10 @@ struct Trace {
   bool complete = false;     ///< the End record was found: the program exited normally
   uint64_t durationNs = 0;   ///< traced wall time (to the last checkpoint when incomplete)
   uint64_t fileBytes = 0;
+  /// What recording cost the program's threads (format 3, complete traces): the time the shim
+  /// spent recording after `recordingSampledCalls` of the calls, timed one in 64 (every call with
+  /// HETOPT_DEBUG=1). Per call: recordingSampledNs / recordingSampledCalls.
+  uint64_t recordingSampledCalls = 0, recordingSampledNs = 0;
   std::vector<TraceModule> modules;
   std::vector<TraceSite> sites;
   std::map<ObjectId, TraceObject> objects;

@@ -637,6 +637,11 @@ void Recorder::finish() {
   if (m_finished || !m_writer.isOpen()) return;
   for (uint32_t t = 0; t < m_threads.size(); ++t) writeFinal(t, true);
   ByteWriter w(&m_records);
+  if (m_costCalls) {
+    w.u8(static_cast<uint8_t>(RecordTag::RecordingCost));
+    w.var(m_costCalls);
+    w.var(m_costNs);
+  }
   w.u8(static_cast<uint8_t>(RecordTag::End));
   w.var(elapsedNs());
   w.var(m_events);

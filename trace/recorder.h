@@ -130,6 +130,12 @@ class Recorder {
   void threadExit(uint32_t thread);
   /// Writes everything and the End record, then closes the file.
   void finish();
+  /// What recording cost the program's threads, timed on `sampledCalls` of its calls (the shim
+  /// times one call in 64): written in the RecordingCost record at finish().
+  void noteRecordingCost(uint64_t sampledCalls, uint64_t sampledNs) {
+    m_costCalls = sampledCalls;
+    m_costNs = sampledNs;
+  }
   /// In a forked child: drops the parent's file, windows and pending timings (they are the
   /// parent's), keeps the object model, and starts `config.path`.
   bool restartInChild(const RecorderConfig& config, std::string* error);
@@ -184,6 +190,7 @@ class Recorder {
   uint64_t m_startMono = 0;
   uint64_t m_lastCheckpoint = 0;
   uint64_t m_events = 0;
+  uint64_t m_costCalls = 0, m_costNs = 0;
   bool m_finished = false;
   uint32_t m_generation = 1;
 };

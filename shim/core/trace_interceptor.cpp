@@ -356,6 +356,8 @@ void TraceInterceptor::forkChildRestart() {
   auto lock = m_recorder.lock();
   if (!m_active) return;
   m_pending.clear();  // the parent's events: the parent reads and releases them
+  m_selfNs = 0;       // the parent's recording cost is in the parent's trace
+  m_selfCalls = 0;
   trace::RecorderConfig c = m_config;
   c.path = substitutePid(m_childPattern, getpid());
   c.header.pid = static_cast<uint64_t>(getpid());
@@ -761,10 +763,14 @@ void TraceInterceptor::callEnd(CallRecord& call) {
       break;
   }
   if (flagsOf(call) & kTwin) endTwin(call, eventOutArg(call.id));
+  // What recording costs the program's own threads, with its driver beside it (bench/record_cost
+  // measures it without one): one call in 64 per thread pays one more clock read to find out
+  // (every call with HETOPT_DEBUG=1); the trace keeps it (RecordingCost) for the summary.
+  static thread_local uint32_t t_untilSelfTimed = 0;
+  const bool timeSelf = m_measureSelf || t_untilSelfTimed-- == 0;
   recordCall(call, hostNs);
-  // HETOPT_DEBUG=1: what recording costs in the program's own threads, with its driver beside it
-  // (bench/record_cost measures it without one). One more clock read per call, so only then.
-  if (m_measureSelf) {
+  if (timeSelf) {
+    if (!m_measureSelf) t_untilSelfTimed = kSelfTimePeriod - 1;
     m_selfNs.fetch_add(trace::monotonicNs() - (startOf(call) + hostNs), std::memory_order_relaxed);
     m_selfCalls.fetch_add(1, std::memory_order_relaxed);
   }
@@ -1232,11 +1238,13 @@ void TraceInterceptor::processExit() {
   for (const Pending& p : m_pending)
     if (p.generation == m_recorder.generation()) m_recorder.deliver(p.thread, p.slot, nullptr);
   m_pending.clear();
+  m_recorder.noteRecordingCost(m_selfCalls.load(std::memory_order_relaxed),
+                               m_selfNs.load(std::memory_order_relaxed));
   m_recorder.finish();
   m_active = false;
   debug("trace written to %s (%llu events)", m_config.path.c_str(),
         static_cast<unsigned long long>(m_recorder.eventsRecorded()));
-  if (const uint64_t calls = m_selfCalls.load(std::memory_order_relaxed))
+  if (const uint64_t calls = m_selfCalls.load(std::memory_order_relaxed); calls && m_measureSelf)
     debug("recording after each call took %.1f ms in all, %.0f ns per call (%llu calls)",
           static_cast<double>(m_selfNs.load(std::memory_order_relaxed)) / 1e6,
           static_cast<double>(m_selfNs.load(std::memory_order_relaxed)) / static_cast<double>(calls),

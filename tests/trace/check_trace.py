@@ -133,6 +133,14 @@ def check_app(argv):
         if not trace['complete']:
             fail('trace is not complete')
         s = trace['summary']
+        # The tracer's own cost: timed on one call in 64 per thread (each thread's first included),
+        # kept in the trace and printed in the summary.
+        timed = trace['recording_timed_calls']
+        if not (s['calls'] // 64 <= timed <= s['calls']) or trace['recording_timed_ns'] <= 0:
+            fail(f'recording cost timed on {timed} of {s["calls"]} calls, '
+                 f'{trace["recording_timed_ns"]} ns in all')
+        if "recording (hetopt's own time after each call)" not in traced.stderr:
+            fail(f'the summary does not say what recording cost: {traced.stderr[-2000:]}')
         objects = {o['id']: o for o in trace['objects']}
         modules = trace['modules']
         sites = trace['sites']
