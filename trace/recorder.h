@@ -125,6 +125,15 @@ class Recorder {
   // ---- events ----
   /// Appends a leaf to `thread`'s stream. With `wantSlot`, returns a slot for its device timing.
   uint32_t append(uint32_t thread, Leaf&& leaf, bool wantSlot = false);
+  /// An empty leaf of `thread`'s (index from thread()) to build an event in and append(): it
+  /// comes back from append() with a recycled node's memory, so recording allocates nothing. It
+  /// lives as long as the recorder (not in thread-local storage, whose destructors run before
+  /// the exit-time calls some programs make). Recorder lock held.
+  Leaf& scratchLeaf(uint32_t thread) {
+    Leaf& l = m_threads[thread]->scratch;
+    l.reset();
+    return l;
+  }
   void deliver(uint32_t thread, uint32_t slot, const DeviceAgg* timing);
   /// The thread ended: everything it recorded becomes final.
   void threadExit(uint32_t thread);
@@ -148,6 +157,7 @@ class Recorder {
   struct ThreadState {
     uint64_t tid = 0;
     Compressor compressor;
+    Leaf scratch;  ///< scratchLeaf(): recycled through Compressor::append
     explicit ThreadState(ObjectTable* objects, unsigned maxBody) : compressor(objects, maxBody) {}
   };
   struct Range {

@@ -474,6 +474,7 @@ void TraceInterceptor::endQueueCreation(CallRecord& call) {
     info.device = reinterpret_cast<cl_device_id>(call.args[1]);
     auto lock = m_recorder.lock();
     m_queues[call.result] = std::move(info);
+    m_queuesVersion.fetch_add(1, std::memory_order_release);
   }
   delete qc;
 }
@@ -546,6 +547,7 @@ cl_command_queue TraceInterceptor::twinOf(uint64_t queue) {
       return twin;
     }
     it->second.twinFailed = true;
+    m_queuesVersion.fetch_add(1, std::memory_order_release);
     warn("trace mode: no profiling queue beside the program's (error %d); its commands stay untimed", err);
     return nullptr;
   }
@@ -650,6 +652,7 @@ void TraceInterceptor::releaseTwin(uint64_t queue) {
     twin = it->second.twinQueue;
     if (twin) m_twinToApp.erase(reinterpret_cast<uintptr_t>(twin));
     m_queues.erase(it);
+    m_queuesVersion.fetch_add(1, std::memory_order_release);
   }
   if (!twin) return;
   // The program's last reference: its twin goes now, its commands' timings read first. Waiting
@@ -708,14 +711,27 @@ void TraceInterceptor::callBegin(CallRecord& call) {
   if (info.kind == api::ApiKind::Query || info.numArgs == 0 || info.args[0].cls != ArgClass::Queue) return;
   const int eventArg = eventOutArg(call.id);
   if (eventArg < 0) return;
-  bool twin;
-  {
+  // What this thread last saw of the queue, good while no queue was added, failed or dropped
+  // since (m_queuesVersion): most enqueues then take no lock here.
+  struct QueueView {
+    const TraceInterceptor* owner = nullptr;
+    uint64_t version = 0, queue = 0;
+    bool known = false, twin = false, twinFailed = false;
+  };
+  static thread_local QueueView t_view;
+  if (t_view.owner != this || t_view.queue != call.args[0] ||
+      t_view.version != m_queuesVersion.load(std::memory_order_acquire)) {
     auto lock = m_recorder.lock();
     auto it = m_queues.find(call.args[0]);
-    if (it == m_queues.end()) return;
-    twin = it->second.twin;
-    if (twin && it->second.twinFailed) return;
+    t_view.owner = this;
+    t_view.queue = call.args[0];
+    t_view.version = m_queuesVersion.load(std::memory_order_relaxed);
+    t_view.known = it != m_queues.end();
+    t_view.twin = t_view.known && it->second.twin;
+    t_view.twinFailed = t_view.known && it->second.twinFailed;
   }
+  if (!t_view.known || (t_view.twin && t_view.twinFailed)) return;
+  const bool twin = t_view.twin;
   if (twin && !twinnable(call.id)) return;  // a command of an unprofiled queue that stays there
   addFlag(call, kTimeable);
   // Only sampled commands get an event read (and, where the application passed none, injected).
@@ -841,28 +857,25 @@ void TraceInterceptor::recordCall(CallRecord& call, uint64_t hostNs) {
     produced = nullptr;
   }
 
-  // This thread's leaf, recycled through Compressor::append: recording allocates nothing.
-  static thread_local trace::Leaf t_leaf;
-  trace::Leaf& leaf = t_leaf;
-  leaf.reset();
-  leaf.code = static_cast<uint16_t>(call.id);
-  leaf.host.add(hostNs);
-  leaf.args.resize(info.numArgs);
-  for (unsigned i = 0; i < info.numArgs; ++i) {
-    const uint64_t v = call.args[i];
-    leaf.args[i] = trace::ArgAgg::of(info.args[i].cls == ArgClass::Scalar ? v : (v != 0));
-  }
   const int blockingArg = callShape(call.id).blockingArg;
   const bool blocking = blockingArg >= 0 && call.args[blockingArg] != 0;
-  leaf.result = trace::ArgAgg::of(static_cast<uint32_t>(status));
-  // A command the sampler left untimed: the analysis extrapolates its leaf's timed mean to it.
-  if (ok && (flagsOf(call) & (kTimeable | kTimed)) == kTimeable) leaf.device.unsampled = 1;
 
   size_t pendingNow = 0;
   {
     auto lock = m_recorder.lock();
     if (!m_active) return;
     const uint32_t thread = threadIndex();
+    trace::Leaf& leaf = m_recorder.scratchLeaf(thread);
+    leaf.code = static_cast<uint16_t>(call.id);
+    leaf.host.add(hostNs);
+    leaf.args.resize(info.numArgs);
+    for (unsigned i = 0; i < info.numArgs; ++i) {
+      const uint64_t v = call.args[i];
+      leaf.args[i] = trace::ArgAgg::of(info.args[i].cls == ArgClass::Scalar ? v : (v != 0));
+    }
+    leaf.result = trace::ArgAgg::of(static_cast<uint32_t>(status));
+    // A command the sampler left untimed: the analysis extrapolates its leaf's timed mean to it.
+    if (ok && (flagsOf(call) & (kTimeable | kTimed)) == kTimeable) leaf.device.unsampled = 1;
     trace::ObjectTable& objects = m_recorder.objects();
     auto ref = [&](ObjectId obj, uint8_t arg, uint8_t flags) {
       trace::Ref r;

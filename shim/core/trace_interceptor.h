@@ -112,6 +112,7 @@ class TraceInterceptor final : public Interceptor {
   trace::RecorderConfig m_config;
   std::string m_childPattern;  ///< path for children, with %p
   std::map<uint64_t, QueueInfo> m_queues;                    ///< by handle; recorder lock
+  std::atomic<uint64_t> m_queuesVersion{1};  ///< bumped (under the lock) when m_queues changes what callBegin reads
   std::map<uint64_t, uint64_t> m_twinToApp;  ///< twin queue -> the application's queue; recorder lock
   std::map<trace::ObjectId, std::vector<trace::ObjectId>> m_kernelArgs;  ///< bound objects
   std::map<trace::ObjectId, uint64_t> m_mapFlags;  ///< mapped pointer object -> last map flags
