@@ -19,6 +19,7 @@
 #   decompose     where trace overhead goes: bench/record_cost (recording per call, no driver),
 #                 trace_variants.sh at 1 and 20000 iterations (fixed vs per-call cost of loading,
 #                 interception, recording, device timing and the analysis), count mode's report
+#   recording     every test app's trace summary line on what recording cost its threads
 #   register      in-place registration on the real driver: tests/integration/register_inplace.sh
 #                 (unpin before munmap, data checked) and static_mmap's stats under hetopt run
 #   apps          scripts/bench/apps_speedup.sh (native, hand-pinned, hetopt run, --no-pool);
@@ -120,6 +121,21 @@ for s in "$@"; do
       LD_PRELOAD=$build/lib/libhetopt_shim.so HETOPT_MODE=count HETOPT_REPORT_FILE=$out/count_report.txt \
         "$build/bin/loop_wkr" --size 4K --iters 20000 >/dev/null
       head -n 40 "$out/count_report.txt"
+      ;;
+    recording)
+      # What recording costs in each program's threads, as the trace itself reports it (format 3).
+      step "recording cost per app (hetopt trace summary)"
+      for c in 'loop_wkr:--size 4K --iters 20000' 'loop_wkr:--size 64M --iters 20' \
+        'selective_alloc:--size 64M --iters 8' 'vector_new:--size 64M --iters 20' \
+        'calloc_realloc:--size 64M --iters 40' 'host_ptr_buffers:--size 64M --iters 20' \
+        'rect_map:--size 64M --iters 20' 'async_events:--size 64M --iters 20' \
+        'two_threads:--size 64M --iters 20' 'static_mmap:--size 64M --iters 20' \
+        'compute_bound:--size 4M --iters 100'; do
+        read -r -a a <<<"${c#*:}"
+        line=$("$build/bin/hetopt" trace --no-analyze -o "$build/rc.trace" -- "$build/bin/${c%%:*}" "${a[@]}" 2>&1 >/dev/null |
+          grep -E 'recording \(|calls [0-9]' | tr -s ' ' | tr '\n' ' ')
+        echo "${c%%:*} ${a[*]}: $line"
+      done | tee "$out/recording_cost.txt"
       ;;
     register)
       step register

@@ -781,8 +781,9 @@ void TraceInterceptor::callEnd(CallRecord& call) {
   if (flagsOf(call) & kTwin) endTwin(call, eventOutArg(call.id));
   // What recording costs the program's own threads, with its driver beside it (bench/record_cost
   // measures it without one): one call in 64 per thread pays one more clock read to find out
-  // (every call with HETOPT_DEBUG=1); the trace keeps it (RecordingCost) for the summary.
-  static thread_local uint32_t t_untilSelfTimed = 0;
+  // (every call with HETOPT_DEBUG=1); the trace keeps it (RecordingCost) for the summary. The
+  // first is a thread's 32nd call, not its first, which also registers the thread.
+  static thread_local uint32_t t_untilSelfTimed = kSelfTimePeriod / 2 - 1;
   const bool timeSelf = m_measureSelf || t_untilSelfTimed-- == 0;
   recordCall(call, hostNs);
   if (timeSelf) {

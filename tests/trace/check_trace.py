@@ -108,6 +108,20 @@ def marked_line(locs, marker='hetopt:transfer'):
     return None
 
 
+def check_recording_cost(trace, summary):
+    """The tracer's own cost: timed on one call in 64 per thread from its 32nd, kept in the trace
+    (format 3) and printed in the `hetopt trace` summary. Checked where there are calls enough."""
+    calls, timed, threads = trace['summary']['calls'], trace['recording_timed_calls'], len(trace['threads'])
+    if calls < 64 * (threads + 1):
+        return False
+    if not (calls // 64 - threads <= timed <= calls) or trace['recording_timed_ns'] <= 0:
+        fail(f'recording cost timed on {timed} of {calls} calls ({threads} threads), '
+             f'{trace["recording_timed_ns"]} ns in all')
+    if "recording (hetopt's own time after each call)" not in summary:
+        fail(f'the summary does not say what recording cost: {summary[-2000:]}')
+    return True
+
+
 def check_app(argv):
     hetopt, app = argv[0], argv[1]
     sep = argv.index('--')
@@ -133,14 +147,7 @@ def check_app(argv):
         if not trace['complete']:
             fail('trace is not complete')
         s = trace['summary']
-        # The tracer's own cost: timed on one call in 64 per thread (each thread's first included),
-        # kept in the trace and printed in the summary.
-        timed = trace['recording_timed_calls']
-        if not (s['calls'] // 64 <= timed <= s['calls']) or trace['recording_timed_ns'] <= 0:
-            fail(f'recording cost timed on {timed} of {s["calls"]} calls, '
-                 f'{trace["recording_timed_ns"]} ns in all')
-        if "recording (hetopt's own time after each call)" not in traced.stderr:
-            fail(f'the summary does not say what recording cost: {traced.stderr[-2000:]}')
+        check_recording_cost(trace, traced.stderr)
         objects = {o['id']: o for o in trace['objects']}
         modules = trace['modules']
         sites = trace['sites']
@@ -247,8 +254,8 @@ def trace_with_sample(hetopt, app, args, path, sample):
     r = run([hetopt, 'trace', '-o', path, '--', app] + args, env=env)
     if r.returncode != 0:
         fail(f'HETOPT_TIME_SAMPLE={sample}: exited {r.returncode}: {r.stderr[-2000:]}')
-        return False
-    return True
+        return None
+    return r.stderr
 
 
 def check_sampled(argv):
@@ -256,12 +263,15 @@ def check_sampled(argv):
     args = argv[argv.index('--') + 1:]
     with tempfile.TemporaryDirectory(prefix='hetopt-trace-test.') as tmp:
         path = os.path.join(tmp, 'sampled.trace')
-        if not trace_with_sample(hetopt, app, args, path, None):
+        summary = trace_with_sample(hetopt, app, args, path, None)
+        if summary is None:
             return
         t = show_json(hetopt, path)
         a = analyze_json(hetopt, path)
         if t is None or a is None:
             return
+    if not check_recording_cost(t, summary):
+        fail(f"{t['summary']['calls']} calls: too few to check what recording cost")
     big = [n for n in enqueue_leaves(t) if n['count'] > 1000]
     if sorted(n['call'] for n in big) != ['clEnqueueNDRangeKernel', 'clEnqueueReadBuffer',
                                           'clEnqueueWriteBuffer']:
@@ -294,7 +304,7 @@ def check_agreement(argv):
         for i in range(runs):
             for sample in (1, None):
                 path = os.path.join(tmp, f'{sample}-{i}.trace')
-                if not trace_with_sample(hetopt, app, args, path, sample):
+                if trace_with_sample(hetopt, app, args, path, sample) is None:
                     return
                 a = analyze_json(hetopt, path)
                 if a is None:
