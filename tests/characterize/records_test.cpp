@@ -14,17 +14,8 @@ using testing::TempDir;
 
 CharacterizationRun makeRun(const std::string& device) {
   CharacterizationRun run;
-  RunInfo& i = run.info;
-  i.key = {"Portable Computing Language", "OpenCL 3.0 PoCL", device, "3.1", "AMD EPYC", "6.1.0"};
-  i.deviceVendor = "AuthenticAMD";
-  i.deviceType = "CPU";
-  i.hostname = "ci";
-  i.hetoptVersion = "0.1.0";
-  i.createdUtc = "2026-11-03T10:00:00Z";
-  i.quick = true;
-  i.durationS = 4.5;
-  i.memlockLimit = 8 << 20;
-  i.lockBeyondLimit = false;
+  run.info = testing::ciRunInfo(device, "2026-11-03T10:00:00Z");
+  run.info.lockBeyondLimit = false;
   run.policies = {{PolicyKind::Standard, PolicyAvailability::State::Available, "", 16 << 20},
                   {PolicyKind::Locked, PolicyAvailability::State::Partial,
                    "fails at 16 MiB: mlock of 16.0 MiB exceeds RLIMIT_MEMLOCK 8.0 MiB", 8 << 20},

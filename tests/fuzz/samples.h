@@ -15,6 +15,7 @@
 #define HETOPT_PYTHON3 "python3"  // test_util.h's JSON check, unused here
 #endif
 #include "tests/analyzer/test_util.h"
+#include "tests/characterize/test_util.h"
 
 namespace hetopt::fuzz {
 
@@ -23,16 +24,7 @@ namespace hetopt::fuzz {
 inline characterize::CharacterizationRun sampleRun() {
   using namespace characterize;
   CharacterizationRun run;
-  RunInfo& i = run.info;
-  i.key = {"Portable Computing Language", "OpenCL 3.0 PoCL", "cpu-haswell", "3.1", "AMD EPYC", "6.1.0"};
-  i.deviceVendor = "AuthenticAMD";
-  i.deviceType = "CPU";
-  i.hostname = "ci";
-  i.hetoptVersion = "0.1.0";
-  i.createdUtc = "2026-11-23T10:00:00Z";
-  i.quick = true;
-  i.durationS = 4.5;
-  i.memlockLimit = 8 << 20;
+  run.info = characterize::testing::ciRunInfo("cpu-haswell", "2026-11-23T10:00:00Z");
   for (PolicyKind p : {PolicyKind::Standard, PolicyKind::OpenCL, PolicyKind::Hybrid})
     run.policies.push_back({p, PolicyAvailability::State::Available, "", 64 << 20});
   run.policies.push_back({PolicyKind::Locked, PolicyAvailability::State::Unavailable, "no mlock", 0});
