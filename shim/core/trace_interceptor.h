@@ -112,7 +112,13 @@ class TraceInterceptor final : public Interceptor {
   trace::RecorderConfig m_config;
   std::string m_childPattern;  ///< path for children, with %p
   std::map<uint64_t, QueueInfo> m_queues;                    ///< by handle; recorder lock
-  std::atomic<uint64_t> m_queuesVersion{1};  ///< bumped (under the lock) when m_queues changes what callBegin reads
+  /// Bumped (under the lock) when m_queues changes what callBegin reads; starts from a number no
+  /// other interceptor of this process used, so a thread's view of an earlier one never matches.
+  std::atomic<uint64_t> m_queuesVersion{nextVersionBase()};
+  static uint64_t nextVersionBase() {
+    static std::atomic<uint64_t> base{0};
+    return (base.fetch_add(1, std::memory_order_relaxed) + 1) << 32;
+  }
   std::map<uint64_t, uint64_t> m_twinToApp;  ///< twin queue -> the application's queue; recorder lock
   std::map<trace::ObjectId, std::vector<trace::ObjectId>> m_kernelArgs;  ///< bound objects
   std::map<trace::ObjectId, uint64_t> m_mapFlags;  ///< mapped pointer object -> last map flags

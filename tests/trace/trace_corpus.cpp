@@ -42,6 +42,7 @@ int main(int argc, char** argv) {
     }
     s.write(mem, 0x7fff0000, 64);
     s.free(0x10000);
+    s.recorder().noteRecordingCost(12, 9600);  // format 3's RecordingCost record
     s.finish();
   }
   {
