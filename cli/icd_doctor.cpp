@@ -2,6 +2,7 @@
 /** @file ICD set-up diagnosis; see icd_doctor.h. */
 #include "cli/icd_doctor.h"
 
+#include <CL/cl.h>
 #include <dirent.h>
 #include <dlfcn.h>
 #include <sys/stat.h>
@@ -53,9 +54,16 @@ bool exists(const std::string& p) {
   return stat(p.c_str(), &st) == 0;
 }
 
+// ocl-icd (Debian's and Ubuntu's loader, hetopt's chosen one) reads only ICD files: it has no
+// OCL_ICD_FILENAMES (2.3.1 at least), which the Khronos loader (the CUDA toolkit's) has. It
+// answers for its own extension function, the Khronos loader does not.
+bool loaderIsOclIcd() {
+  return clGetExtensionFunctionAddress("clGetICDLoaderInfoOCLICD") != nullptr;
+}
+
 // Library names that the loader will load: ICD files of the vendors dir (or $OCL_ICD_VENDORS)
-// and the entries of $OCL_ICD_FILENAMES.
-std::vector<std::string> icdLibraries(std::string* vendorsDir) {
+// and, where the loader reads it, the entries of $OCL_ICD_FILENAMES.
+std::vector<std::string> icdLibraries(std::string* vendorsDir, bool readsFilenames) {
   std::vector<std::string> libs;
   const char* env = getenv("OCL_ICD_VENDORS");
   *vendorsDir = env && *env ? env : "/etc/OpenCL/vendors";
@@ -78,7 +86,8 @@ std::vector<std::string> icdLibraries(std::string* vendorsDir) {
     }
     closedir(dir);
   }
-  if (const char* files = getenv("OCL_ICD_FILENAMES")) {
+  const char* files = getenv("OCL_ICD_FILENAMES");
+  if (files && readsFilenames) {
     std::string s = files;
     size_t start = 0;
     while (start < s.size()) {
@@ -102,14 +111,22 @@ bool mentions(const std::vector<std::string>& libs, const std::string& file) {
 std::vector<IcdFinding> diagnoseIcdSetup(const std::vector<ClDevice>& devices) {
   std::vector<IcdFinding> out;
   std::string vendorsDir;
-  std::vector<std::string> libs = icdLibraries(&vendorsDir);
+  const bool oclIcd = loaderIsOclIcd();
+  std::vector<std::string> libs = icdLibraries(&vendorsDir, !oclIcd);
 
   // Which loader is this process using? (The CUDA toolkit ships its own libOpenCL.so.1.)
   Dl_info info{};
   void* sym = dlsym(RTLD_DEFAULT, "clGetPlatformIDs");
   if (sym && dladdr(sym, &info) && info.dli_fname)
-    out.push_back({IcdFinding::Level::Info, std::string("OpenCL loader: ") + info.dli_fname});
+    out.push_back({IcdFinding::Level::Info, std::string("OpenCL loader: ") + info.dli_fname +
+                                                (oclIcd ? " (ocl-icd)" : "")});
   out.push_back({IcdFinding::Level::Info, "ICD vendor files read from: " + vendorsDir});
+  const char* files = getenv("OCL_ICD_FILENAMES");
+  if (oclIcd && files && *files)
+    out.push_back({IcdFinding::Level::Warning,
+                   "OCL_ICD_FILENAMES is set, but this loader (ocl-icd) does not read it: name the "
+                   "library in an .icd file of the vendors directory (or of a directory of your own "
+                   "given as OCL_ICD_VENDORS) instead"});
 
   std::set<std::string> reported;
   for (const VendorLibrary& v : kVendorLibraries) {
@@ -117,14 +134,15 @@ std::vector<IcdFinding> diagnoseIcdSetup(const std::vector<ClDevice>& devices) {
     for (const std::string& dir : librarySearchDirs()) {
       std::string path = dir + "/" + v.file;
       if (!exists(path) || !reported.insert(v.file).second) continue;
-      std::string lower = v.vendor;
+      const std::string icd = std::string(std::string(v.vendor) == "NVIDIA" ? "nvidia" : "vendor") + ".icd";
       out.push_back(
           {IcdFinding::Level::Warning,
            std::string(v.vendor) + "'s OpenCL library is installed (" + path +
                ") but no ICD file names it, so no program can see that device. Fix (as root):\n"
-               "    echo " + v.file + " > /etc/OpenCL/vendors/" +
-               (std::string(v.vendor) == "NVIDIA" ? "nvidia" : "vendor") +
-               ".icd\n  or, for one shell:  export OCL_ICD_FILENAMES=" + path});
+               "    echo " + v.file + " > /etc/OpenCL/vendors/" + icd +
+               "\n  or, for one shell (every loader; only the ICDs in that directory are then "
+               "loaded):\n    mkdir -p ~/.opencl-vendors && echo " + path + " > ~/.opencl-vendors/" +
+               icd + " && export OCL_ICD_VENDORS=~/.opencl-vendors"});
       break;
     }
   }
@@ -139,7 +157,7 @@ std::vector<IcdFinding> diagnoseIcdSetup(const std::vector<ClDevice>& devices) {
              devices.front().typeName() +
              ". hetopt picks devices by name (HETOPT_DEVICE, default the first GPU); to make the "
              "GPU platform 0 for everyone, list only its ICD (OCL_ICD_VENDORS=<dir with only "
-             "that .icd>) or put it first with OCL_ICD_FILENAMES."});
+             "that .icd>) or, with the Khronos loader, put it first with OCL_ICD_FILENAMES."});
   }
   if (devices.empty())
     out.push_back({IcdFinding::Level::Warning,
