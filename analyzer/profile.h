@@ -100,6 +100,9 @@ struct Breakdown {
   /// Host time in the other OpenCL calls (queries, context and program set-up, releases): part of
   /// cpu+sync, shown apart because it is start-up, not per-transfer overhead. Not stored in the DB.
   double setupNs = 0;
+  /// hetopt's own recording after each call, part of cpu+sync: the trace's timed sample (format
+  /// 3) extrapolated to every call. 0 for older traces. Not stored in the DB.
+  double recordingNs = 0;
   uint64_t kernels = 0;
   bool hasDeviceTimes = false;  ///< the trace carried profiling timestamps
   /// Commands timed, and those sampling left untimed (HETOPT_TIME_SAMPLE): with any of the latter

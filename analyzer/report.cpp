@@ -130,6 +130,9 @@ std::string formatReport(const AppProfile& p) {
           percent(b.fraction(b.communicationNs)).c_str());
   appendf(&r, "  cpu+sync       %10s %s\n", formatDuration(b.cpuSyncNs).c_str(),
           percent(b.fraction(b.cpuSyncNs)).c_str());
+  if (b.recordingNs > 0)
+    appendf(&r, "    of which hetopt's recording %s %s (tracing only: not in an untraced run)\n",
+            formatDuration(b.recordingNs).c_str(), percent(b.fraction(b.recordingNs)).c_str());
   Breakdown predicted;
   if (predictOptimizedBreakdown(p, &predicted) && b.totalNs > 0)
     appendf(&r, "  predicted with the best policies for the candidate sites: communication %s, "
@@ -237,6 +240,7 @@ std::string profileToJson(const AppProfile& p) {
   j.member("communication_ns", b.communicationNs).member("cpu_sync_ns", b.cpuSyncNs);
   j.member("h2d_ns", b.h2dNs).member("launch_ns", b.launchNs).member("d2h_ns", b.d2hNs);
   j.member("dispatch_sync_ns", b.dispatchSyncNs).member("setup_ns", b.setupNs);
+  j.member("recording_ns", b.recordingNs);
   j.member("kernels", b.kernels);
   j.member("device_timed_commands", b.deviceTimed).member("device_sampled_out_commands", b.deviceUnsampled);
   j.endObject();
