@@ -137,13 +137,16 @@ void printSummary(const Trace& t, FILE* out) {
             s.deviceTimed + s.deviceUnsampled);
   fprintf(out, "\nhost time in OpenCL calls %s of %s traced\n", timeText(static_cast<double>(s.hostCallNs)).c_str(),
           timeText(static_cast<double>(t.durationNs)).c_str());
-  if (t.recordingSampledCalls && s.calls) {
+  if (t.recordingSampledCalls >= trace::kRecordingCostMinSample && s.calls) {
     // The tracer's own cost, extrapolated from the calls it timed to every call.
     const double perCall = static_cast<double>(t.recordingSampledNs) / static_cast<double>(t.recordingSampledCalls);
     const double all = perCall * static_cast<double>(s.calls);
     fprintf(out, "recording (hetopt's own time after each call): %s per call, ~%s in all (%.1f%% of the traced time; timed on %" PRIu64 " calls)\n",
             timeText(perCall).c_str(), timeText(all).c_str(),
             t.durationNs ? 100.0 * all / static_cast<double>(t.durationNs) : 0.0, t.recordingSampledCalls);
+  } else if (t.recordingSampledCalls) {
+    fprintf(out, "recording (hetopt's own time after each call): %s on the %" PRIu64 " calls timed, too few to estimate the rest\n",
+            timeText(static_cast<double>(t.recordingSampledNs)).c_str(), t.recordingSampledCalls);
   }
 }
 

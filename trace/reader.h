@@ -99,6 +99,9 @@ struct TraceThread {
   std::vector<uint32_t> entries;  ///< top-level nodes, in order
 };
 
+/// Fewest timed calls from which the recording cost of every call is estimated.
+inline constexpr uint64_t kRecordingCostMinSample = 8;
+
 struct Trace {
   uint32_t formatVersion = 0;
   std::string writerVersion;
@@ -107,7 +110,7 @@ struct Trace {
   uint64_t durationNs = 0;   ///< traced wall time (to the last checkpoint when incomplete)
   uint64_t fileBytes = 0;
   /// What recording cost the program's threads (format 3, complete traces): the time the shim
-  /// spent recording after `recordingSampledCalls` of the calls, timed one in 64 (every call with
+  /// spent recording after `recordingSampledCalls` of the calls, about one in 64 (every call with
   /// HETOPT_DEBUG=1). Per call: recordingSampledNs / recordingSampledCalls.
   uint64_t recordingSampledCalls = 0, recordingSampledNs = 0;
   std::vector<TraceModule> modules;

@@ -140,7 +140,7 @@ class Recorder {
   /// Writes everything and the End record, then closes the file.
   void finish();
   /// What recording cost the program's threads, timed on `sampledCalls` of its calls (the shim
-  /// times one call in 64): written in the RecordingCost record at finish().
+  /// times about one call in 64): written in the RecordingCost record at finish().
   void noteRecordingCost(uint64_t sampledCalls, uint64_t sampledNs) {
     m_costCalls = sampledCalls;
     m_costNs = sampledNs;

@@ -780,14 +780,22 @@ void TraceInterceptor::callEnd(CallRecord& call) {
   }
   if (flagsOf(call) & kTwin) endTwin(call, eventOutArg(call.id));
   // What recording costs the program's own threads, with its driver beside it (bench/record_cost
-  // measures it without one): one call in 64 per thread pays one more clock read to find out
-  // (every call with HETOPT_DEBUG=1); the trace keeps it (RecordingCost) for the summary. The
-  // first is a thread's 32nd call, not its first, which also registers the thread.
+  // measures it without one): about one call in 64 per thread pays one more clock read to find
+  // out (every call with HETOPT_DEBUG=1); the trace keeps it (RecordingCost) for the summary. The
+  // gaps are random (32-95 calls), so a loop whose body divides 64 is not always timed at the
+  // same call, and the first timed call is never a thread's first, which also registers it.
   static thread_local uint32_t t_untilSelfTimed = kSelfTimePeriod / 2 - 1;
+  static thread_local uint32_t t_gapRandom = 0;  // xorshift state, seeded on first use
   const bool timeSelf = m_measureSelf || t_untilSelfTimed-- == 0;
   recordCall(call, hostNs);
   if (timeSelf) {
-    if (!m_measureSelf) t_untilSelfTimed = kSelfTimePeriod - 1;
+    if (!m_measureSelf) {
+      if (!t_gapRandom) t_gapRandom = static_cast<uint32_t>(reinterpret_cast<uintptr_t>(&t_gapRandom) >> 4) | 1u;
+      t_gapRandom ^= t_gapRandom << 13;
+      t_gapRandom ^= t_gapRandom >> 17;
+      t_gapRandom ^= t_gapRandom << 5;
+      t_untilSelfTimed = kSelfTimePeriod / 2 + (t_gapRandom % kSelfTimePeriod) - 1;
+    }
     m_selfNs.fetch_add(trace::monotonicNs() - (startOf(call) + hostNs), std::memory_order_relaxed);
     m_selfCalls.fetch_add(1, std::memory_order_relaxed);
   }
