@@ -515,10 +515,7 @@ class Analyzer {
     b.launchNs = m_launchNs;
     b.dispatchSyncNs = m_hostCallNs;
     b.setupNs = m_setupHostNs;
-    if (m_t.recordingSampledCalls >= trace::kRecordingCostMinSample)
-      b.recordingNs = static_cast<double>(m_t.recordingSampledNs) /
-                      static_cast<double>(m_t.recordingSampledCalls) *
-                      static_cast<double>(trace::summarize(m_t).calls);
+    b.recordingNs = trace::summarize(m_t).recordingNs;
     Eligibility& e = m_out->eligibility;
     e.threshold = m_opt.threshold;
     const char* basis = "";

@@ -137,13 +137,10 @@ void printSummary(const Trace& t, FILE* out) {
             s.deviceTimed + s.deviceUnsampled);
   fprintf(out, "\nhost time in OpenCL calls %s of %s traced\n", timeText(static_cast<double>(s.hostCallNs)).c_str(),
           timeText(static_cast<double>(t.durationNs)).c_str());
-  if (t.recordingSampledCalls >= trace::kRecordingCostMinSample && s.calls) {
-    // The tracer's own cost, extrapolated from the calls it timed to every call.
-    const double perCall = static_cast<double>(t.recordingSampledNs) / static_cast<double>(t.recordingSampledCalls);
-    const double all = perCall * static_cast<double>(s.calls);
+  if (s.recordingNs > 0) {  // the tracer's own cost, extrapolated from the calls it timed
     fprintf(out, "recording (hetopt's own time after each call): %s per call, ~%s in all (%.1f%% of the traced time; timed on %" PRIu64 " calls)\n",
-            timeText(perCall).c_str(), timeText(all).c_str(),
-            t.durationNs ? 100.0 * all / static_cast<double>(t.durationNs) : 0.0, t.recordingSampledCalls);
+            timeText(s.recordingNs / static_cast<double>(s.calls)).c_str(), timeText(s.recordingNs).c_str(),
+            t.durationNs ? 100.0 * s.recordingNs / static_cast<double>(t.durationNs) : 0.0, t.recordingSampledCalls);
   } else if (t.recordingSampledCalls) {
     fprintf(out, "recording (hetopt's own time after each call): %s on the %" PRIu64 " calls timed, too few to estimate the rest\n",
             timeText(static_cast<double>(t.recordingSampledNs)).c_str(), t.recordingSampledCalls);
@@ -289,7 +286,8 @@ std::string toJson(const Trace& t) {
         ",\"transfer_ns\":" + std::to_string(s.transferNs) + ",\"other_device_ns\":" + std::to_string(s.otherDeviceNs) +
         ",\"launch_latency_ns\":" + std::to_string(s.launchLatencyNs) + ",\"host_call_ns\":" + std::to_string(s.hostCallNs) +
         ",\"device_missing\":" + std::to_string(s.deviceMissing) + ",\"device_timed\":" + std::to_string(s.deviceTimed) +
-        ",\"device_sampled_out\":" + std::to_string(s.deviceUnsampled) + ",\"calls_by_function\":{");
+        ",\"device_sampled_out\":" + std::to_string(s.deviceUnsampled) +
+        ",\"recording_ns\":" + std::to_string(static_cast<uint64_t>(s.recordingNs)) + ",\"calls_by_function\":{");
   bool first = true;
   for (const auto& [name, count] : s.callsByFunction) {
     if (!first) j.raw(",");

@@ -566,6 +566,9 @@ TraceSummary summarize(const Trace& t) {
       }
     }
   }
+  if (t.recordingSampledCalls >= kRecordingCostMinSample)
+    s.recordingNs = static_cast<double>(t.recordingSampledNs) /
+                    static_cast<double>(t.recordingSampledCalls) * static_cast<double>(s.calls);
   return s;
 }
 

@@ -160,6 +160,9 @@ struct TraceSummary {
     uint64_t h2dBytes = 0, d2hBytes = 0, h2dTransfers = 0, d2hTransfers = 0;
   };
   std::map<ObjectId, ObjectBytes> byObject;  ///< host objects that crossed, by object id
+  /// hetopt's own recording after every call: the trace's timed sample (Trace::recordingSampled*)
+  /// extrapolated to every call, from kRecordingCostMinSample timed calls up; else 0.
+  double recordingNs = 0;
 };
 TraceSummary summarize(const Trace& trace);
 

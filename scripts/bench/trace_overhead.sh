@@ -53,10 +53,9 @@ def recording_share(path):
     if r.returncode != 0:
         return None
     t = json.loads(r.stdout)
-    if not t.get("recording_timed_calls") or not t["duration_ns"]:
+    if not t["summary"].get("recording_ns") or not t["duration_ns"]:
         return None
-    per_call = t["recording_timed_ns"] / t["recording_timed_calls"]
-    return 100 * per_call * t["summary"]["calls"] / t["duration_ns"]
+    return 100 * t["summary"]["recording_ns"] / t["duration_ns"]
 
 
 with tempfile.TemporaryDirectory(prefix="hetopt-trace-bench.") as tmp:
