@@ -62,8 +62,8 @@ bool loaderIsOclIcd() {
 }
 
 // Library names that the loader will load: ICD files of the vendors dir (or $OCL_ICD_VENDORS)
-// and, where the loader reads it, the entries of $OCL_ICD_FILENAMES.
-std::vector<std::string> icdLibraries(std::string* vendorsDir, bool readsFilenames) {
+// and the entries of `filenames` ($OCL_ICD_FILENAMES where the loader reads it, else null).
+std::vector<std::string> icdLibraries(std::string* vendorsDir, const char* filenames) {
   std::vector<std::string> libs;
   const char* env = getenv("OCL_ICD_VENDORS");
   *vendorsDir = env && *env ? env : "/etc/OpenCL/vendors";
@@ -86,9 +86,8 @@ std::vector<std::string> icdLibraries(std::string* vendorsDir, bool readsFilenam
     }
     closedir(dir);
   }
-  const char* files = getenv("OCL_ICD_FILENAMES");
-  if (files && readsFilenames) {
-    std::string s = files;
+  if (filenames) {
+    std::string s = filenames;
     size_t start = 0;
     while (start < s.size()) {
       size_t colon = s.find(':', start);
@@ -112,7 +111,8 @@ std::vector<IcdFinding> diagnoseIcdSetup(const std::vector<ClDevice>& devices) {
   std::vector<IcdFinding> out;
   std::string vendorsDir;
   const bool oclIcd = loaderIsOclIcd();
-  std::vector<std::string> libs = icdLibraries(&vendorsDir, !oclIcd);
+  const char* files = getenv("OCL_ICD_FILENAMES");
+  std::vector<std::string> libs = icdLibraries(&vendorsDir, oclIcd ? nullptr : files);
 
   // Which loader is this process using? (The CUDA toolkit ships its own libOpenCL.so.1.)
   Dl_info info{};
@@ -121,7 +121,6 @@ std::vector<IcdFinding> diagnoseIcdSetup(const std::vector<ClDevice>& devices) {
     out.push_back({IcdFinding::Level::Info, std::string("OpenCL loader: ") + info.dli_fname +
                                                 (oclIcd ? " (ocl-icd)" : "")});
   out.push_back({IcdFinding::Level::Info, "ICD vendor files read from: " + vendorsDir});
-  const char* files = getenv("OCL_ICD_FILENAMES");
   if (oclIcd && files && *files)
     out.push_back({IcdFinding::Level::Warning,
                    "OCL_ICD_FILENAMES is set, but this loader (ocl-icd) does not read it: name the "

@@ -124,7 +124,7 @@ class TraceInterceptor final : public Interceptor {
   std::map<trace::ObjectId, uint64_t> m_mapFlags;  ///< mapped pointer object -> last map flags
   std::vector<Pending> m_pending;  ///< recorder lock
   size_t m_resolveAt = 64;
-  static constexpr uint32_t kSelfTimePeriod = 64;  ///< recording timed on one call in this many
+  static constexpr uint32_t kSelfTimePeriod = 64;  ///< recording timed on about one call in this many
   bool m_measureSelf = false;  ///< HETOPT_DEBUG: time the recording after every call
   std::atomic<uint64_t> m_selfNs{0}, m_selfCalls{0};
   std::atomic<bool> m_active{true};  ///< false after exit or a failed restart; read lock-free by free()
