@@ -10,14 +10,10 @@
  * for calloc, usableSize() >= the size asked for, reallocate() keeps the contents and returns null
  * (block unchanged) when it cannot, so the caller moves the block elsewhere.
  *
- * Ownership lookup (every free() in the process asks owns()) takes no lock: an open-addressing hash
- * table of the live blocks' start addresses, probed with acquire loads, behind a [lowest, highest)
- * address filter. Inserting and removing (under the lock, which also serialises the policy: it is
- * not thread-safe by itself) publish or retire one slot; a reader racing with them is asking about
- * another address, since nobody may free a block that is being made or freed. Retired slots
- * (tombstones) are swept by rebuilding the table into its twin array; readers see that through a
- * sequence counter and retry. The table is fixed at construction: when it is full, allocate() fails
- * and the caller falls back to malloc.
+ * Ownership lookup (every free() in the process asks owns()) takes no lock: a BlockTable
+ * (block_table.h) of the live blocks, written under the lock, which also serialises the policy (it
+ * is not thread-safe by itself). The table is fixed at construction: when it is full, allocate()
+ * fails and the caller falls back to malloc.
  */
 #pragma once
 #include <atomic>
@@ -25,6 +21,7 @@
 #include <cstdint>
 #include <mutex>
 
+#include "policies/block_table.h"
 #include "policies/policy.h"
 
 namespace hetopt::policies {
@@ -73,31 +70,11 @@ class DirectAllocator {
   DirectStats stats() const;
 
  private:
-  struct Slot {
-    std::atomic<uintptr_t> key{0};  ///< 0: empty, 1: tombstone, else the block's address
-    std::atomic<size_t> size{0};    ///< usable bytes
-    Allocation allocation;          ///< what the policy's release() needs (under m_lock)
-  };
-  static constexpr uintptr_t kEmpty = 0, kTombstone = 1;
-
-  size_t slotOf(uintptr_t key) const;
-  const Slot* findLocked(const Slot* table, uintptr_t key) const;
-  template <typename Fn>
-  auto readConsistent(Fn fn) const;
-  void insertLocked(const Allocation& a);
-  void rebuildLocked();
   void failLocked(const char* why);
 
   mutable std::mutex m_lock;
   AllocationPolicy* m_policy = nullptr;
-  Slot* m_tables[2] = {};
-  std::atomic<Slot*> m_table{nullptr};  ///< one of m_tables; the other is the rebuild's target
-  size_t m_mask = 0;
-  unsigned m_shift = 64;
-  unsigned m_maxLive = 0;
-  std::atomic<uint32_t> m_sequence{0};  ///< odd while a rebuild switches tables
-  std::atomic<uintptr_t> m_low{UINTPTR_MAX}, m_high{0};
-  size_t m_tombstones = 0;
+  BlockTable<Allocation> m_blocks;  ///< what the policy's release() needs, per live block
   std::atomic<bool> m_child{false};
   DirectStats m_stats;
 };
