@@ -34,42 +34,39 @@ class CurveGainModel : public GainModel {
       out->note = "no transfers";
       return;
     }
-    // The size that carries most of the site's bytes picks the policy.
-    uint64_t typical = site.h2d.typicalBytes;
-    if (!h2d || (d2h && site.d2h.typicalBytes * site.d2h.transfers >
-                            site.h2d.typicalBytes * site.h2d.transfers))
-      typical = site.d2h.typicalBytes;
-    Direction dir = h2d && d2h ? Direction::RoundTrip : h2d ? Direction::H2D : Direction::D2H;
-    const characterize::Decision* decision = nullptr;
-    for (const characterize::Decision& d : m_run.decisions)
-      if (d.direction == dir && d.sizeLo <= typical && typical < d.sizeHi) decision = &d;
-    if (!decision) {
-      out->note = "the characterization has no decision for " + std::to_string(typical) +
-                  "-byte transfers; re-run `hetopt characterize`";
-      return;
+    baseline(site.h2d, site.d2h, out);
+    // Two ways to pin the site, each charged in full: a pool (its share pinned once, then every
+    // allocation served from it) or registration in place (every allocation registered).
+    GainPrediction pool = *out, reg = *out;
+    const PolicyKind pooled = poolPolicy(site);
+    pool.policy = policyName(pooled);
+    pool.allocMode = characterize::allocModeName(characterize::AllocMode::Pool);
+    pool.costNs = poolCostNs(pooled, site);
+    pool.optimizedNs = transferNs(site.h2d, site.d2h, pooled) + pool.costNs;
+    const bool canRegister = hasFit(Measure::Alloc, PolicyKind::Register) &&
+                             (!h2d || hasFit(Measure::H2D, PolicyKind::Register)) &&
+                             (!d2h || hasFit(Measure::D2H, PolicyKind::Register));
+    if (canRegister) {
+      reg.policy = policyName(PolicyKind::Register);
+      reg.allocMode = characterize::allocModeName(characterize::AllocMode::Direct);
+      reg.costNs = allocNs(PolicyKind::Register, site.typicalAllocBytes) *
+                   static_cast<double>(std::max<uint64_t>(site.allocations, 1));
+      reg.optimizedNs = transferNs(site.h2d, site.d2h, PolicyKind::Register) + reg.costNs;
     }
-    out->policy = policyName(decision->policy);
-    out->allocMode = characterize::allocModeName(decision->alloc);
-    out->standardNs = transferNs(site.h2d, site.d2h, PolicyKind::Standard);
-    out->optimizedNs = transferNs(site.h2d, site.d2h, decision->policy);
-    if (decision->policy == PolicyKind::Register) {
-      // In-place registration is not built yet: `hetopt run` serves such sites from a hybrid pool
-      // (the pooled policy with the same transfer speed), so predict what it will do.
-      out->policy = policyName(PolicyKind::Hybrid);
-      out->allocMode = characterize::allocModeName(characterize::AllocMode::Pool);
-      out->optimizedNs = transferNs(site.h2d, site.d2h, PolicyKind::Hybrid);
-      out->optimizedNs += poolCostNs(PolicyKind::Hybrid, site);
-    } else if (decision->alloc == characterize::AllocMode::Direct &&
-               decision->policy != PolicyKind::Standard) {
-      // Allocated at the site itself: every allocation pays the policy's extra cost.
-      double extra = allocNs(decision->policy, site.typicalAllocBytes) -
-                     allocNs(PolicyKind::Standard, site.typicalAllocBytes);
-      out->optimizedNs += std::max(0.0, extra) * static_cast<double>(site.allocations);
-    } else if (decision->alloc == characterize::AllocMode::Pool) {
-      out->optimizedNs += poolCostNs(decision->policy, site);
-    }
+    *out = canRegister && reg.savingNs() >= pool.savingNs() ? reg : pool;
     out->known = true;
     out->note = describe();
+  }
+
+  bool registerCost(uint64_t* latencyNs, uint64_t* nsPerMiB) const override {
+    if (!hasFit(Measure::Alloc, PolicyKind::Register)) return false;
+    // A line through the curve at 1 MiB and 256 MiB: the sizes the register strategy serves.
+    const double small = allocNs(PolicyKind::Register, 1 << 20);
+    const double large = allocNs(PolicyKind::Register, 256ull << 20);
+    const double slope = std::max(0.0, (large - small) / 255.0);
+    *nsPerMiB = static_cast<uint64_t>(slope);
+    *latencyNs = static_cast<uint64_t>(std::max(0.0, small - slope));
+    return true;
   }
 
   void predictRegistration(const UntrackedMemory& memory, GainPrediction* out) const override {
@@ -88,17 +85,45 @@ class CurveGainModel : public GainModel {
     }
     out->policy = policyName(PolicyKind::Register);
     out->allocMode = characterize::allocModeName(characterize::AllocMode::Direct);
-    out->standardNs = transferNs(memory.h2d, memory.d2h, PolicyKind::Standard);
+    baseline(memory.h2d, memory.d2h, out);
     // One registration of the range (the register curves time only that: the memory exists),
     // whether it lands on the pool thread (static data) or on the first transfer (a mapping):
     // like a pool, it competes with the program for the machine.
-    out->optimizedNs = transferNs(memory.h2d, memory.d2h, PolicyKind::Register) +
-                       allocNs(PolicyKind::Register, memory.regionBytes);
+    out->costNs = allocNs(PolicyKind::Register, memory.regionBytes);
+    out->optimizedNs = transferNs(memory.h2d, memory.d2h, PolicyKind::Register) + out->costNs;
     out->known = true;
     out->note = describe();
   }
 
  private:
+  /// The transfers as the trace measured them (first-touch faults and staging included: 1.2-1.7
+  /// GB/s into untouched memory on an H100, where the warm curve says 7-13), else the curves.
+  void baseline(const TransferStats& h2d, const TransferStats& d2h, GainPrediction* out) const {
+    const double measured = h2d.deviceNs + d2h.deviceNs;
+    out->measured = measured > 0;
+    out->standardNs = out->measured ? measured : transferNs(h2d, d2h, PolicyKind::Standard);
+  }
+  bool hasFit(Measure m, PolicyKind p) const {
+    const characterize::Fit* fit = m_run.findFit(m, p);
+    return fit && fit->fn.valid();
+  }
+  /// The pooled policy the decision table prefers for the site's typical transfer size (the
+  /// round-trip row when data crosses both ways); hybrid, whose pages are locked before any
+  /// context exists, when the table prefers no pool there.
+  PolicyKind poolPolicy(const CandidateSite& site) const {
+    const bool h2d = site.h2d.transfers > 0, d2h = site.d2h.transfers > 0;
+    uint64_t typical = site.h2d.typicalBytes;
+    if (!h2d || (d2h && site.d2h.typicalBytes * site.d2h.transfers >
+                            site.h2d.typicalBytes * site.h2d.transfers))
+      typical = site.d2h.typicalBytes;
+    Direction dir = h2d && d2h ? Direction::RoundTrip : h2d ? Direction::H2D : Direction::D2H;
+    for (const characterize::Decision& d : m_run.decisions)
+      if (d.direction == dir && d.sizeLo <= typical && typical < d.sizeHi &&
+          d.alloc == characterize::AllocMode::Pool && d.policy != PolicyKind::Standard &&
+          d.policy != PolicyKind::Register)
+        return d.policy;
+    return PolicyKind::Hybrid;
+  }
   /// The site's share of the pool: pinning its peak live bytes once. The pool is prepared on a
   /// thread while the program starts, but that is not free: it competes with the program's own
   /// OpenCL start-up (measured on an H100: a 241 MiB pool made a program 11% slower end to end),

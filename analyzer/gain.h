@@ -3,11 +3,15 @@
  * @file What a candidate site is worth on this machine: the characterized curves of the device
  * the trace ran on, asked "what if this site's memory came from the best policy for its sizes?".
  *
- * Per site: the policy is the decision table's choice for the site's typical transfer size (the
- * round-trip row when data crosses both ways); predicted times sum the fitted transfer functions
- * over every transfer size seen, with malloc memory (standard) and with that policy. A policy
- * allocated directly (not from a pool) also pays its extra allocation and free cost per
- * allocation; pooled allocation is prepared off the critical path and is not charged.
+ * Per site: what the site's transfers cost as they are is what the trace measured (a first
+ * transfer into never-touched memory included), else the standard curves; pinned, the fitted
+ * transfer functions of the pinning policy summed over every transfer size seen. Two strategies
+ * are priced, each with its full cost as if on the critical path (the run keeps it off when it
+ * can): a pool of the decision table's pooled policy for the site's typical size (its share of
+ * the pool, the site's peak live bytes, pinned once) and registration in place (the register
+ * curve's cost for every allocation). The site gets the one that saves more (design notes sec. 2
+ * and 5: a pool where allocation is expensive and repeated, registration where blocks are large
+ * and live long).
  *
  * Untracked memory (static arrays, anonymous mappings) can only be registered in place: its
  * prediction uses the register policy's transfer curves and charges one registration of the range.
@@ -32,6 +36,9 @@ class GainModel {
     *out = GainPrediction{};
     out->note = "no register curves";
   }
+  /// What registering a block in place costs here, as a line: latency + ns per MiB. False when
+  /// the device has no register curve.
+  virtual bool registerCost(uint64_t* latencyNs, uint64_t* nsPerMiB) const { return false; }
   /// "NVIDIA H200 (NVIDIA CUDA, driver 580.x), characterized 2026-11-20".
   virtual std::string describe() const = 0;
 };

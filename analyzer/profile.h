@@ -35,15 +35,26 @@ struct TransferStats {
   void finish();
 };
 
-/// What the characterized curves predict for a site on this machine.
+/// What pinning a site's memory is worth on this machine, and how it is best done there.
+///
+/// Sites: the baseline is what the trace measured for the site's transfers (first-touch page
+/// faults and staging included), else the standard curves; the pinned time comes from the curves;
+/// the cost is that of the strategy (pool: pinning its share of the pool once; register: one
+/// registration per allocation), charged in full as if it lay on the critical path.
 struct GainPrediction {
   bool known = false;
   std::string note;          ///< why not known, or which characterization was used
-  std::string policy;        ///< policy for the site's typical transfer size ("hybrid", ...)
+  /// How the memory is pinned: "hybrid"/"opencl"/"locked" with allocMode "pool" (a pool of that
+  /// policy), "register" with "direct" (registered in place, per block), or "standard" ("plain").
+  std::string policy;
   std::string allocMode;     ///< "pool", "direct", "plain"
-  double standardNs = 0;     ///< predicted transfer time of the site's transfers with malloc memory
-  double optimizedNs = 0;    ///< ... with the chosen policy, plus allocation overhead when direct
+  double standardNs = 0;     ///< the site's transfers as they are: measured, else the curves
+  double optimizedNs = 0;    ///< ... pinned (curves), plus the strategy's pinning cost
+  double costNs = 0;         ///< of optimizedNs, the pinning cost (pool share or registrations)
+  bool measured = false;     ///< standardNs is the trace's measured time
   double savingNs() const { return standardNs - optimizedNs; }
+  bool registers() const { return policy == "register"; }
+  bool pools() const { return allocMode == "pool" && !policy.empty() && policy != "standard"; }
 };
 
 /// One allocation site whose memory feeds host<->device transfers.

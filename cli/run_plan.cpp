@@ -6,6 +6,8 @@
 #include <cstdio>
 #include <string>
 
+#include "analyzer/report.h"
+
 namespace hetopt::cli {
 
 std::string poolPolicyFor(const std::string& decisionPolicy) {
@@ -17,51 +19,100 @@ std::string poolPolicyFor(const std::string& decisionPolicy) {
 
 namespace {
 
-// Untracked memory the register curves say gains (or all of it, forced): static ranges by module
-// and offset; anonymous mappings by size, from the smallest transferred range (a mapping holds at
-// least that) to the largest mapping seen, so that no unrelated larger mapping gets pinned.
-void addRegistrations(const analyzer::AppProfile& profile, const PlanOptions& options, Plan* plan) {
-  for (const analyzer::UntrackedMemory& u : profile.untracked) {
-    if (!u.registrable() || u.regionBytes == 0) continue;
-    if (!options.forceRegistrations && (!u.gain.known || u.gain.savingNs() <= 0)) continue;
-    if (u.kind == analyzer::UntrackedMemory::Kind::Static) {
-      plan->staticRanges.push_back({u.moduleKey, u.moduleOffset, u.regionBytes});
-      continue;
-    }
-    uint64_t hi = std::max(u.mapBytes, u.regionBytes);
-    plan->mmapMinBytes = plan->registersMappings() ? std::min(plan->mmapMinBytes, u.regionBytes)
-                                                   : u.regionBytes;
-    plan->mmapMaxBytes = std::max(plan->mmapMaxBytes, hi);
-  }
+using analyzer::formatBytes;
+using analyzer::formatDuration;
+
+std::string percent(double part, double whole) {
+  char buf[32];
+  snprintf(buf, sizeof buf, "%.1f%%", whole > 0 ? 100.0 * part / whole : 0.0);
+  return buf;
 }
 
-}  // namespace
+std::string transfersText(const char* dir, const analyzer::TransferStats& t) {
+  if (!t.transfers) return "";
+  return std::string(dir) + " " + std::to_string(t.transfers) + " x " +
+         formatBytes(t.typicalBytes) + (t.transfers > 1 ? " typ." : "");
+}
 
-bool buildPlan(const analyzer::AppProfile& profile, const PlanOptions& options, Plan* plan,
-               std::string* whyNot) {
-  *plan = Plan();
-  if (!profile.eligibility.eligible && !options.ignoreEligibility) {
-    *whyNot = "not worth optimizing: " + profile.eligibility.reason;
+std::string memoryText(uint64_t allocations, uint64_t bytes, const analyzer::TransferStats& h2d,
+                       const analyzer::TransferStats& d2h) {
+  std::string s = allocations ? std::to_string(allocations) + " x " + formatBytes(bytes) : formatBytes(bytes);
+  for (const std::string& t : {transfersText("h2d", h2d), transfersText("d2h", d2h)})
+    if (!t.empty()) s += ", " + t;
+  return s;
+}
+
+/// The decisive numbers of a prediction: "measured 40.1 ms, pinned ~1.2 ms, pinning ~5.3 ms".
+std::string numbersText(const analyzer::GainPrediction& g) {
+  if (!g.known) return g.note.empty() ? "no prediction" : g.note;
+  return std::string(g.measured ? "traced " : "pageable ~") + formatDuration(g.standardNs) +
+         ", pinned ~" + formatDuration(g.optimizedNs - g.costNs) + " + pinning ~" +
+         formatDuration(g.costNs) + ": saves " + formatDuration(g.savingNs());
+}
+
+/// Per MiB moved: what the transfers cost more pageable than pinned (the plan's `wait`).
+uint64_t waitPerMiB(const analyzer::GainPrediction& g, const analyzer::TransferStats& h2d,
+                    const analyzer::TransferStats& d2h) {
+  const double mib = static_cast<double>(h2d.bytes + d2h.bytes) / (1 << 20);
+  const double extra = g.standardNs - (g.optimizedNs - g.costNs);
+  if (!g.known || mib <= 0 || extra <= 0) return 0;
+  return static_cast<uint64_t>(extra / mib);
+}
+
+class Planner {
+ public:
+  Planner(const analyzer::AppProfile& profile, const PlanOptions& options,
+          const analyzer::GainModel* gain, Plan* plan, PlanDecision* decision)
+      : m_profile(profile), m_opt(options), m_gain(gain), m_plan(plan), m_d(decision) {
+    m_d->runNs = profile.breakdown.totalNs;
+    m_d->gainSource = gain ? gain->describe() + " (this machine's curves now)"
+                           : "the predictions stored with the profile";
+  }
+
+  bool run(std::string* whyNot) {
+    if (m_profile.candidates.empty() && !anyRegistrable()) {
+      *whyNot = "no allocation site feeds host<->device transfers";
+      return false;
+    }
+    m_forcedPool = poolPolicyFor(m_opt.forcedPolicy);
+    if (!m_opt.forcedPolicy.empty() && m_forcedPool.empty()) {
+      *whyNot = "policy '" + m_opt.forcedPolicy + "' cannot back a pool (use opencl, hybrid, locked)";
+      return false;
+    }
+    for (const analyzer::CandidateSite& site : m_profile.candidates) planSite(site);
+    for (const analyzer::UntrackedMemory& u : m_profile.untracked) planUntracked(u);
+    std::stable_sort(m_d->sites.begin(), m_d->sites.end(), [](const SiteDecision& a, const SiteDecision& b) {
+      return a.planned != b.planned ? a.planned : a.savingNs > b.savingNs;
+    });
+    m_d->overheadNs = kSiteCaptureNs * static_cast<double>(m_profile.trackedAllocations);
+    return decide(whyNot) && sizePool(whyNot);
+  }
+
+ private:
+  bool anyRegistrable() const {
+    for (const analyzer::UntrackedMemory& u : m_profile.untracked)
+      if (u.registrable()) return true;
     return false;
   }
-  bool registrable = false;
-  for (const analyzer::UntrackedMemory& u : profile.untracked) registrable |= u.registrable();
-  if (profile.candidates.empty() && !registrable) {
-    *whyNot = "no allocation site feeds host<->device transfers";
-    return false;
+  bool forced() const { return !m_opt.forcedPolicy.empty(); }
+  /// Worth planning on its own: it saves something, and (unless forced) enough to matter.
+  bool worthIt(double savingNs) const {
+    if (m_opt.force) return savingNs > 0;
+    return savingNs >= kMinSiteSavingNs && savingNs >= kMinSiteShare * m_d->runNs;
   }
-  uint64_t liveBytes = 0;
-  std::string policy = poolPolicyFor(options.forcedPolicy);
-  if (!options.forcedPolicy.empty() && policy.empty()) {
-    *whyNot = "policy '" + options.forcedPolicy + "' cannot back a pool (use opencl, hybrid, locked)";
-    return false;
+  std::string smallText(double savingNs) const {
+    if (savingNs <= 0) return "pinning does not pay";
+    return "saves only " + formatDuration(savingNs) + " (a site must save " +
+           formatDuration(std::max(kMinSiteSavingNs, kMinSiteShare * m_d->runNs)) + ")";
   }
-  for (const analyzer::CandidateSite& site : profile.candidates) {  // most valuable first
-    std::string sitePolicy = options.forcedPolicy.empty() ? poolPolicyFor(site.gain.policy) : policy;
-    if (sitePolicy.empty()) continue;
-    // Unless forced: only sites the curves say repay their share of the pool.
-    if (options.forcedPolicy.empty() && (!site.gain.known || site.gain.savingNs() <= 0)) continue;
-    if (policy.empty()) policy = sitePolicy;  // one pool: the most valuable site's policy
+
+  void planSite(const analyzer::CandidateSite& site) {
+    analyzer::GainPrediction g = site.gain;
+    if (m_gain) m_gain->predict(site, &g);
+    SiteDecision d;
+    d.what = site.location.describe() + " (" + site.allocator + ")";
+    d.memory = memoryText(site.allocations, site.typicalAllocBytes, site.h2d, site.d2h);
+    d.savingNs = g.known ? g.savingNs() : 0;
     PlanSite planned;
     planned.key = site.siteKey;
     // What the trace saw there, for the shim's conformance check (shim/core/conformance.h).
@@ -70,35 +121,189 @@ bool buildPlan(const analyzer::AppProfile& profile, const PlanOptions& options, 
       planned.profile = {site.allocations, site.minAllocBytes, site.maxAllocBytes,
                          std::clamp(site.typicalAllocBytes, site.minAllocBytes, site.maxAllocBytes),
                          site.peakLiveBytes, site.peakLiveBlocks};
-    plan->sites.push_back(planned);
-    liveBytes = site.peakLiveBytes > UINT64_MAX - liveBytes ? UINT64_MAX : liveBytes + site.peakLiveBytes;
+    planned.waitNsPerMiB = waitPerMiB(g, site.h2d, site.d2h);
+    std::string pool;
+    if (forced()) {
+      const bool reg = m_opt.forcedPolicy == "register";
+      planned.strategy = reg ? SiteStrategy::Register : SiteStrategy::Pool;
+      pool = reg ? "" : m_forcedPool;
+      d.why = "forced (--policy " + m_opt.forcedPolicy + "); " + numbersText(g);
+    } else if (!g.known || !worthIt(g.savingNs()) || (!g.registers() && !g.pools())) {
+      d.strategy = "untouched";
+      if (!g.registers() && !g.pools()) d.savingNs = 0;  // nothing would pin it
+      d.why = g.known ? smallText(g.savingNs()) + "; " + numbersText(g) : numbersText(g);
+      m_d->sites.push_back(std::move(d));
+      return;
+    } else {
+      planned.strategy = g.registers() ? SiteStrategy::Register : SiteStrategy::Pool;
+      pool = g.registers() ? "" : g.policy;
+      d.why = numbersText(g);
+    }
+    if (planned.strategy == SiteStrategy::Register) {
+      d.strategy = "register in place";
+      d.when = "each block where malloc put it, on a background thread, once the program's context "
+               "exists";
+    } else {
+      if (m_poolPolicy.empty()) m_poolPolicy = pool;  // one pool: the most valuable site's policy
+      d.strategy = m_poolPolicy + " pool";
+      d.when = "served from a pool pinned in the program's context as soon as it exists; blocks "
+               "before that are registered in place";
+      m_poolLive = site.peakLiveBytes > UINT64_MAX - m_poolLive ? UINT64_MAX : m_poolLive + site.peakLiveBytes;
+    }
+    d.planned = true;
+    if (g.known) m_d->savingNs += std::max(0.0, g.savingNs());
+    m_plan->sites.push_back(planned);
+    m_d->sites.push_back(std::move(d));
   }
-  addRegistrations(profile, options, plan);
-  if (plan->sites.empty() && !plan->hasRegistrations()) {
-    *whyNot = "pinning does not pay for this program's transfers on " + profile.device +
-              " (see `hetopt analyze`)";
-    return false;
+
+  // Untracked memory (static data, anonymous mappings): registered in place when the register
+  // curves say it gains (or all of it, forced). Static ranges by module and offset; anonymous
+  // mappings by size, from the smallest transferred range (a mapping holds at least that) to the
+  // largest mapping seen, so that no unrelated larger mapping gets pinned.
+  void planUntracked(const analyzer::UntrackedMemory& u) {
+    analyzer::GainPrediction g = u.gain;
+    if (m_gain && u.registrable()) m_gain->predictRegistration(u, &g);
+    SiteDecision d;
+    d.what = u.what + " (" + analyzer::untrackedKindName(u.kind) + ")";
+    d.memory = memoryText(0, u.regionBytes, u.h2d, u.d2h);
+    d.savingNs = g.known ? g.savingNs() : 0;
+    if (!u.registrable() || u.regionBytes == 0) {
+      d.strategy = "untouched";
+      d.why = "cannot be registered in place (only static data and anonymous mappings)";
+    } else if (!m_opt.forceRegistrations && (!g.known || !worthIt(g.savingNs()))) {
+      d.strategy = "untouched";
+      d.why = g.known ? smallText(g.savingNs()) + "; " + numbersText(g) : numbersText(g);
+    } else {
+      d.strategy = "register in place";
+      d.when = u.kind == analyzer::UntrackedMemory::Kind::Static
+                   ? "when the program's context exists"
+                   : "mappings made before the context when it exists, later ones at their first transfer";
+      d.why = m_opt.forceRegistrations ? "forced (--policy register); " + numbersText(g) : numbersText(g);
+      d.planned = true;
+      if (g.known) m_d->savingNs += std::max(0.0, g.savingNs());
+      if (u.kind == analyzer::UntrackedMemory::Kind::Static) {
+        m_plan->staticRanges.push_back({u.moduleKey, u.moduleOffset, u.regionBytes});
+      } else {
+        uint64_t hi = std::max(u.mapBytes, u.regionBytes);
+        m_plan->mmapMinBytes = m_plan->registersMappings() ? std::min(m_plan->mmapMinBytes, u.regionBytes)
+                                                           : u.regionBytes;
+        m_plan->mmapMaxBytes = std::max(m_plan->mmapMaxBytes, hi);
+      }
+    }
+    m_d->sites.push_back(std::move(d));
   }
-  plan->programPath = profile.program.path;
-  plan->programKey = profile.program.key();
-  plan->device = profile.device;
-  if (plan->sites.empty()) {
-    plan->poolPolicy = "none";  // registrations only: the shim's context, no pool
-    plan->poolBytes = 0;
+
+  bool decide(std::string* whyNot) {
+    const double net = m_d->savingNs - m_d->overheadNs;
+    const double minimum = std::max(kMinPlanSavingNs, kMinPlanShare * m_d->runNs);
+    if (m_plan->sites.empty() && !m_plan->hasRegistrations()) {
+      double best = 0;
+      for (const SiteDecision& d : m_d->sites) best = std::max(best, d.savingNs);
+      *whyNot = best > 0 ? "pinning would save too little: the best site " + formatDuration(best) +
+                               ", where a site must save " +
+                               formatDuration(std::max(kMinSiteSavingNs, kMinSiteShare * m_d->runNs)) +
+                               " on " + m_profile.device
+                         : "pinning does not pay for this program's transfers on " + m_profile.device;
+      *whyNot += " (`hetopt run --dry-run` shows each site's numbers)";
+      m_d->verdict = *whyNot;
+      return false;
+    }
+    if (!forced() && !m_opt.force && net < minimum) {
+      *whyNot = "pinning would save ~" + formatDuration(std::max(0.0, net)) + " (" +
+                percent(std::max(0.0, net), m_d->runNs) + " of the traced " +
+                formatDuration(m_d->runNs) + " run, after ~" + formatDuration(m_d->overheadNs) +
+                " of hetopt's own work); it must save " + formatDuration(minimum) +
+                " (`--force` optimizes anyway)";
+      m_d->verdict = *whyNot;
+      return false;
+    }
+    size_t sites = m_plan->sites.size(), registered = 0;
+    for (const PlanSite& s : m_plan->sites) registered += s.strategy == SiteStrategy::Register;
+    m_d->verdict = "optimize: " + std::to_string(sites) + " site" + (sites == 1 ? "" : "s") + " (" +
+                   std::to_string(registered) + " registered in place, " +
+                   std::to_string(sites - registered) + " from a pool)" +
+                   (m_plan->hasRegistrations() ? " and untracked memory registered in place" : "") +
+                   "; predicted saving ~" + formatDuration(net) + " (" + percent(net, m_d->runNs) +
+                   " of the traced " + formatDuration(m_d->runNs) + " run)";
     return true;
   }
-  plan->poolPolicy = policy;
-  plan->directAllocation = options.directAllocation;
-  // The sizes come from a DB file: a damaged one must give a message, not an overflowing pool.
-  const double want = static_cast<double>(liveBytes) * options.poolSlack + (1u << 20);
-  if (!(want < 0x1p50)) {
-    *whyNot = "the profile asks for an implausible pool (" + std::to_string(want) +
-              " bytes); trace the program again";
-    return false;
+
+  bool sizePool(std::string* whyNot) {
+    m_plan->programPath = m_profile.program.path;
+    m_plan->programKey = m_profile.program.key();
+    m_plan->device = m_profile.device;
+    m_plan->directAllocation = m_opt.directAllocation;
+    if (m_gain) m_gain->registerCost(&m_plan->registerLatencyNs, &m_plan->registerNsPerMiB);
+    if (m_opt.directAllocation && !m_plan->sites.empty()) {
+      // The naive variant: every site's blocks made by one policy, as it was measured.
+      if (m_poolPolicy.empty()) m_poolPolicy = m_forcedPool.empty() ? "hybrid" : m_forcedPool;
+      m_poolLive = 0;
+      for (PlanSite& s : m_plan->sites) {
+        s.strategy = SiteStrategy::Pool;
+        m_poolLive = std::min<uint64_t>(m_poolLive + std::min<uint64_t>(s.profile.peakLiveBytes, 1ull << 52), 1ull << 53);
+      }
+    }
+    if (!m_plan->hasPoolSites()) {
+      m_plan->poolPolicy = "none";
+      m_plan->poolBytes = 0;
+      return true;
+    }
+    m_plan->poolPolicy = m_poolPolicy;
+    // The sizes come from a DB file: a damaged one must give a message, not an overflowing pool.
+    const double want = static_cast<double>(m_poolLive) * m_opt.poolSlack + (1u << 20);
+    if (!(want < 0x1p50)) {
+      *whyNot = "the profile asks for an implausible pool (" + std::to_string(want) +
+                " bytes); trace the program again";
+      return false;
+    }
+    const uint64_t bytes = static_cast<uint64_t>(want);
+    m_plan->poolBytes = (bytes + (1u << 20) - 1) & ~uint64_t{(1u << 20) - 1};
+    return true;
   }
-  const uint64_t bytes = static_cast<uint64_t>(want);
-  plan->poolBytes = (bytes + (1u << 20) - 1) & ~uint64_t{(1u << 20) - 1};
-  return true;
+
+  const analyzer::AppProfile& m_profile;
+  const PlanOptions& m_opt;
+  const analyzer::GainModel* m_gain;
+  Plan* m_plan;
+  PlanDecision* m_d;
+  std::string m_forcedPool, m_poolPolicy;
+  uint64_t m_poolLive = 0;
+};
+
+}  // namespace
+
+bool buildPlan(const analyzer::AppProfile& profile, const PlanOptions& options,
+               const analyzer::GainModel* gain, Plan* plan, std::string* whyNot,
+               PlanDecision* decision) {
+  *plan = Plan();
+  PlanDecision local;
+  PlanDecision* d = decision ? decision : &local;
+  *d = PlanDecision();
+  return Planner(profile, options, gain, plan, d).run(whyNot);
+}
+
+std::string describeDecision(const analyzer::AppProfile& profile, const Plan& plan,
+                             const PlanDecision& decision, bool planned) {
+  std::string s = "program: " + profile.program.path + " (" + profile.program.key() + ")\n";
+  s += "device:  " + profile.device + "\n";
+  s += "traced:  " + profile.createdUtc + ", " + formatDuration(decision.runNs) + "; " +
+       profile.eligibility.reason + "\n";
+  s += "prices:  " + decision.gainSource + "\n";
+  size_t n = 0;
+  for (const SiteDecision& d : decision.sites) {
+    s += "\n" + std::to_string(++n) + ". " + d.what + "\n";
+    s += "   memory:   " + d.memory + "\n";
+    s += "   strategy: " + d.strategy + (d.planned ? "" : "") + "\n";
+    if (!d.when.empty()) s += "   when:     " + d.when + "\n";
+    s += "   why:      " + d.why + "\n";
+  }
+  if (decision.sites.empty()) s += "\n(no candidate sites)\n";
+  s += "\n";
+  if (planned && plan.hasPoolSites())
+    s += "pool:    " + plan.poolPolicy + ", " + formatBytes(plan.poolBytes) + "\n";
+  if (planned && plan.directAllocation) s += "pool:    none (--no-pool: each block made by " + plan.poolPolicy + ")\n";
+  s += (planned ? "plan:    " : "decline: ") + decision.verdict + "\n";
+  return s;
 }
 
 }  // namespace hetopt::cli

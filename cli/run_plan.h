@@ -1,33 +1,75 @@
 // SPDX-License-Identifier: MIT
 /**
  * @file From an application profile (analyzer) to the shim's optimization plan (common/plan.h):
- * which sites, which pool policy, how big a pool, and which untracked memory (static data,
- * anonymous mappings) to register in place. The decision "optimize or not" is made here, with
- * one line saying why not: no profile, a profile of another build, an ineligible program, or no
- * site the curves say gains on this machine.
+ * which sites, pinned how (a pool of which policy and size, or registration in place), and which
+ * untracked memory (static data, anonymous mappings) to register in place. The decision
+ * "optimize or not" is made here, from the measured transfer times the profile keeps and the
+ * machine's current curves (so a re-characterization needs no re-trace), with one line saying
+ * which number decided; `hetopt run --dry-run` prints the whole decision.
  */
 #pragma once
 #include <string>
+#include <vector>
 
+#include "analyzer/gain.h"
 #include "analyzer/profile.h"
 #include "common/plan.h"
 
 namespace hetopt::cli {
+
+/// Below these a site, and a whole plan, is not worth the shim: pinning saves microseconds that
+/// run-to-run noise and the shim's own work (a call-site capture per tracked allocation, a
+/// background thread) would eat. A site must save both; so must the plan, after that overhead.
+inline constexpr double kMinSiteSavingNs = 0.5e6;
+inline constexpr double kMinSiteShare = 0.001;  ///< of the traced run
+inline constexpr double kMinPlanSavingNs = 2e6;
+inline constexpr double kMinPlanShare = 0.005;  ///< of the traced run
+/// What optimize mode adds per tracked allocation (unwinding to find its site).
+inline constexpr double kSiteCaptureNs = 2000;
 
 struct PlanOptions {
   std::string forcedPolicy;  ///< non-empty: every candidate site, this pool policy (experiments, CI)
   /// Every static range and anonymous mapping that can be registered in place is planned,
   /// whatever the register curves say (`--policy register`: experiments, CI on PoCL).
   bool forceRegistrations = false;
-  bool ignoreEligibility = false;
+  /// `--force`: every site that saves anything at all, however little, and whatever the run's
+  /// total.
+  bool force = false;
   bool directAllocation = false;  ///< --no-pool: every candidate allocated by the policy directly
-  double poolSlack = 1.25;   ///< pool = slack * sum of the sites' peak live bytes (+ 1 MiB)
+  double poolSlack = 1.25;   ///< pool = slack * sum of the pooled sites' peak live bytes (+ 1 MiB)
 };
 
-/// Builds the plan for `profile`. False with *whyNot (one line) when the program should run
-/// untouched.
-bool buildPlan(const analyzer::AppProfile& profile, const PlanOptions& options, Plan* plan,
-               std::string* whyNot);
+/// What was decided for one candidate site or piece of untracked memory, and why.
+struct SiteDecision {
+  std::string what;      ///< where: "main at gemm.c:312 (malloc)", "g_weights (static data)"
+  std::string memory;    ///< "1 x 64.0 MiB, h2d 1 x 64.0 MiB (measured 40.1 ms)"
+  std::string strategy;  ///< "register in place", "hybrid pool", "untouched"
+  std::string when;      ///< when the pinning happens, for planned ones
+  std::string why;       ///< the numbers that decided
+  double savingNs = 0;   ///< predicted
+  bool planned = false;
+};
+
+struct PlanDecision {
+  std::vector<SiteDecision> sites;  ///< candidate sites (most valuable first), then untracked memory
+  double savingNs = 0;    ///< predicted saving of what is planned
+  double overheadNs = 0;  ///< the shim's own predicted cost
+  double runNs = 0;       ///< the traced run's wall time
+  std::string gainSource; ///< which curves, or the profile's stored predictions
+  std::string verdict;    ///< one line: optimized and how, or why not
+};
+
+/// Builds the plan for `profile`. With a `gain` model (this machine's characterization of the
+/// profile's device) every site is priced anew; without, the predictions stored with the profile
+/// are used. False with *whyNot (one line, the deciding number) when the program should run
+/// untouched. `decision` (optional) receives every site's line either way.
+bool buildPlan(const analyzer::AppProfile& profile, const PlanOptions& options,
+               const analyzer::GainModel* gain, Plan* plan, std::string* whyNot,
+               PlanDecision* decision = nullptr);
+
+/// The decision as `hetopt run --dry-run` prints it.
+std::string describeDecision(const analyzer::AppProfile& profile, const Plan& plan,
+                             const PlanDecision& decision, bool planned);
 
 /// A policy the pool can be backed by for a decision's policy: register (in place, no pool) maps to
 /// hybrid, the pooled policy with the same transfer speed; standard means no pool at all ("").

@@ -42,6 +42,10 @@ bool parseSiteProfile(std::istringstream& words, SiteProfile* p) {
 
 }  // namespace
 
+const char* siteStrategyName(SiteStrategy s) {
+  return s == SiteStrategy::Register ? "register" : "pool";
+}
+
 const PlanSite* Plan::find(uint64_t key, uint64_t size) const {
   auto it = std::lower_bound(sites.begin(), sites.end(), key,
                              [](const PlanSite& s, uint64_t k) { return s.key < k; });
@@ -65,8 +69,8 @@ std::string Plan::unwritableReason() const {
   if (bad(device, true) || leadingSpace(device))
     return "the device name cannot be written in a plan";
   if (poolPolicy.empty() || bad(poolPolicy, false)) return "the pool policy cannot be written in a plan";
-  // What the reader takes as complete: sites with a pool, or registrations alone.
-  if (sites.empty() != (poolBytes == 0)) return "a plan has both sites and a pool, or neither";
+  // What the reader takes as complete: pooled sites with a pool, or none and no pool.
+  if (hasPoolSites() != (poolBytes != 0)) return "a plan has pooled sites but no pool, or a pool but none";
   if (sites.empty() && !hasRegistrations())
     return "a plan needs at least one site or registration";
   return {};
@@ -86,6 +90,8 @@ std::string Plan::serialize() const {
     char line[256];
     int n = snprintf(line, sizeof line, "site %016" PRIx64 " %" PRIu64 " %" PRIu64, s.key,
                      s.minBytes, s.maxBytes);
+    if (s.strategy == SiteStrategy::Register) n += snprintf(line + n, sizeof line - n, " register");
+    if (s.waitNsPerMiB) n += snprintf(line + n, sizeof line - n, " wait %" PRIu64, s.waitNsPerMiB);
     const SiteProfile& p = s.profile;
     if (s.profiled)
       snprintf(line + n, sizeof line - n,
@@ -101,6 +107,8 @@ std::string Plan::serialize() const {
     out << line;
   }
   if (registersMappings()) out << "register mmap " << mmapMinBytes << " " << mmapMaxBytes << "\n";
+  if (registerLatencyNs || registerNsPerMiB)
+    out << "register-cost " << registerLatencyNs << " " << registerNsPerMiB << "\n";
   return out.str();
 }
 
@@ -130,7 +138,7 @@ bool parsePlan(const std::string& text, Plan* plan, std::string* error) {
       std::string version;
       words >> version;
       if (tag != "hetopt-plan") return fail("not a hetopt plan");
-      if (version != std::to_string(kPlanFormatVersion))
+      if (version != std::to_string(kPlanFormatVersion) && version != "1")
         return fail("plan format version " + version + " is not supported (this hetopt reads " +
                     std::to_string(kPlanFormatVersion) + ")");
       sawHeader = true;
@@ -165,12 +173,21 @@ bool parsePlan(const std::string& text, Plan* plan, std::string* error) {
           !parseU64(lo, 10, &s.minBytes) || !parseU64(hi, 10, &s.maxBytes) || s.minBytes > s.maxBytes)
         return fail("site needs a hex key and a size range");
       std::string more;
-      if (words >> more) {
-        if (more != "profile") return fail("unexpected '" + more + "'");
-        if (!parseSiteProfile(words, &s.profile))
-          return fail("site profile needs allocations, min/max/typical allocation bytes, peak live "
-                      "bytes and blocks (min <= typical <= max)");
-        s.profiled = true;
+      while (words >> more) {
+        if (more == "register" && s.strategy == SiteStrategy::Pool && !s.waitNsPerMiB && !s.profiled) {
+          s.strategy = SiteStrategy::Register;
+        } else if (more == "wait" && !s.waitNsPerMiB && !s.profiled) {
+          std::string ns;
+          if (!(words >> ns) || !parseU64(ns, 10, &s.waitNsPerMiB) || s.waitNsPerMiB == 0)
+            return fail("site wait needs a positive number of nanoseconds per MiB");
+        } else if (more == "profile" && !s.profiled) {
+          if (!parseSiteProfile(words, &s.profile))
+            return fail("site profile needs allocations, min/max/typical allocation bytes, peak "
+                        "live bytes and blocks (min <= typical <= max)");
+          s.profiled = true;
+        } else {
+          return fail("unexpected '" + more + "'");
+        }
       }
       plan->sites.push_back(s);
     } else if (tag == "register") {
@@ -192,6 +209,11 @@ bool parsePlan(const std::string& text, Plan* plan, std::string* error) {
       } else {
         return fail("register needs 'static' or 'mmap', not '" + what + "'");
       }
+    } else if (tag == "register-cost") {
+      std::string a, b;
+      if (!(words >> a >> b) || !parseU64(a, 10, &plan->registerLatencyNs) ||
+          !parseU64(b, 10, &plan->registerNsPerMiB))
+        return fail("register-cost needs a latency and a cost per MiB, in nanoseconds");
     } else if (tag == "pool-mode") {
       std::string mode;
       if (!(words >> mode) || (mode != "direct" && mode != "pool"))
@@ -211,8 +233,8 @@ bool parsePlan(const std::string& text, Plan* plan, std::string* error) {
   // and at least one site (with a pool) or registration.
   if (!sawPool || (plan->sites.empty() && !plan->hasRegistrations()))
     return fail("incomplete plan (truncated?): no pool, no site and no registration");
-  if (plan->sites.empty() != (plan->poolBytes == 0))
-    return fail(plan->sites.empty() ? "a pool but no site" : "sites but no pool");
+  if (plan->hasPoolSites() != (plan->poolBytes != 0))
+    return fail(plan->hasPoolSites() ? "pooled sites but no pool" : "a pool but no pooled site");
   std::stable_sort(plan->sites.begin(), plan->sites.end(),
             [](const PlanSite& a, const PlanSite& b) { return a.key < b.key; });
   return true;

@@ -5,7 +5,7 @@
  * characterization; read by the shim at start-up. A small versioned text format (trace/FORMAT.md,
  * "The optimization plan", documents it beside the trace format):
  *
- *   hetopt-plan 1
+ *   hetopt-plan 2                          (version 1, without strategies, is still read)
  *   program <path> <identity key>          the program it was made for (ProgramIdentity::key());
  *                                          the path runs to the line's last blank, so it may hold
  *                                          blanks
@@ -14,13 +14,21 @@
  *                                          identified it; a file with the same stamp is the
  *                                          program without hashing it again (common/program_identity.h)
  *   device <filter>                        device for the shim's own context (HETOPT_DEVICE rules)
- *   pool <policy> <bytes>                  pinned pool: backing policy and capacity
+ *   pool <policy> <bytes>                  pinned pool: backing policy and capacity (`pool none
+ *                                          0`: no site is served from a pool)
  *   pool-mode direct                       optional: no pool; every candidate allocation is made
  *                                          by the pool's policy itself (the naive variant)
  *   site <key-hex> <min-bytes> <max-bytes> candidate allocation site (common/site_key.h) and the
- *        [profile <allocations> <min-alloc> <max-alloc> <typical-alloc> <peak-live-bytes>
- *         <peak-live-blocks>]              sizes the curves say gain there; optionally what the
- *                                          profile saw there (the shim's conformance check)
+ *        [register] [wait <ns-per-MiB>]    sizes the curves say gain there; `register`: its blocks
+ *        [profile <allocations> <min-alloc> come from the system allocator and are pinned where
+ *         <max-alloc> <typical-alloc>      they are (else: served from the pool); `wait`: how long
+ *         <peak-live-bytes>                a transfer may wait for pinning in progress per MiB it
+ *         <peak-live-blocks>]              moves (what pageable memory costs more than pinned, as
+ *                                          traced); optionally what the profile saw there (the
+ *                                          shim's conformance check)
+ *   register-cost <latency-ns> <ns-per-MiB> what registering a block in place costs here (the
+ *                                          register curve): a transfer registers a block itself
+ *                                          when that is cheaper than waiting
  *   register static <module-key-hex> <offset> <bytes>
  *                                          static data to register in place: the range at
  *                                          <offset> from the load bias of the module whose
@@ -32,7 +40,7 @@
  * fields cannot be written this way (a line break anywhere, a blank in the key or the policy) is
  * refused by the writer rather than written as something else. Plans without a stamp (hand-written
  * ones, older writers) make the shim identify the program itself.
- * A plan with registrations only has no sites and `pool none 0`.
+ * A plan without pooled sites has `pool none 0`.
  */
 #pragma once
 #include <cstddef>
@@ -44,7 +52,7 @@
 
 namespace hetopt {
 
-inline constexpr int kPlanFormatVersion = 1;
+inline constexpr int kPlanFormatVersion = 2;
 
 /// What the traced run saw at a site (analyzer::CandidateSite): the run's conformance check
 /// (shim/core/conformance.h) compares the program against it.
@@ -54,10 +62,18 @@ struct SiteProfile {
   uint64_t peakLiveBytes = 0, peakLiveBlocks = 0;
 };
 
+/// How a site's blocks get pinned: from the pre-pinned pool, or registered where the system
+/// allocator put them (in the background, once the pinning context exists).
+enum class SiteStrategy : uint8_t { Pool, Register };
+const char* siteStrategyName(SiteStrategy s);  ///< "pool", "register"
+
 struct PlanSite {
   uint64_t key = 0;
   uint64_t minBytes = 0;
   uint64_t maxBytes = UINT64_MAX;
+  SiteStrategy strategy = SiteStrategy::Pool;
+  /// Per MiB a transfer moves: how long it may wait for its block's pinning (0: not at all).
+  uint64_t waitNsPerMiB = 0;
   bool profiled = false;  ///< `profile` is known (plans from `hetopt run`; hand plans may omit it)
   SiteProfile profile;
 };
@@ -75,7 +91,7 @@ struct Plan {
   bool hasProgramStamp = false;
   FileStamp programStamp;  ///< the file programKey was computed from
   std::string device;
-  std::string poolPolicy = "opencl";
+  std::string poolPolicy = "opencl";  ///< "none" when no site is pooled
   uint64_t poolBytes = 0;
   /// `pool-mode direct`: no pool, each candidate allocation made by the policy on the calling
   /// thread (the source's naive variant, kept for comparison; poolBytes is then unused).
@@ -84,8 +100,20 @@ struct Plan {
   std::vector<PlanStaticRange> staticRanges;
   uint64_t mmapMinBytes = 0;  ///< anonymous mappings of [min, max] bytes are registered...
   uint64_t mmapMaxBytes = 0;  ///< ... none when 0
+  /// What registering a block in place costs: latency + per MiB (0, 0: unknown).
+  uint64_t registerLatencyNs = 0, registerNsPerMiB = 0;
 
   bool registersMappings() const { return mmapMaxBytes != 0; }
+  bool hasPoolSites() const {
+    for (const PlanSite& s : sites)
+      if (s.strategy == SiteStrategy::Pool) return true;
+    return false;
+  }
+  /// Predicted time to register `bytes` in place (0 when the plan does not say).
+  uint64_t registerNs(uint64_t bytes) const {
+    return registerLatencyNs + static_cast<uint64_t>(static_cast<double>(registerNsPerMiB) *
+                                                     static_cast<double>(bytes) / (1 << 20));
+  }
   bool hasRegistrations() const { return !staticRanges.empty() || registersMappings(); }
 
   /// The entry for `key` whose size range holds `size`, or null.

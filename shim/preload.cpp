@@ -48,6 +48,7 @@ struct RealAllocator {
   size_t (*malloc_usable_size)(void*);
 };
 RealAllocator s_real;
+SystemAllocator s_system;  // s_real as shim_core sees it (g_systemAllocator)
 
 // The mmap family: watched in optimize mode so that memory registered in place is released before
 // the program gives it back (shim/core/inplace_registry.h). Until resolved, the raw system calls.
@@ -129,6 +130,9 @@ bool ensureResolved() {
   resolveOne(s_realMap.munmap, "munmap");
   resolveOne(s_realMap.mremap, "mremap");
   resolveOne(s_realMap.madvise, "madvise");
+  s_system = {s_real.malloc, s_real.free, s_real.calloc, s_real.realloc, s_real.posix_memalign,
+              s_real.malloc_usable_size};
+  g_systemAllocator = &s_system;
   s_state.store(kReady, std::memory_order_release);
   return true;
 }
@@ -139,7 +143,7 @@ __attribute__((noinline)) void noteAllocation(AllocFn fn, void* ptr, size_t size
                                               void* oldPtr) {
   ScopedInternal internal;
   Interceptor* i = interceptor();
-  if (!i) return;
+  if (!i || !i->watchesAllocations()) return;
   CallSite site;
   const CallSite* sitePtr = nullptr;
   if (size >= s_minTracked) {
@@ -160,7 +164,8 @@ inline bool tracked(size_t size) {
 
 __attribute__((noinline)) void noteFree(void* ptr) {
   ScopedInternal internal;
-  if (Interceptor* i = interceptor()) i->freeing(ptr);
+  Interceptor* i = interceptor();
+  if (i && i->watchesAllocations()) i->freeing(ptr);
 }
 
 // Optimize mode: memory for a tracked application allocation from the interceptor, or null.

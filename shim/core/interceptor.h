@@ -59,11 +59,28 @@ Fn realClFunction(api::ApiId id) {
   return reinterpret_cast<Fn>(g_nextFunction ? g_nextFunction(id) : nullptr);
 }
 
+/// The allocator the program would have had without the shim (dlsym RTLD_NEXT), for memory a
+/// mode hands out from it but keeps track of (blocks registered in place). Set by the shim's
+/// entry points before any interceptor exists; glibc's own functions where shim_core is linked
+/// alone (unit tests).
+struct SystemAllocator {
+  void* (*malloc)(size_t);
+  void (*free)(void*);
+  void* (*calloc)(size_t, size_t);
+  void* (*realloc)(void*, size_t);
+  int (*posixMemalign)(void**, size_t, size_t);
+  size_t (*usableSize)(void*);
+};
+extern const SystemAllocator* g_systemAllocator;
+
 class Interceptor {
  public:
   virtual ~Interceptor() = default;
   virtual void callBegin(CallRecord& call) {}
   virtual void callEnd(CallRecord& call) {}
+  /// Whether allocated()/freeing() are wanted; fixed for the interceptor's lifetime. When not,
+  /// the malloc family skips the call-site capture (an unwind) they would need.
+  virtual bool watchesAllocations() const { return true; }
   /// Every application allocation of at least the tracked size, and every realloc of any size
   /// (so that a tracked block that shrinks is seen leaving).
   virtual void allocated(const AllocEvent& event) {}

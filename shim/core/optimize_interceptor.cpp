@@ -72,12 +72,12 @@ OptimizeInterceptor* OptimizeInterceptor::create() {
     debug("not optimizing this process: %s", error.c_str());
     return nullptr;
   }
-  if ((plan.sites.empty() || plan.poolBytes == 0) && !plan.hasRegistrations()) {
+  if (plan.sites.empty() && !plan.hasRegistrations()) {
     debug("the plan has no candidate sites; running unoptimized");
     return nullptr;
   }
   PolicyKind kind;
-  if (!plan.sites.empty() &&
+  if ((plan.hasPoolSites() || (plan.directAllocation && !plan.sites.empty())) &&
       (!policyFromName(plan.poolPolicy.c_str(), &kind) || kind == PolicyKind::Register)) {
     warn("plan names pool policy '%s', which cannot back a pool; running unoptimized",
          plan.poolPolicy.c_str());
@@ -147,12 +147,7 @@ void OptimizeInterceptor::preparePool() {
   auto releaseContext = realClFunction<decltype(&clReleaseContext)>(api::ApiId::clReleaseContext);
   auto releaseQueue =
       realClFunction<decltype(&clReleaseCommandQueue)>(api::ApiId::clReleaseCommandQueue);
-  PolicyEnv env;
-  env.cl = {realClFunction<decltype(&clCreateBuffer)>(api::ApiId::clCreateBuffer),
-            realClFunction<decltype(&clReleaseMemObject)>(api::ApiId::clReleaseMemObject),
-            realClFunction<decltype(&clEnqueueMapBuffer)>(api::ApiId::clEnqueueMapBuffer),
-            realClFunction<decltype(&clEnqueueUnmapMemObject)>(api::ApiId::clEnqueueUnmapMemObject),
-            realClFunction<decltype(&clFinish)>(api::ApiId::clFinish)};
+  PolicyEnv env = policyEnv(nullptr);
   if (!query.getPlatformIDs || !query.getPlatformInfo || !query.getDeviceIDs ||
       !query.getDeviceInfo || !createContext || !createQueue || !env.cl.createBuffer ||
       !env.cl.releaseMemObject || !env.cl.enqueueMapBuffer || !env.cl.enqueueUnmapMemObject ||
@@ -163,10 +158,11 @@ void OptimizeInterceptor::preparePool() {
   std::string error;
   if (!selectClDevice(m_plan.device, &dev, &error, query)) return failPool(error.c_str());
   m_device = dev.device;
+  m_maxAllocBytes = dev.maxAllocBytes;
   markEnumerated();
   PolicyKind kind = PolicyKind::OpenCL;
   policyFromName(m_plan.poolPolicy.c_str(), &kind);
-  const bool pooled = !m_plan.sites.empty() && !m_direct;
+  const bool pooled = m_plan.hasPoolSites() && !m_direct;
   // What needs no context is done while the program creates its own: a hybrid pool's pages and
   // their mlock, its expensive half.
   if (pooled && kind == PolicyKind::Hybrid) {
@@ -193,6 +189,10 @@ void OptimizeInterceptor::preparePool() {
       return failPool(why);
     }
   }
+  // Blocks adopted so far (allocated before the context, as real programs do) are registered now,
+  // on a thread of their own, while the pool below is still being made (already started when the
+  // program's context was offered).
+  if (!m_direct) m_blocks.start(env, dev.maxAllocBytes);
   env.queue = createQueue(env.context, dev.device, nullptr, &err);
   if (err != CL_SUCCESS) {
     releaseRegion();
@@ -201,7 +201,7 @@ void OptimizeInterceptor::preparePool() {
     return failPool(why);
   }
   if (m_registry) m_registry->contextReady(env, dev.maxAllocBytes);  // ~5 ms per 64 MiB (design notes)
-  if (m_plan.sites.empty()) return;               // registrations only: no pool
+  if (!pooled && !m_direct) return markReady(start);  // registrations only: no pool
 
   std::unique_ptr<AllocationPolicy> policy = makePolicy(kind, env);
   if (m_direct) return startDirect(std::move(policy), start);
@@ -264,11 +264,30 @@ void OptimizeInterceptor::offerContext(const CallRecord& call) {
     return;
   }
   m_stateChanged.notify_all();
+  // Registration starts at once, from here: the program's first transfers often come before the
+  // pool thread has woken up.
+  if (!m_direct) m_blocks.start(policyEnv(context), m_maxAllocBytes);
+}
+
+PolicyEnv OptimizeInterceptor::policyEnv(cl_context context) {
+  PolicyEnv env;
+  env.cl = {realClFunction<decltype(&clCreateBuffer)>(api::ApiId::clCreateBuffer),
+            realClFunction<decltype(&clReleaseMemObject)>(api::ApiId::clReleaseMemObject),
+            realClFunction<decltype(&clEnqueueMapBuffer)>(api::ApiId::clEnqueueMapBuffer),
+            realClFunction<decltype(&clEnqueueUnmapMemObject)>(api::ApiId::clEnqueueUnmapMemObject),
+            realClFunction<decltype(&clFinish)>(api::ApiId::clFinish)};
+  env.context = context;
+  return env;
 }
 
 bool OptimizeInterceptor::contextChosen() {
   std::lock_guard<std::mutex> lock(m_stateMutex);
   return m_contextChosen;
+}
+
+bool OptimizeInterceptor::contextExists() {
+  std::lock_guard<std::mutex> lock(m_stateMutex);
+  return m_contextChosen || m_programContext;
 }
 
 void OptimizeInterceptor::requestOwnContext() {
@@ -308,35 +327,87 @@ void* OptimizeInterceptor::serve(AllocFn fn, size_t size, size_t alignment, cons
     m_afterDivergence.fetch_add(1, std::memory_order_relaxed);
     return nullptr;
   }
-  if (HETOPT_UNLIKELY(m_state.load(std::memory_order_acquire) == static_cast<int>(PoolState::Preparing)))
-    requestOwnContext();  // the program has no context yet: waiting for one could be forever
-  if (!waitForPool()) {
+  const int state = m_state.load(std::memory_order_acquire);
+  if (m_direct) {
+    // The naive variant as it was measured: a context of its own when the program has none yet.
+    if (HETOPT_UNLIKELY(state == static_cast<int>(PoolState::Preparing))) requestOwnContext();
+    if (!waitForPool()) {
+      m_noPool.fetch_add(1, std::memory_order_relaxed);
+      return nullptr;
+    }
+    return serveDirect(fn, size, alignment);
+  }
+  if (state == static_cast<int>(PoolState::Failed)) {
     m_noPool.fetch_add(1, std::memory_order_relaxed);
     return nullptr;
   }
-  if (m_direct) return serveDirect(fn, size, alignment);
-  void* p = fn == AllocFn::Calloc ? m_pool.allocateZeroed(1, size)
-                                  : m_pool.allocate(size, alignment);
-  if (!p) {
+  if (planned->strategy == SiteStrategy::Register) return serveInPlace(fn, size, alignment, *planned);
+  // A pool site: waits for a pool in preparation only as long as HETOPT_POOL_WAIT_MS says (by
+  // default not at all), and never for a context the program has not made yet.
+  const bool ready = state == static_cast<int>(PoolState::Ready) ||
+                     ((m_ownContextOnly || contextExists()) && waitForPool());
+  if (ready) {
+    void* p = fn == AllocFn::Calloc ? m_pool.allocateZeroed(1, size) : m_pool.allocate(size, alignment);
+    if (p) {
+      m_served.fetch_add(1, std::memory_order_relaxed);
+      m_servedBytes.fetch_add(size, std::memory_order_relaxed);
+      m_liveBytes.fetch_add(m_pool.usableSize(p), std::memory_order_relaxed);
+      return p;
+    }
     m_poolFull.fetch_add(1, std::memory_order_relaxed);
-    return nullptr;
+  } else {
+    m_noPool.fetch_add(1, std::memory_order_relaxed);
   }
+  // No pool memory now: registered where it is when that costs less than one transfer saves.
+  const uint64_t registerNs = m_plan.registerNs(size);
+  const double savingNs = static_cast<double>(planned->waitNsPerMiB) * size / (1 << 20);
+  if (registerNs == 0 || static_cast<double>(registerNs) > savingNs) return nullptr;
+  return serveInPlace(fn, size, alignment, *planned);
+}
+
+void* OptimizeInterceptor::serveInPlace(AllocFn fn, size_t size, size_t alignment,
+                                        const PlanSite& site) {
+  const SystemAllocator& sys = *g_systemAllocator;
+  void* p = nullptr;
+  if (fn == AllocFn::Calloc)
+    p = sys.calloc(1, size);
+  else if (alignment > 16 && sys.posixMemalign(&p, alignment, size) != 0)
+    p = nullptr;
+  else if (alignment <= 16)
+    p = sys.malloc(size);
+  if (!p) return nullptr;
+  // A full table leaves it an ordinary block; it is the program's either way.
+  if (!m_blocks.adopt(p, size, sys.usableSize(p), site.waitNsPerMiB)) return p;
   m_served.fetch_add(1, std::memory_order_relaxed);
   m_servedBytes.fetch_add(size, std::memory_order_relaxed);
-  m_liveBytes.fetch_add(m_pool.usableSize(p), std::memory_order_relaxed);
+  m_inPlace.fetch_add(1, std::memory_order_relaxed);
+  m_inPlaceBytes.fetch_add(size, std::memory_order_relaxed);
+  m_liveBytes.fetch_add(m_blocks.usableSize(p), std::memory_order_relaxed);
   return p;
+}
+
+size_t OptimizeInterceptor::usableSize(const void* ptr) const {
+  if (m_pool.owns(ptr)) return m_pool.usableSize(ptr);
+  if (m_direct && m_direct->owns(ptr)) return m_direct->usableSize(ptr);
+  if (size_t n = m_blocks.usableSize(ptr)) return n;
+  return g_systemAllocator->usableSize(const_cast<void*>(ptr));
 }
 
 void OptimizeInterceptor::release(void* ptr) {
   m_released.fetch_add(1, std::memory_order_relaxed);
   m_liveBytes.fetch_sub(usableSize(ptr), std::memory_order_relaxed);
-  if (m_pool.owns(ptr))
+  if (m_pool.owns(ptr)) {
     m_pool.deallocate(ptr);
-  else
+  } else if (m_direct && m_direct->owns(ptr)) {
     m_direct->deallocate(ptr);
+  } else {
+    m_blocks.forget(ptr);  // unregistered before the system allocator gets it back
+    g_systemAllocator->free(ptr);
+  }
 }
 
 void* OptimizeInterceptor::resize(void* ptr, size_t size) {
+  if (m_blocks.owns(ptr)) return resizeInPlace(ptr, size);
   size_t old = usableSize(ptr);
   void* p = nullptr;
   if (m_conformance.diverged())  // in place only: moving would be a new redirection
@@ -349,6 +420,26 @@ void* OptimizeInterceptor::resize(void* ptr, size_t size) {
     return nullptr;
   }
   m_liveBytes.fetch_add(usableSize(p) - old, std::memory_order_relaxed);  // modulo 2^64
+  return p;
+}
+
+void* OptimizeInterceptor::resizeInPlace(void* ptr, size_t size) {
+  const SystemAllocator& sys = *g_systemAllocator;
+  const uint64_t wait = m_blocks.waitOf(ptr);
+  const size_t old = m_blocks.usableSize(ptr);
+  // Unpinned first: the system's realloc may move or unmap the pages.
+  m_blocks.forget(ptr);
+  void* p = sys.realloc(ptr, size);
+  void* block = p ? p : ptr;  // a failed realloc leaves the block as it was
+  const size_t usable = sys.usableSize(block);
+  m_liveBytes.fetch_add(usable - old, std::memory_order_relaxed);  // modulo 2^64
+  // Kept in place unless the program diverged from its profile (then it is ordinary memory; its
+  // free still finds no owner and goes to the system).
+  if (!m_conformance.diverged() && !m_blocks.adopt(block, p ? size : old, usable, wait)) {
+    m_liveBytes.fetch_sub(usable, std::memory_order_relaxed);
+    m_released.fetch_add(1, std::memory_order_relaxed);
+  }
+  if (!p) m_movedOut.fetch_add(1, std::memory_order_relaxed);
   return p;
 }
 
@@ -389,7 +480,7 @@ Conformance::Usage OptimizeInterceptor::usage() const {
   u.liveBlocks = u.served > released ? u.served - released : 0;
   u.liveBytes = m_liveBytes.load(std::memory_order_relaxed);
   u.transfers = m_pinnedH2d.load(std::memory_order_relaxed) +
-                m_pinnedD2h.load(std::memory_order_relaxed);
+                m_pinnedD2h.load(std::memory_order_relaxed) + m_blocks.pinnedTransfers();
   return u;
 }
 
@@ -423,6 +514,8 @@ void OptimizeInterceptor::callBegin(CallRecord& call) {
     if (isRedirectedMemory(host)) {
       (h2d ? m_pinnedH2d : m_pinnedD2h).fetch_add(1, std::memory_order_relaxed);
       (h2d ? m_pinnedH2dBytes : m_pinnedD2hBytes).fetch_add(bytes, std::memory_order_relaxed);
+    } else if (m_blocks.transfer(host, bytes, h2d)) {
+      // registered in place (counted by m_blocks)
     } else if (m_registry && m_registry->transfer(host, bytes, h2d)) {
       // registered in place (counted by the registry)
     } else {
@@ -467,6 +560,7 @@ void OptimizeInterceptor::mapped(void* addr, size_t len, int flags, uintptr_t ca
 
 void OptimizeInterceptor::forkChild() {
   if (m_registry) m_registry->forkChild();
+  m_blocks.forkChild();
   // The child has the pool's pages but not the shim's OpenCL context: it keeps using what it
   // inherited and serves nothing new.
   m_state.store(static_cast<int>(PoolState::Failed), std::memory_order_release);
@@ -479,8 +573,8 @@ void OptimizeInterceptor::processExit() {
   int st = m_state.load(std::memory_order_acquire);
   const char* memory = m_direct ? "pinned direct memory" : "pinned pool memory";
   std::string pool;
-  if (m_plan.sites.empty())
-    pool = "no pool (registrations only)";
+  if (!m_plan.hasPoolSites() && !m_direct)
+    pool = m_plan.sites.empty() ? "no pool (registrations only)" : "no pool (sites registered in place)";
   else if (st == static_cast<int>(PoolState::Failed))
     pool = std::string(m_direct ? "no direct allocation (" : "no pool (") + m_failure + ")";
   else if (st != static_cast<int>(PoolState::Ready) && !contextChosen())
@@ -504,6 +598,7 @@ void OptimizeInterceptor::processExit() {
        n(m_movedOut).c_str(), memory, n(m_pinnedH2d).c_str(), mib(m_pinnedH2dBytes).c_str(),
        n(m_pinnedD2h).c_str(), mib(m_pinnedD2hBytes).c_str(), n(m_otherH2d).c_str(),
        n(m_otherD2h).c_str());
+  if (m_inPlace.load()) warn("stats: %s", m_blocks.stats().c_str());
   if (m_registry) warn("stats: %s", m_registry->stats().c_str());
 }
 

@@ -1,26 +1,29 @@
 // SPDX-License-Identifier: MIT
 /**
- * @file HETOPT_MODE=optimize: serves the plan's candidate allocation sites from a pinned pool.
+ * @file HETOPT_MODE=optimize: pins the memory of the plan's candidate allocation sites, each site
+ * the way the plan says (common/plan.h): served from a pre-pinned pool, or registered in place.
  *
- * The plan (HETOPT_PLAN_FILE, common/plan.h) names the sites and the pool's policy and size. The
- * pool is prepared on a background thread started at shim start-up, so its cost overlaps the
- * program's own start-up instead of landing on its critical path. That thread enumerates the
- * devices, does what needs no OpenCL context (a hybrid pool's pages, mlock'ed), then makes the
- * pinned memory in the program's own first context on the plan's device (retained), as soon as
- * the program has created it. A second context of our own cost the program ~110 ms of context
- * creation on an H100 (170 ms of whole-process time, docs/results.md), so one is made only when a candidate
- * allocation comes before the program has any context, or with HETOPT_POOL_CONTEXT=own; pinned
- * memory from one context transfers at full speed in another (design notes, sec. 4). A candidate
- * allocation that comes before the pool is ready waits up to HETOPT_POOL_WAIT_MS, then takes
- * ordinary memory.
+ * Nothing waits on the program's critical path for pinning longer than pageable memory would have
+ * cost. A background thread started at shim start-up enumerates the devices, does what needs no
+ * OpenCL context (a hybrid pool's pages, mlock'ed), then waits for the program's first context on
+ * the plan's device (offered from `callEnd` of `clCreateContext[FromType]`, retained) and pins in
+ * it: in-place registrations first (BlockRegistration's worker, InplaceRegistry), then the pool.
+ * A `register` site's blocks come from the system allocator and are registered where they are
+ * (block_registration.h); so is a pool site's block that comes before its pool is ready or finds
+ * it full, when registering it costs less than one of its transfers saves: real programs allocate
+ * their buffers before they create a context, and a context of our own for the pool would cost
+ * them 100-270 ms on NVIDIA. With HETOPT_POOL_CONTEXT=own the pool is made in a context of the
+ * shim's own at start-up and a pool site's allocation waits up to HETOPT_POOL_WAIT_MS for it (the
+ * way before 2026-11-24, kept to measure against).
  * Everything else goes to the system allocator untouched. Nothing here is ever fatal: no plan, a
  * plan for another program, no device, a policy that fails, a full pool: the program runs with
  * ordinary memory, and HETOPT_STATS=1 says what happened.
  *
  * With `pool-mode direct` in the plan there is no pool: the policy makes every candidate block on
  * the calling thread (policies/direct.h), the source's naive variant, for comparison; the context
- * is still prepared in the background. Either way a Conformance check (conformance.h) stops
- * redirecting new allocations once the program no longer behaves like its profile.
+ * is still prepared in the background (its own when a candidate allocation comes first). Either
+ * way a Conformance check (conformance.h) stops redirecting new allocations once the program no
+ * longer behaves like its profile.
  *
  * Memory malloc never made (static arrays, anonymous mappings) that the plan names is registered
  * in place by an InplaceRegistry on the same thread and context; a plan may hold only those.
@@ -38,6 +41,7 @@
 #include "policies/direct.h"
 #include "policies/policy.h"
 #include "policies/pool.h"
+#include "shim/core/block_registration.h"
 #include "shim/core/conformance.h"
 #include "shim/core/inplace_registry.h"
 #include "shim/core/interceptor.h"
@@ -51,14 +55,13 @@ class OptimizeInterceptor final : public Interceptor {
   static OptimizeInterceptor* create();
 
   bool servesMemory() const override { return !m_plan.sites.empty(); }
+  bool watchesAllocations() const override { return false; }  // serve() sees what it needs
   void* serve(AllocFn fn, size_t size, size_t alignment, const CallSite& site) override;
   bool owns(const void* ptr) const override {
-    return m_pool.owns(ptr) || (m_direct && m_direct->owns(ptr));
+    return m_pool.owns(ptr) || (m_direct && m_direct->owns(ptr)) || m_blocks.owns(ptr);
   }
   void release(void* ptr) override;
-  size_t usableSize(const void* ptr) const override {
-    return m_pool.owns(ptr) ? m_pool.usableSize(ptr) : m_direct->usableSize(ptr);
-  }
+  size_t usableSize(const void* ptr) const override;
   void* resize(void* ptr, size_t size) override;
   void callBegin(CallRecord& call) override;
   void callEnd(CallRecord& call) override;
@@ -74,7 +77,7 @@ class OptimizeInterceptor final : public Interceptor {
  private:
   enum class PoolState : int { Preparing, Ready, Failed };
 
-  explicit OptimizeInterceptor(Plan plan) : m_plan(std::move(plan)) {}
+  explicit OptimizeInterceptor(Plan plan) : m_plan(std::move(plan)), m_blocks(m_plan) {}
   void preparePool();
   /// The pool thread's wait for a context: the program's (retained), or null when one of our own
   /// must be made (a candidate allocation came first, or HETOPT_POOL_CONTEXT=own).
@@ -84,12 +87,19 @@ class OptimizeInterceptor final : public Interceptor {
   void offerContext(const CallRecord& call);
   /// A candidate allocation while the pool thread still waits for the program's context.
   void requestOwnContext();
+  /// The policies' OpenCL entry points (the next layer's or the loader's), in `context`.
+  static PolicyEnv policyEnv(cl_context context);
   bool contextChosen();
+  /// The pinning context exists or is being used: the program's was offered, or ours chosen.
+  bool contextExists();
   bool waitForPool();
   void failPool(const char* why);
   void markEnumerated();
   /// clCreateBuffer*(CL_MEM_USE_HOST_PTR) of the program over memory registered in place.
   void yieldToHostPointerBuffer(const CallRecord& call, const api::ApiInfo& info);
+  /// The register strategy: system memory, adopted by m_blocks to be pinned where it is.
+  void* serveInPlace(AllocFn fn, size_t size, size_t alignment, const PlanSite& site);
+  void* resizeInPlace(void* ptr, size_t size);
   // The naive variant (plan `pool-mode direct`, `hetopt run --no-pool`) and trace conformance.
   void markReady(double startMs);
   void startDirect(std::unique_ptr<AllocationPolicy> policy, double startMs);
@@ -99,6 +109,7 @@ class OptimizeInterceptor final : public Interceptor {
   std::string conformanceStats() const;
 
   Plan m_plan;
+  BlockRegistration m_blocks;  ///< heap blocks pinned in place (register strategy, pool fallback)
   InplaceRegistry* m_registry = nullptr;  ///< null without registrations; never freed (hooks)
   policies::PinnedPool m_pool;
   Allocation m_region;  ///< the pinned memory behind the pool; kept until the process ends
@@ -114,12 +125,14 @@ class OptimizeInterceptor final : public Interceptor {
   // Which context the pool is made in (under m_stateMutex): see the file comment.
   bool m_ownContextOnly = false;           ///< HETOPT_POOL_CONTEXT=own
   cl_device_id m_device = nullptr;         ///< the plan's device (set before m_enumerated)
+  uint64_t m_maxAllocBytes = 0;            ///< its CL_DEVICE_MAX_MEM_ALLOC_SIZE (likewise)
   cl_context m_programContext = nullptr;   ///< the program's context, once offered and retained
   bool m_ownContextWanted = false;         ///< a candidate allocation came before any context
   bool m_contextChosen = false;            ///< the pool thread has decided; later offers are ignored
   const char* m_contextOrigin = "";        ///< for the stats line
 
   std::atomic<uint64_t> m_served{0}, m_servedBytes{0}, m_released{0};
+  std::atomic<uint64_t> m_inPlace{0}, m_inPlaceBytes{0};  ///< of those, adopted by m_blocks
   std::atomic<uint64_t> m_noPool{0}, m_poolFull{0}, m_movedOut{0};
   std::atomic<uint64_t> m_pinnedH2d{0}, m_pinnedH2dBytes{0}, m_pinnedD2h{0}, m_pinnedD2hBytes{0};
   std::atomic<uint64_t> m_otherH2d{0}, m_otherD2h{0};

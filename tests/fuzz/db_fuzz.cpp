@@ -91,7 +91,7 @@ void useDb() {
     cli::PlanOptions options;
     options.forcedPolicy = policy;
     Plan plan, back;
-    if (!cli::buildPlan(profile, options, &plan, &why)) {
+    if (!cli::buildPlan(profile, options, nullptr, &plan, &why)) {
       if (why.empty()) __builtin_trap();
       continue;
     }

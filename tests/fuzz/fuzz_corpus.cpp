@@ -28,7 +28,7 @@ bool planCorpus(const std::string& dir, std::string* error) {
   Plan plan;
   cli::PlanOptions options;
   options.forcedPolicy = "hybrid";
-  if (!cli::buildPlan(profile, options, &plan, error)) return false;
+  if (!cli::buildPlan(profile, options, nullptr, &plan, error)) return false;
   if (!writePlanFile(dir + "/forced.plan", plan, error)) return false;
   plan.programPath = "/home/user/My Programs/solver";  // a blank in the path
   plan.sites.push_back({plan.sites.back().key, 4096, 1 << 20});

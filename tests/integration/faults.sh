@@ -58,7 +58,8 @@ plan() {  # plan FILE POOL_POLICY POOL_BYTES
   # shellcheck disable=SC2086
   write_plan "$1" "$app" "$2" "$3" $keys || { echo "FAIL: $app has no build id"; exit 1; }
 }
-opt() { local p=$1; shift; shimmed env HETOPT_MODE=optimize HETOPT_PLAN_FILE="$p" "$@"; }
+# The app allocates right after its context: its blocks wait for the pool being made there.
+opt() { local p=$1; shift; shimmed env HETOPT_MODE=optimize HETOPT_PLAN_FILE="$p" HETOPT_POOL_WAIT_MS=5000 "$@"; }
 plan "$work/good.plan" opencl $((8 << 20))
 check good_plan 'stats: opencl pool' -- opt "$work/good.plan" HETOPT_STATS=1 "$app"
 [[ $(stat good_plan 'redirected \([0-9]*\) allocations') -ge 2 ]] ||
@@ -93,7 +94,7 @@ check pool_too_small 'stats: opencl pool of 0.1 MiB' -- opt "$work/small.plan" H
 printf 'garbage\001\002\n' >"$work/corrupt.plan"
 head -c 60 "$work/good.plan" >"$work/cut.plan"                   # cut inside a line
 head -n 3 "$work/good.plan" >"$work/lines.plan"                  # whole lines missing
-sed 's/^hetopt-plan 1$/hetopt-plan 99/' "$work/good.plan" >"$work/v99.plan"
+sed 's/^hetopt-plan 2$/hetopt-plan 99/' "$work/good.plan" >"$work/v99.plan"
 cp "$work/good.plan" "$work/shared.plan"
 chmod 600 "$work/corrupt.plan" "$work/cut.plan" "$work/lines.plan" "$work/v99.plan"
 chmod 666 "$work/shared.plan"
@@ -102,7 +103,7 @@ check plan_corrupt 'optimization plan .*not a hetopt plan.*running unoptimized' 
 check plan_cut_line 'optimization plan .*truncated.*running unoptimized' -- opt "$work/cut.plan" "$app"
 check plan_missing_lines 'optimization plan .*truncated.*running unoptimized' -- \
   opt "$work/lines.plan" "$app"
-check plan_version 'version 99 is not supported \(this hetopt reads 1\)' -- opt "$work/v99.plan" "$app"
+check plan_version 'version 99 is not supported \(this hetopt reads 2\)' -- opt "$work/v99.plan" "$app"
 check plan_world_writable 'writable by others.*refusing it' -- opt "$work/shared.plan" "$app"
 check plan_missing 'optimization plan .*No such file' -- opt "$work/none.plan" "$app"
 check plan_unset 'without HETOPT_PLAN_FILE' -- shimmed env HETOPT_MODE=optimize "$app"

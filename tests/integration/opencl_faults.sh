@@ -81,17 +81,19 @@ for fault in host_buffer map context; do
   "$hetopt" show "$work/$fault.trace" >"$work/$fault.show" 2>&1 ||
     { echo "FAIL: $fault/trace: hetopt show cannot read the trace"; cat "$work/$fault.show"; failed=1; }
   # The shim's layer below and above the fault layer: its own calls meet the faults either way.
+  # The app allocates before it makes a context: the pool is made in a context of the shim's own
+  # (HETOPT_POOL_CONTEXT=own HETOPT_POOL_WAIT_MS=5000), whose every OpenCL call meets the faults.
   for order in "$layer:$shim" "$shim:$layer"; do
     [[ $order == "$layer:"* ]] && side=above || side=below
     check $fault opencl_pool.$side 1 "$unavailable" 1 -- env LD_PRELOAD="$shim" \
-      OPENCL_LAYERS="$order" HETOPT_MODE=optimize HETOPT_PLAN_FILE="$work/opencl.plan" "$app"
+      OPENCL_LAYERS="$order" HETOPT_POOL_CONTEXT=own HETOPT_POOL_WAIT_MS=5000 HETOPT_MODE=optimize HETOPT_PLAN_FILE="$work/opencl.plan" "$app"
   done
   check $fault hybrid_pool 1 "pinned pool unavailable \\($hybrid\\)" 1 -- env LD_PRELOAD="$shim" \
-    OPENCL_LAYERS="$layer:$shim" HETOPT_MODE=optimize HETOPT_PLAN_FILE="$work/hybrid.plan" "$app"
+    OPENCL_LAYERS="$layer:$shim" HETOPT_POOL_CONTEXT=own HETOPT_POOL_WAIT_MS=5000 HETOPT_MODE=optimize HETOPT_PLAN_FILE="$work/hybrid.plan" "$app"
   check $fault opencl_direct 1 "$unavailable" 1 -- env LD_PRELOAD="$shim" OPENCL_LAYERS="$layer:$shim" \
     HETOPT_MODE=optimize HETOPT_PLAN_FILE="$work/opencl.direct.plan" "$app"
   # hetopt run puts its shim in front of the user's OPENCL_LAYERS; --stats adds the stats line.
-  check $fault run_force 2 "stats: no pool \\($opencl\\)" 1 -- env OPENCL_LAYERS="$layer" \
+  check $fault run_force 2 "stats: no pool \\($opencl\\)" 1 -- env OPENCL_LAYERS="$layer" HETOPT_POOL_CONTEXT=own HETOPT_POOL_WAIT_MS=5000 \
     "$hetopt" run --force --policy opencl --stats -- "$app"
 done
 

@@ -6,13 +6,19 @@
 # POLICY pool of POOL_BYTES for PROGRAM, on $HETOPT_DEVICE. Returns 1 when PROGRAM has no build id.
 # PLAN_MODE=direct adds `pool-mode direct` (no pool); PLAN_PROFILE="<allocations> <min> <max>
 # <typical> <peak-bytes> <peak-blocks>" gives every site that profile (the conformance check).
+# PLAN_STRATEGY=register registers every site's blocks in place (no pool: POLICY and POOL_BYTES
+# are ignored); PLAN_WAIT=<ns per MiB> lets transfers wait that long for pinning and adds a
+# register-cost line (so that a pool site's block registers in place when the pool is not ready).
 write_plan() {
-  local file=$1 prog=$2 policy=$3 bytes=$4 k
+  local file=$1 prog=$2 policy=$3 bytes=$4 k opts=""
   shift 4
+  [[ ${PLAN_STRATEGY:-} == register ]] && { policy=none bytes=0 opts=" register"; }
+  [[ -n ${PLAN_WAIT:-} ]] && opts+=" wait $PLAN_WAIT"
   plan_head "$prog" "$policy $bytes" >"$file" || return 1
   {
     [[ -z ${PLAN_MODE:-} ]] || echo "pool-mode $PLAN_MODE"
-    for k in "$@"; do echo "site $k 0 18446744073709551615${PLAN_PROFILE:+ profile $PLAN_PROFILE}"; done
+    [[ -z ${PLAN_WAIT:-} ]] || echo "register-cost 1000 100000"
+    for k in "$@"; do echo "site $k 0 18446744073709551615$opts${PLAN_PROFILE:+ profile $PLAN_PROFILE}"; done
   } >>"$file"
   chmod 600 "$file"
 }
@@ -23,7 +29,7 @@ plan_head() {
   local build_id
   build_id=$(readelf -n "$1" | awk '/Build ID/ { print $3 }')
   [[ -n $build_id ]] || return 1
-  echo "hetopt-plan 1"
+  echo "hetopt-plan 2"
   echo "program $(readlink -f "$1") build-id:$build_id"
   echo "device ${HETOPT_DEVICE:-}"
   echo "pool $2"

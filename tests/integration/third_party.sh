@@ -77,7 +77,9 @@ keys=$(awk '$1 == "site" { print $2 }' "$work/count")
 bytes=$(awk '$1 == "site" { s += $6 } END { print (s > 268435456 ? 268435456 : s) + 1048576 }' "$work/count")
 # shellcheck disable=SC2086
 write_plan "$work/plan" "$prog" opencl "$bytes" $keys || fail "$prog has no build id"
+# Programs may allocate before any context: the pool is made in the shim's own, and waited for.
 run planned env HETOPT_MODE=optimize HETOPT_PLAN_FILE="$work/plan" HETOPT_STATS=1 \
+  HETOPT_POOL_CONTEXT=own HETOPT_POOL_WAIT_MS=5000 \
   LD_PRELOAD="$shim" OPENCL_LAYERS="$shim" "$@"
 redirected=$(stat_field planned 'redirected \([0-9]*\) allocations')
 [[ ${redirected:-0} -ge 1 ]] || fail "hand-written plan: nothing served from the pool"

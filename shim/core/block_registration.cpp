@@ -1,0 +1,247 @@
+// SPDX-License-Identifier: MIT
+/** @file The register strategy for heap blocks; see block_registration.h. */
+#include "shim/core/block_registration.h"
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <thread>
+
+#include "common/log.h"
+#include "shim/core/state.h"
+
+namespace hetopt::shim {
+namespace {
+
+uint64_t nowNs() {
+  using namespace std::chrono;
+  return static_cast<uint64_t>(
+      duration_cast<nanoseconds>(steady_clock::now().time_since_epoch()).count());
+}
+
+std::string mib(uint64_t bytes) {
+  char buf[32];
+  snprintf(buf, sizeof buf, "%.1f MiB", static_cast<double>(bytes) / (1 << 20));
+  return buf;
+}
+
+std::string ms(uint64_t ns) {
+  char buf[32];
+  snprintf(buf, sizeof buf, "%.1f ms", static_cast<double>(ns) / 1e6);
+  return buf;
+}
+
+// The process's registration (one optimize interceptor per process), for the exit handler.
+std::atomic<BlockRegistration*> s_exitee{nullptr};
+
+}  // namespace
+
+BlockRegistration::BlockRegistration(const Plan& plan) : m_plan(plan) {}
+
+bool BlockRegistration::adopt(void* ptr, size_t bytes, size_t usable, uint64_t waitNsPerMiB) {
+  if (m_child.load(std::memory_order_relaxed) || m_exiting.load(std::memory_order_relaxed))
+    return false;
+  std::lock_guard<std::mutex> lock(m_mutex);
+  unsigned i = 0;
+  while (i < kMaxBlocks && m_entries[i].state != State::Free) ++i;
+  if (i == kMaxBlocks || !m_blocks.insert(ptr, usable, i)) {
+    m_tableFull.fetch_add(1, std::memory_order_relaxed);
+    return false;
+  }
+  Entry& e = m_entries[i];
+  e = Entry{};
+  e.start = reinterpret_cast<uintptr_t>(ptr);
+  e.bytes = bytes;
+  e.waitNsPerMiB = waitNsPerMiB;
+  e.order = m_nextOrder++;
+  e.state = State::Queued;
+  ++m_queued;
+  m_live.fetch_add(1, std::memory_order_release);
+  m_adopted.fetch_add(1, std::memory_order_relaxed);
+  m_changed.notify_all();  // the worker, once started
+  return true;
+}
+
+uint64_t BlockRegistration::waitOf(const void* ptr) {
+  std::lock_guard<std::mutex> lock(m_mutex);
+  const unsigned* i = m_blocks.valueOf(ptr);
+  return i ? m_entries[*i].waitNsPerMiB : 0;
+}
+
+void BlockRegistration::forget(void* ptr) {
+  Allocation registration;
+  {
+    std::unique_lock<std::mutex> lock(m_mutex);
+    const unsigned* found = m_blocks.valueOf(ptr);
+    if (!found) return;
+    const unsigned i = *found;
+    Entry& e = m_entries[i];
+    // The buffer must exist before it can be released. Not in a forked child: the registering
+    // thread does not exist there.
+    if (!m_child.load(std::memory_order_relaxed))
+      m_changed.wait(lock, [&e] { return e.state != State::Registering; });
+    if (e.state == State::Registered) registration = e.registration;
+    if (e.state == State::Queued) --m_queued;
+    m_blocks.erase(ptr, nullptr);
+    e = Entry{};
+    m_live.fetch_sub(1, std::memory_order_release);
+  }
+  // Neither in a child (the buffer is the parent's) nor once the process exits (the driver may be
+  // gone: it frees everything with the process).
+  if (!registration.buffer || m_child.load(std::memory_order_relaxed) ||
+      m_exiting.load(std::memory_order_acquire))
+    return;
+  const uint64_t begin = nowNs();
+  PolicyStatus st = m_register->release(&registration);
+  if (!st) debug("releasing a block's registration failed: %s", st.reason);
+  m_unregistered.fetch_add(1, std::memory_order_relaxed);
+  m_unregisterNs.fetch_add(nowNs() - begin, std::memory_order_relaxed);
+}
+
+void BlockRegistration::start(const PolicyEnv& env, uint64_t maxBufferBytes) {
+  {
+    std::lock_guard<std::mutex> lock(m_mutex);
+    if (m_child.load(std::memory_order_relaxed) || m_ready.load(std::memory_order_relaxed)) return;
+    m_env = env;
+    m_maxBufferBytes = maxBufferBytes;
+    m_register = makePolicy(PolicyKind::Register, m_env);
+    m_ready.store(true, std::memory_order_release);
+  }
+  // Registered now, after the driver was loaded and set up its own exit handlers: this one runs
+  // before them, while registering and releasing buffers is still safe.
+  BlockRegistration* none = nullptr;
+  if (s_exitee.compare_exchange_strong(none, this))
+    atexit([] {
+      if (BlockRegistration* r = s_exitee.load()) r->prepareForExit();
+    });
+  std::thread([this] { workerLoop(); }).detach();
+}
+
+void BlockRegistration::prepareForExit() {
+  std::unique_lock<std::mutex> lock(m_mutex);
+  m_exiting.store(true, std::memory_order_release);
+  m_changed.notify_all();
+  // A registration in flight finishes before the driver's own exit handlers run.
+  m_changed.wait_for(lock, std::chrono::seconds(2), [this] {
+    for (const Entry& e : m_entries)
+      if (e.state == State::Registering) return false;
+    return true;
+  });
+}
+
+bool BlockRegistration::oldestQueued(unsigned* index) const {
+  bool found = false;
+  for (unsigned i = 0; i < kMaxBlocks; ++i) {
+    if (m_entries[i].state != State::Queued) continue;
+    if (!found || m_entries[i].order < m_entries[*index].order) *index = i;
+    found = true;
+  }
+  return found;
+}
+
+void BlockRegistration::workerLoop() {
+  ScopedInternal internal;  // its allocations and OpenCL calls are the shim's own
+  std::unique_lock<std::mutex> lock(m_mutex);
+  for (;;) {
+    m_changed.wait(lock, [this] {
+      return m_queued > 0 || m_child.load(std::memory_order_relaxed) ||
+             m_exiting.load(std::memory_order_relaxed);
+    });
+    if (m_child.load(std::memory_order_relaxed) || m_exiting.load(std::memory_order_relaxed)) return;
+    unsigned i = 0;
+    if (oldestQueued(&i)) registerEntry(i, lock);
+  }
+}
+
+void BlockRegistration::registerEntry(unsigned i, std::unique_lock<std::mutex>& lock) {
+  Entry& e = m_entries[i];
+  e.state = State::Registering;
+  --m_queued;
+  void* ptr = reinterpret_cast<void*>(e.start);
+  const size_t bytes = e.bytes;
+  lock.unlock();
+  Allocation a;
+  const uint64_t begin = nowNs();
+  PolicyStatus st =
+      m_maxBufferBytes && bytes > m_maxBufferBytes
+          ? PolicyStatus::failure(CL_INVALID_BUFFER_SIZE, 0,
+                                  "%zu bytes is more than the device's largest buffer (%llu)", bytes,
+                                  static_cast<unsigned long long>(m_maxBufferBytes))
+          : adoptHostMemory(m_env, ptr, bytes, &a);
+  const uint64_t ns = nowNs() - begin;
+  m_registerNs.fetch_add(ns, std::memory_order_relaxed);
+  lock.lock();
+  // forget() of this block waited for this moment, so the entry is still this block's.
+  if (st) {
+    e.registration = a;
+    e.state = State::Registered;
+    m_registered.fetch_add(1, std::memory_order_relaxed);
+    m_registeredBytes.fetch_add(bytes, std::memory_order_relaxed);
+    debug("registered a heap block in place: %p + %zu bytes in %.1f ms", ptr, bytes,
+          static_cast<double>(ns) / 1e6);
+  } else {
+    e.state = State::Failed;  // not tried again: pageable, as without hetopt
+    m_failures.fetch_add(1, std::memory_order_relaxed);
+    snprintf(m_lastFailure, sizeof m_lastFailure, "%s", st.reason);
+    debug("registering %p + %zu bytes failed (%s); it stays pageable", ptr, bytes, st.reason);
+  }
+  m_changed.notify_all();
+}
+
+bool BlockRegistration::transfer(const void* host, uint64_t bytes, bool h2d) {
+  if (m_live.load(std::memory_order_acquire) == 0) return false;
+  const uintptr_t start = m_blocks.containing(host);
+  if (!start) return false;
+  bool pinned = false;
+  {
+    std::unique_lock<std::mutex> lock(m_mutex);
+    const unsigned* found = m_blocks.valueOf(reinterpret_cast<void*>(start));
+    if (!found) return false;  // freed meanwhile by another thread
+    const unsigned i = *found;
+    Entry& e = m_entries[i];
+    // What waiting may cost at most: what this transfer costs more from pageable memory.
+    const uint64_t budgetNs = static_cast<uint64_t>(static_cast<double>(e.waitNsPerMiB) *
+                                                    static_cast<double>(bytes) / (1 << 20));
+    const bool usable = m_ready.load(std::memory_order_relaxed) &&
+                        !m_child.load(std::memory_order_relaxed) &&
+                        !m_exiting.load(std::memory_order_relaxed);
+    const uint64_t registerNs = m_plan.registerNs(e.bytes);
+    if (usable && e.state == State::Queued && registerNs && registerNs <= budgetNs) {
+      m_inline.fetch_add(1, std::memory_order_relaxed);
+      registerEntry(i, lock);  // cheaper here and now than the pageable transfer
+    }
+    if (usable && budgetNs && (e.state == State::Queued || e.state == State::Registering)) {
+      const uint64_t begin = nowNs();
+      m_changed.wait_for(lock, std::chrono::nanoseconds(budgetNs), [&e, start] {
+        return e.start != start || (e.state != State::Queued && e.state != State::Registering);
+      });
+      m_waited.fetch_add(1, std::memory_order_relaxed);
+      m_waitNs.fetch_add(nowNs() - begin, std::memory_order_relaxed);
+    }
+    pinned = e.start == start && e.state == State::Registered;
+  }
+  if (!pinned) {
+    m_pageable.fetch_add(1, std::memory_order_relaxed);
+    return false;
+  }
+  (h2d ? m_h2d : m_d2h).fetch_add(1, std::memory_order_relaxed);
+  (h2d ? m_h2dBytes : m_d2hBytes).fetch_add(bytes, std::memory_order_relaxed);
+  return true;
+}
+
+std::string BlockRegistration::stats() const {
+  auto n = [](const std::atomic<uint64_t>& v) { return std::to_string(v.load()); };
+  std::string s = "heap blocks registered in place: " + n(m_registered) + " of " + n(m_adopted) +
+                  " adopted (" + mib(m_registeredBytes.load()) + " in " + ms(m_registerNs.load()) +
+                  ", " + n(m_inline) + " by the transfer itself); fallbacks: " + n(m_failures) +
+                  " refused, " + n(m_tableFull) + " table full";
+  s += "; transfers from registered blocks: " + n(m_h2d) + " h2d (" + mib(m_h2dBytes.load()) +
+       "), " + n(m_d2h) + " d2h (" + mib(m_d2hBytes.load()) + "); " + n(m_pageable) +
+       " went ahead pageable; " + n(m_waited) + " waited for pinning (" + ms(m_waitNs.load()) +
+       "); " + n(m_unregistered) + " unregistered before free (" + ms(m_unregisterNs.load()) + ")";
+  if (m_failures.load()) s += std::string("; last refusal: ") + m_lastFailure;
+  if (!m_ready.load()) s += "; the pinning context never came";
+  return s;
+}
+
+}  // namespace hetopt::shim
