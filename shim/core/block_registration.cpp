@@ -98,6 +98,34 @@ void BlockRegistration::forget(void* ptr) {
   m_unregisterNs.fetch_add(nowNs() - begin, std::memory_order_relaxed);
 }
 
+void BlockRegistration::yieldTo(const void* host, size_t bytes) {
+  if (m_live.load(std::memory_order_acquire) == 0 || m_child.load(std::memory_order_relaxed)) return;
+  const uintptr_t lo = reinterpret_cast<uintptr_t>(host), hi = lo + (bytes ? bytes : 1);
+  // One block at a time: the buffer is released with the lock dropped.
+  for (;;) {
+    Allocation registration;
+    {
+      std::unique_lock<std::mutex> lock(m_mutex);
+      Entry* hit = nullptr;
+      for (Entry& e : m_entries)
+        if (e.state != State::Free && e.state != State::Failed && e.start < hi && e.start + e.bytes > lo) {
+          hit = &e;
+          break;
+        }
+      if (!hit) return;
+      m_changed.wait(lock, [hit] { return hit->state != State::Registering; });
+      if (hit->state == State::Queued) --m_queued;
+      if (hit->state == State::Registered) registration = hit->registration;
+      hit->registration = Allocation{};
+      if (hit->state != State::Free) hit->state = State::Failed;  // the program's block, never pinned again
+      m_yielded.fetch_add(1, std::memory_order_relaxed);
+    }
+    if (!registration.buffer) continue;
+    PolicyStatus st = m_register->release(&registration);
+    if (!st) debug("releasing a block's registration failed: %s", st.reason);
+  }
+}
+
 void BlockRegistration::start(const PolicyEnv& env, uint64_t maxBufferBytes) {
   {
     std::lock_guard<std::mutex> lock(m_mutex);
@@ -238,7 +266,8 @@ std::string BlockRegistration::stats() const {
   s += "; transfers from registered blocks: " + n(m_h2d) + " h2d (" + mib(m_h2dBytes.load()) +
        "), " + n(m_d2h) + " d2h (" + mib(m_d2hBytes.load()) + "); " + n(m_pageable) +
        " went ahead pageable; " + n(m_waited) + " waited for pinning (" + ms(m_waitNs.load()) +
-       "); " + n(m_unregistered) + " unregistered before free (" + ms(m_unregisterNs.load()) + ")";
+       "); " + n(m_unregistered) + " unregistered before free (" + ms(m_unregisterNs.load()) + "); " +
+       n(m_yielded) + " left to the program's own host-pointer buffers";
   if (m_failures.load()) s += std::string("; last refusal: ") + m_lastFailure;
   if (!m_ready.load()) s += "; the pinning context never came";
   return s;

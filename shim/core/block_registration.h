@@ -61,6 +61,10 @@ class BlockRegistration {
   /// CL_DEVICE_MAX_MEM_ALLOC_SIZE; 0: unknown) are refused without asking the driver.
   void start(const PolicyEnv& env, uint64_t maxBufferBytes);
 
+  /// The program makes its own CL_MEM_USE_HOST_PTR buffer over [host, host+bytes): a driver may
+  /// refuse to register pages twice (CUDA does), so ours over any block it touches is released
+  /// first and not made again (the program's buffer pins the memory anyway).
+  void yieldTo(const void* host, size_t bytes);
   /// Program thread, a transfer of `bytes` from/to `host`: true (counted) when `host` lies in a
   /// registered block, after registering or waiting as the file comment says; false for memory
   /// that is not here or went ahead pageable (counted).
@@ -114,7 +118,7 @@ class BlockRegistration {
 
   std::atomic<uint64_t> m_adopted{0}, m_tableFull{0}, m_registered{0}, m_registeredBytes{0};
   std::atomic<uint64_t> m_failures{0}, m_inline{0}, m_waited{0}, m_waitNs{0}, m_pageable{0};
-  std::atomic<uint64_t> m_registerNs{0}, m_unregistered{0}, m_unregisterNs{0};
+  std::atomic<uint64_t> m_registerNs{0}, m_unregistered{0}, m_unregisterNs{0}, m_yielded{0};
   std::atomic<uint64_t> m_h2d{0}, m_h2dBytes{0}, m_d2h{0}, m_d2hBytes{0};
   char m_lastFailure[240] = {};
 };

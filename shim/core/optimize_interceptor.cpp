@@ -17,6 +17,7 @@
 #include "common/program_identity.h"
 #include "common/site_key.h"
 #include "shim/core/callsite.h"
+#include "shim/core/host_ranges.h"
 #include "shim/core/state.h"
 
 namespace hetopt::shim {
@@ -497,26 +498,19 @@ void OptimizeInterceptor::callBegin(CallRecord& call) {
   }
   // Which transfers now use pinned memory: the host pointer of every host_read/host_write argument.
   const api::ApiInfo& info = api::apiInfo(call.id);
-  if (m_registry && info.kind == api::ApiKind::CreateMem) yieldToHostPointerBuffer(call, info);
+  if (info.kind == api::ApiKind::CreateMem) yieldToHostPointerBuffer(call, info);
   if (info.kind != api::ApiKind::H2d && info.kind != api::ApiKind::D2h) return;
   for (unsigned i = 0; i < info.numArgs && i < call.numArgs; ++i) {
-    api::ArgRole role = info.args[i].role;
-    bool h2d = role == api::ArgRole::HostRead || role == api::ArgRole::HostReadRect ||
-               role == api::ArgRole::HostReadImage;
-    bool d2h = role == api::ArgRole::HostWrite || role == api::ArgRole::HostWriteRect ||
-               role == api::ArgRole::HostWriteImage;
-    if (!h2d && !d2h) continue;
-    const void* host = reinterpret_cast<const void*>(static_cast<uintptr_t>(call.args[i]));
-    uint64_t bytes = (role == api::ArgRole::HostRead || role == api::ArgRole::HostWrite) &&
-                             info.args[i].numRefs == 1
-                         ? call.args[info.args[i].refs[0]]
-                         : 0;
+    HostRange r;
+    if (!hostRange(call, info, i, &r) || r.access == HostRange::Access::Wrap) continue;
+    const bool h2d = r.access == HostRange::Access::Read;
+    const void* host = reinterpret_cast<const void*>(static_cast<uintptr_t>(r.ptr));
     if (isRedirectedMemory(host)) {
       (h2d ? m_pinnedH2d : m_pinnedD2h).fetch_add(1, std::memory_order_relaxed);
-      (h2d ? m_pinnedH2dBytes : m_pinnedD2hBytes).fetch_add(bytes, std::memory_order_relaxed);
-    } else if (m_blocks.transfer(host, bytes, h2d)) {
+      (h2d ? m_pinnedH2dBytes : m_pinnedD2hBytes).fetch_add(r.bytes, std::memory_order_relaxed);
+    } else if (m_blocks.transfer(host, r.bytes, h2d)) {
       // registered in place (counted by m_blocks)
-    } else if (m_registry && m_registry->transfer(host, bytes, h2d)) {
+    } else if (m_registry && m_registry->transfer(host, r.bytes, h2d)) {
       // registered in place (counted by the registry)
     } else {
       (h2d ? m_otherH2d : m_otherD2h).fetch_add(1, std::memory_order_relaxed);
@@ -542,11 +536,11 @@ void OptimizeInterceptor::callEnd(CallRecord& call) {
 
 void OptimizeInterceptor::yieldToHostPointerBuffer(const CallRecord& call, const api::ApiInfo& info) {
   for (unsigned i = 0; i < info.numArgs && i < call.numArgs; ++i) {
-    if (info.args[i].role != api::ArgRole::HostInit || info.args[i].numRefs < 2) continue;
-    const uint64_t flags = call.args[info.args[i].refs[0]];
-    if (call.args[i] && (flags & CL_MEM_USE_HOST_PTR))
-      m_registry->yieldTo(reinterpret_cast<const void*>(static_cast<uintptr_t>(call.args[i])),
-                          call.args[info.args[i].refs[1]]);
+    HostRange r;
+    if (!hostRange(call, info, i, &r) || r.access != HostRange::Access::Wrap) continue;
+    const void* host = reinterpret_cast<const void*>(static_cast<uintptr_t>(r.ptr));
+    m_blocks.yieldTo(host, r.bytes);
+    if (m_registry) m_registry->yieldTo(host, r.bytes);
   }
 }
 

@@ -17,6 +17,7 @@
 #include "common/options.h"
 #include "hetopt/version.h"
 #include "shim/core/callsite.h"
+#include "shim/core/host_ranges.h"
 #include "shim/core/state.h"
 #include "trace/time_sampler.h"
 
@@ -213,30 +214,6 @@ bool kindOfArray(const char* type, ObjectKind* kind) {
   if (strstr(type, "cl_kernel")) return *kind = ObjectKind::Kernel, true;
   if (strstr(type, "cl_mem")) return *kind = ObjectKind::Mem, true;
   return false;
-}
-
-uint64_t imageElementBytes(const cl_image_format* f) {
-  if (!f) return 0;
-  switch (f->image_channel_data_type) {
-    case CL_UNORM_SHORT_565:
-    case CL_UNORM_SHORT_555: return 2;
-    case CL_UNORM_INT_101010: return 4;
-    default: break;
-  }
-  uint64_t channel = 0;
-  switch (f->image_channel_data_type) {
-    case CL_SNORM_INT8: case CL_UNORM_INT8: case CL_SIGNED_INT8: case CL_UNSIGNED_INT8: channel = 1; break;
-    case CL_SNORM_INT16: case CL_UNORM_INT16: case CL_SIGNED_INT16: case CL_UNSIGNED_INT16:
-    case CL_HALF_FLOAT: channel = 2; break;
-    case CL_SIGNED_INT32: case CL_UNSIGNED_INT32: case CL_FLOAT: channel = 4; break;
-    default: return 0;
-  }
-  switch (f->image_channel_order) {
-    case CL_R: case CL_A: case CL_INTENSITY: case CL_LUMINANCE: case CL_DEPTH: return channel;
-    case CL_RG: case CL_RA: case CL_Rx: return 2 * channel;
-    case CL_RGB: case CL_RGx: return 3 * channel;
-    default: return 4 * channel;
-  }
 }
 
 // ---- pthread hooks ------------------------------------------------------------------------------
@@ -913,11 +890,6 @@ void TraceInterceptor::recordCall(CallRecord& call, uint64_t hostNs) {
       objects.touch(obj);
     };
     auto arg = [&](int i) -> uint64_t { return i >= 0 && static_cast<unsigned>(i) < info.numArgs ? call.args[i] : 0; };
-    auto sizes3 = [&](uint64_t p, uint64_t out[3]) -> bool {
-      if (!p) return false;
-      memcpy(out, reinterpret_cast<const size_t*>(p), 3 * sizeof(size_t));
-      return true;
-    };
     ObjectId kernelObj = trace::kNoObject;
     uint64_t mapFlags = 0;
 
@@ -945,76 +917,21 @@ void TraceInterceptor::recordCall(CallRecord& call, uint64_t hostNs) {
       if (a.cls != ArgClass::Pointer || !v) continue;
       switch (a.role) {
         case ArgRole::HostRead:
-        case ArgRole::HostWrite: {
-          const uint64_t bytes = arg(a.refs[0]);
-          hostRef(&leaf, idx, v, ok ? bytes : 0, bytes,
-                  a.role == ArgRole::HostRead ? HostAccess::Read : HostAccess::Write);
-          break;
-        }
+        case ArgRole::HostWrite:
         case ArgRole::HostReadRect:
-        case ArgRole::HostWriteRect: {
-          uint64_t origin[3] = {}, region[3] = {};
-          if (!sizes3(arg(a.refs[0]), origin) || !sizes3(arg(a.refs[1]), region)) break;
-          const uint64_t row = arg(a.refs[2]) ? arg(a.refs[2]) : region[0];
-          const uint64_t slice = arg(a.refs[3]) ? arg(a.refs[3]) : row * region[1];
-          const uint64_t bytes = region[0] * region[1] * region[2];
-          const uint64_t offset = origin[2] * slice + origin[1] * row + origin[0];
-          const uint64_t span = bytes ? (region[2] - 1) * slice + (region[1] - 1) * row + region[0] : 0;
-          hostRef(&leaf, idx, v + offset, ok ? bytes : 0, span,
-                  a.role == ArgRole::HostReadRect ? HostAccess::Read : HostAccess::Write);
-          break;
-        }
+        case ArgRole::HostWriteRect:
         case ArgRole::HostReadImage:
-        case ArgRole::HostWriteImage: {
-          uint64_t region[3] = {};
-          if (!sizes3(arg(a.refs[1]), region)) break;
-          size_t elem = 0;
-          using Fn = cl_int(CL_API_CALL*)(cl_mem, cl_image_info, size_t, void*, size_t*);
-          if (auto fn = real<Fn>(ApiId::clGetImageInfo))
-            fn(reinterpret_cast<cl_mem>(arg(a.refs[0])), CL_IMAGE_ELEMENT_SIZE, sizeof elem, &elem, nullptr);
-          const uint64_t rowBytes = region[0] * elem;
-          const uint64_t row = arg(a.refs[2]) ? arg(a.refs[2]) : rowBytes;
-          const uint64_t slice = arg(a.refs[3]) ? arg(a.refs[3]) : row * region[1];
-          const uint64_t bytes = rowBytes * region[1] * region[2];
-          const uint64_t span = bytes ? (region[2] - 1) * slice + (region[1] - 1) * row + rowBytes : 0;
-          hostRef(&leaf, idx, v, ok ? bytes : 0, span,
-                  a.role == ArgRole::HostReadImage ? HostAccess::Read : HostAccess::Write);
-          break;
-        }
+        case ArgRole::HostWriteImage:
         case ArgRole::HostInit:
-        case ArgRole::HostInitImage: {
-          const uint64_t flags = arg(a.refs[0]);
-          if (!(flags & (CL_MEM_COPY_HOST_PTR | CL_MEM_USE_HOST_PTR))) break;
-          uint64_t bytes = 0;
-          if (a.role == ArgRole::HostInit) {
-            bytes = arg(a.refs[1]);
-          } else {
-            const auto* format = reinterpret_cast<const cl_image_format*>(arg(a.refs[1]));
-            const uint64_t elem = imageElementBytes(format);
-            uint64_t w = 0, h = 1, d = 1;
-            if (a.numRefs >= 3 && arg(a.refs[2])) {
-              const auto* desc = reinterpret_cast<const cl_image_desc*>(arg(a.refs[2]));
-              w = desc->image_width;
-              h = std::max<uint64_t>(desc->image_height, 1);
-              d = std::max<uint64_t>(desc->image_depth, 1) * std::max<uint64_t>(desc->image_array_size, 1);
-            } else {
-              for (unsigned k = 0; k < info.numArgs; ++k) {
-                if (!strcmp(info.args[k].name, "image_width")) w = call.args[k];
-                if (!strcmp(info.args[k].name, "image_height")) h = std::max<uint64_t>(call.args[k], 1);
-                if (!strcmp(info.args[k].name, "image_depth")) d = std::max<uint64_t>(call.args[k], 1);
-              }
-            }
-            bytes = elem * w * h * d;
-          }
-          hostRef(&leaf, idx, v, ok ? bytes : 0, bytes,
-                  (flags & CL_MEM_USE_HOST_PTR) ? HostAccess::Wrap : HostAccess::Read);
-          break;
-        }
+        case ArgRole::HostInitImage:
         case ArgRole::SvmDst:
         case ArgRole::SvmSrc: {
-          const uint64_t bytes = arg(a.refs[0]);
-          hostRef(&leaf, idx, v, ok ? bytes : 0, bytes,
-                  a.role == ArgRole::SvmDst ? HostAccess::Write : HostAccess::Read);
+          HostRange r;
+          if (!hostRange(call, info, i, &r)) break;
+          const HostAccess access = r.access == HostRange::Access::Read    ? HostAccess::Read
+                                    : r.access == HostRange::Access::Write ? HostAccess::Write
+                                                                           : HostAccess::Wrap;
+          hostRef(&leaf, idx, r.ptr, ok ? r.bytes : 0, r.span, access);
           break;
         }
         case ArgRole::SvmList: {
