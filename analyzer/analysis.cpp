@@ -172,6 +172,15 @@ class Analyzer {
         m_launchNs += n.device.submitToStartNs();
       }
       if (kind == api::ApiKind::Sync) m_syncHostNs += static_cast<double>(n.host.total);
+      const auto id = static_cast<api::ApiId>(n.code);
+      if (id == api::ApiId::clCreateContext || id == api::ApiId::clCreateContextFromType) {
+        if (m_out->contextsCreated == 0)
+          for (const trace::Ref& r : n.refs) {
+            const TraceObject* o = m_t.object(r.obj);
+            m_out->firstContextDevices += o && o->kind == ObjectKind::Device;
+          }
+        m_out->contextsCreated += n.host.count;
+      }
 
       // Host refs that move data; the call's device time is shared among them by bytes.
       struct Moved {

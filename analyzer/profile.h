@@ -143,6 +143,10 @@ struct AppProfile {
   uint64_t hostOnlySites = 0;        ///< tracked allocation sites none of whose memory crossed
   uint64_t hostOnlyAllocations = 0;
   uint64_t trackedAllocations = 0;
+  /// The program's clCreateContext[FromType] calls, and how many devices the first one named (0:
+  /// by type): `hetopt run` makes a program's single context early, while the program starts.
+  uint64_t contextsCreated = 0;
+  uint64_t firstContextDevices = 0;
   std::vector<UntrackedMemory> untracked;
   /// Transfers whose host side is memory mapped from an OpenCL buffer (hand-pinned code): already
   /// the driver's pinned memory, nothing to do. Report and JSON only, not stored in the DB.

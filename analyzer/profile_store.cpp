@@ -23,6 +23,7 @@ CREATE TABLE IF NOT EXISTS app_profiles (
   kernels INTEGER NOT NULL, host_only_sites INTEGER NOT NULL,
   host_only_allocations INTEGER NOT NULL, tracked_allocations INTEGER NOT NULL,
   warnings TEXT NOT NULL,
+  contexts INTEGER NOT NULL DEFAULT 0, first_context_devices INTEGER NOT NULL DEFAULT 0,
   UNIQUE (program_path, program_key));
 CREATE TABLE IF NOT EXISTS app_sites (
   profile_id INTEGER NOT NULL REFERENCES app_profiles(id) ON DELETE CASCADE,
@@ -179,8 +180,9 @@ bool storeProfile(Db& db, const AppProfile& p, int64_t* idOut, std::string* erro
                   "device, trace_file, created_utc, hetopt_version, eligible, ratio, threshold, "
                   "communication_ns, computation_ns, reason, has_device_times, total_ns, kernel_ns, "
                   "comm_part_ns, cpu_sync_ns, h2d_ns, d2h_ns, launch_ns, dispatch_sync_ns, kernels, "
-                  "host_only_sites, host_only_allocations, tracked_allocations, warnings) VALUES "
-                  "(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
+                  "host_only_sites, host_only_allocations, tracked_allocations, warnings, "
+                  "contexts, first_context_devices) VALUES "
+                  "(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
     const Eligibility& e = p.eligibility;
     const Breakdown& b = p.breakdown;
     s.bind(1, p.program.path).bind(2, p.program.key()).bind(3, p.program.buildId);
@@ -196,6 +198,7 @@ bool storeProfile(Db& db, const AppProfile& p, int64_t* idOut, std::string* erro
     s.bind(24, asInt(b.kernels)).bind(25, asInt(p.hostOnlySites));
     s.bind(26, asInt(p.hostOnlyAllocations)).bind(27, asInt(p.trackedAllocations));
     s.bind(28, joinLines(p.warnings));
+    s.bind(29, asInt(p.contextsCreated)).bind(30, asInt(p.firstContextDevices));
     if (!s.run()) return fail(error, "storing the profile", s.error());
     id = db.lastInsertRowId();
   }
@@ -293,8 +296,8 @@ bool loadProfile(Db& db, const ProgramIdentity& identity, AppProfile* out, Profi
                   "hetopt_version, eligible, ratio, threshold, communication_ns, computation_ns, "
                   "reason, has_device_times, total_ns, kernel_ns, comm_part_ns, cpu_sync_ns, "
                   "h2d_ns, d2h_ns, launch_ns, dispatch_sync_ns, kernels, host_only_sites, "
-                  "host_only_allocations, tracked_allocations, warnings FROM app_profiles "
-                  "WHERE id=?");
+                  "host_only_allocations, tracked_allocations, warnings, contexts, "
+                  "first_context_devices FROM app_profiles WHERE id=?");
     q.bind(1, lookup->id);
     if (q.step() != DbStatement::Step::Row) return fail(error, "loading the profile", q.error());
     p.program.path = q.columnText(0);
@@ -326,6 +329,8 @@ bool loadProfile(Db& db, const ProgramIdentity& identity, AppProfile* out, Profi
     p.hostOnlyAllocations = asUnsigned(q.columnInt(24));
     p.trackedAllocations = asUnsigned(q.columnInt(25));
     p.warnings = splitLines(q.columnText(26));
+    p.contextsCreated = asUnsigned(q.columnInt(27));
+    p.firstContextDevices = asUnsigned(q.columnInt(28));
   }
   {
     DbStatement q(db,

@@ -310,7 +310,7 @@ def gen_wrappers(funcs):
         else:
             # finish() runs the interceptor's callEnd before returning, so a mode may restore
             # what the application would have seen natively (e.g. an error code).
-            call = (f'  {f.ret} r = next({unpacked});\n{post}'
+            call = (f'  {f.ret} r = HETOPT_UNLIKELY(scope.skipped()) ? scope.skippedResult<{f.ret}>() : next({unpacked});\n{post}'
                     f'  return scope.finish(r);\n')
         out.append(f'static {f.ret} invoke_{f.name}({f.name}_fn next{", " if f.params else ""}{", ".join(p.decl for p in f.params)}) {{\n'
                    f'  uint64_t a[{n}] = {{{packed}}};\n'

@@ -28,7 +28,7 @@ namespace {
 
 struct PlanRequest {
   std::string policy;  ///< --policy
-  bool force = false, noPool = false, dryRun = false;
+  bool force = false, noPool = false, dryRun = false, lateContext = false;
   mutable bool described = false;  ///< the dry run printed the whole decision
 };
 
@@ -68,6 +68,7 @@ std::string preparePlan(const std::string& program, const std::string& dbPath,
   options.forceRegistrations = request.policy == "register";
   options.force = request.force;
   options.directAllocation = request.noPool;
+  options.earlyContext = !request.lateContext;
   Plan plan;
   PlanDecision decision;
   std::string whyNot;
@@ -106,6 +107,7 @@ int cmdRun(int argc, char** argv) {
         if (!strcmp(argv[i], "--force")) return request.force = true, 1;
         if (!strcmp(argv[i], "--no-pool")) return request.noPool = true, 1;
         if (!strcmp(argv[i], "--dry-run")) return request.dryRun = true, 1;
+        if (!strcmp(argv[i], "--no-early-context")) return request.lateContext = true, 1;
         if (i + 1 >= argc) return 0;
         if (!strcmp(argv[i], "--device")) return device = argv[i + 1], 2;
         if (!strcmp(argv[i], "--db")) return dbPath = argv[i + 1], 2;
@@ -138,6 +140,8 @@ int cmdRun(int argc, char** argv) {
         "  --force          optimize even when the predicted saving is below the minimums\n"
         "  --no-pool        no pool: allocate every candidate block with the policy itself, on\n"
         "                   the program's thread (the naive variant; plan line pool-mode direct)\n"
+        "  --no-early-context  pin only in the context the program makes, when it makes it (by\n"
+        "                   default a program that makes one context gets it made at start-up)\n"
         "  --passthrough    load the shim but only forward every call (shows it is transparent)\n");
     return 0;
   }

@@ -233,6 +233,10 @@ class Planner {
     m_plan->programKey = m_profile.program.key();
     m_plan->device = m_profile.device;
     m_plan->directAllocation = m_opt.directAllocation;
+    // One context, on one device (or by type): made by the shim at start-up and handed to the
+    // program, so that pinning starts while the program still reads and computes its input.
+    m_plan->earlyContext = !m_opt.directAllocation && m_opt.earlyContext &&
+                           m_profile.contextsCreated == 1 && m_profile.firstContextDevices <= 1;
     if (m_gain) m_gain->registerCost(&m_plan->registerLatencyNs, &m_plan->registerNsPerMiB);
     if (m_opt.directAllocation && !m_plan->sites.empty()) {
       // The naive variant: every site's blocks made by one policy, as it was measured.
@@ -302,6 +306,9 @@ std::string describeDecision(const analyzer::AppProfile& profile, const Plan& pl
   if (planned && plan.hasPoolSites())
     s += "pool:    " + plan.poolPolicy + ", " + formatBytes(plan.poolBytes) + "\n";
   if (planned && plan.directAllocation) s += "pool:    none (--no-pool: each block made by " + plan.poolPolicy + ")\n";
+  if (planned && plan.earlyContext)
+    s += "context: made by hetopt at start-up and handed to the program's clCreateContext (it makes "
+         "one, on this device): pinning starts while it still prepares its input\n";
   s += (planned ? "plan:    " : "decline: ") + decision.verdict + "\n";
   return s;
 }

@@ -36,6 +36,9 @@ struct PlanOptions {
   /// total.
   bool force = false;
   bool directAllocation = false;  ///< --no-pool: every candidate allocated by the policy directly
+  /// The program's one context made early by the shim, when the profile says it made exactly one
+  /// (`hetopt run --late-context` turns it off).
+  bool earlyContext = true;
   double poolSlack = 1.25;   ///< pool = slack * sum of the pooled sites' peak live bytes (+ 1 MiB)
 };
 

@@ -86,6 +86,7 @@ std::string Plan::serialize() const {
   out << "device " << device << "\n";
   out << "pool " << poolPolicy << " " << poolBytes << "\n";
   if (directAllocation) out << "pool-mode direct\n";
+  if (earlyContext) out << "context early\n";
   for (const PlanSite& s : sites) {
     char line[256];
     int n = snprintf(line, sizeof line, "site %016" PRIx64 " %" PRIu64 " %" PRIu64, s.key,
@@ -209,6 +210,10 @@ bool parsePlan(const std::string& text, Plan* plan, std::string* error) {
       } else {
         return fail("register needs 'static' or 'mmap', not '" + what + "'");
       }
+    } else if (tag == "context") {
+      std::string when;
+      if (!(words >> when) || when != "early") return fail("context needs 'early'");
+      plan->earlyContext = true;
     } else if (tag == "register-cost") {
       std::string a, b;
       if (!(words >> a >> b) || !parseU64(a, 10, &plan->registerLatencyNs) ||

@@ -26,6 +26,11 @@
  *         <peak-live-blocks>]              moves (what pageable memory costs more than pinned, as
  *                                          traced); optionally what the profile saw there (the
  *                                          shim's conformance check)
+ *   context early                          optional: the shim makes the program's context itself
+ *                                          at start-up (the program made exactly one, on this
+ *                                          device) and hands it to the program's matching
+ *                                          clCreateContext[FromType]: pinning starts while the
+ *                                          program still reads and computes its input
  *   register-cost <latency-ns> <ns-per-MiB> what registering a block in place costs here (the
  *                                          register curve): a transfer registers a block itself
  *                                          when that is cheaper than waiting
@@ -100,6 +105,7 @@ struct Plan {
   std::vector<PlanStaticRange> staticRanges;
   uint64_t mmapMinBytes = 0;  ///< anonymous mappings of [min, max] bytes are registered...
   uint64_t mmapMaxBytes = 0;  ///< ... none when 0
+  bool earlyContext = false;  ///< `context early`
   /// What registering a block in place costs: latency + per MiB (0, 0: unknown).
   uint64_t registerLatencyNs = 0, registerNsPerMiB = 0;
 

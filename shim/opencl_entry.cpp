@@ -59,6 +59,12 @@ class CallScope {
     ++t_depth;
     if (m_interceptor) m_interceptor->callBegin(m_record);
   }
+  /// callBegin answered the call itself (CallRecord::skip); its result.
+  bool skipped() const { return m_record.skip; }
+  template <typename T>
+  T skippedResult() const {
+    return fromArg<T>(m_record.result);
+  }
   template <typename T>
   T finish(T r) {
     m_record.result = toArg(r);

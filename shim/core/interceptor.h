@@ -22,6 +22,8 @@ struct CallRecord {
   unsigned numArgs;
   uint64_t* args;
   uint64_t result = 0;
+  /// Set by callBegin (with `result`): the real function is not called; callEnd still runs.
+  bool skip = false;
   void* scratch[4] = {};  ///< the interceptor's per-call state between begin and end
 };
 

@@ -95,6 +95,9 @@ OptimizeInterceptor* OptimizeInterceptor::create() {
     warn("ignoring invalid HETOPT_POOL_CONTEXT '%s' (program or own); using program",
          contextOption.c_str());
   self->m_ownContextOnly = contextOption == "own";
+  // Nothing to wait for unless the pool thread will make the early context.
+  if (!self->m_plan.earlyContext || self->m_plan.directAllocation || self->m_ownContextOnly)
+    self->m_earlyState = EarlyState::Failed;
   self->m_conformance.expect(self->m_plan);
   if (self->m_plan.directAllocation) {
     // Room for what the conformance check lets live (4x the profiled peak) with a margin.
@@ -131,6 +134,7 @@ void OptimizeInterceptor::failPool(const char* why) {
     std::lock_guard<std::mutex> lock(m_stateMutex);
     m_state.store(static_cast<int>(PoolState::Failed), std::memory_order_release);
     m_enumerated.store(true, std::memory_order_release);
+    if (m_earlyState == EarlyState::Making) m_earlyState = EarlyState::Failed;
   }
   m_stateChanged.notify_all();
 }
@@ -159,8 +163,10 @@ void OptimizeInterceptor::preparePool() {
   std::string error;
   if (!selectClDevice(m_plan.device, &dev, &error, query)) return failPool(error.c_str());
   m_device = dev.device;
+  m_platform = dev.platform;
   m_maxAllocBytes = dev.maxAllocBytes;
   markEnumerated();
+  if (m_earlyState == EarlyState::Making) makeEarlyContext(createContext);
   PolicyKind kind = PolicyKind::OpenCL;
   policyFromName(m_plan.poolPolicy.c_str(), &kind);
   const bool pooled = m_plan.hasPoolSites() && !m_direct;
@@ -221,7 +227,7 @@ void OptimizeInterceptor::preparePool() {
   policy.release();
   markReady(start);
   debug("pinned pool ready: %s %s on %s in %s after %.0f ms", m_plan.poolPolicy.c_str(),
-        mib(m_plan.poolBytes).c_str(), dev.deviceName.c_str(), m_contextOrigin, m_readyAfterMs);
+        mib(m_plan.poolBytes).c_str(), dev.deviceName.c_str(), contextOrigin(), m_readyAfterMs);
 }
 
 cl_context OptimizeInterceptor::awaitContext() {
@@ -229,8 +235,95 @@ cl_context OptimizeInterceptor::awaitContext() {
   if (!m_ownContextOnly)
     m_stateChanged.wait(lock, [this] { return m_programContext || m_ownContextWanted; });
   m_contextChosen = true;
-  m_contextOrigin = m_programContext ? "the program's context" : "its own context";
   return m_programContext;
+}
+
+const char* OptimizeInterceptor::contextOrigin() {
+  std::lock_guard<std::mutex> lock(m_stateMutex);
+  if (!m_programContext) return m_contextChosen ? "its own context" : "no context yet";
+  if (m_programContext != m_earlyContext) return "the program's context";
+  return m_earlyHandedOut ? "the early context (the program's)" : "the early context (not the program's)";
+}
+
+// ---- the early context ----------------------------------------------------------------------
+
+void CL_CALLBACK OptimizeInterceptor::earlyNotify(const char* info, const void* data, size_t size,
+                                                  void* self) {
+  auto* me = static_cast<OptimizeInterceptor*>(self);
+  if (auto fn = me->m_programNotify.load(std::memory_order_acquire))
+    fn(info, data, size, me->m_programNotifyData.load(std::memory_order_acquire));
+}
+
+void OptimizeInterceptor::makeEarlyContext(decltype(&clCreateContext) createContext) {
+  cl_context_properties props[] = {CL_CONTEXT_PLATFORM,
+                                   reinterpret_cast<cl_context_properties>(m_platform), 0};
+  cl_int err = CL_SUCCESS;
+  // The program's error callback, once it has the context, through our own.
+  cl_context context = createContext(props, 1, &m_device, &OptimizeInterceptor::earlyNotify, this, &err);
+  auto retain = realClFunction<decltype(&clRetainContext)>(api::ApiId::clRetainContext);
+  // Our reference beside the program's: the pinned memory lives as long as the process.
+  const bool made = err == CL_SUCCESS && context && retain && retain(context) == CL_SUCCESS;
+  if (!made) debug("early context not made (OpenCL status %d); pinning waits for the program's", err);
+  {
+    std::lock_guard<std::mutex> lock(m_stateMutex);
+    m_earlyState = made ? EarlyState::Made : EarlyState::Failed;
+    if (made) {
+      m_earlyContext = context;
+      if (!m_programContext) m_programContext = context;
+    }
+  }
+  m_stateChanged.notify_all();
+  if (made) m_blocks.start(policyEnv(context), m_maxAllocBytes);
+}
+
+bool OptimizeInterceptor::propertiesMatch(const cl_context_properties* props, bool nullOk) const {
+  if (!props) return nullOk;
+  bool platform = false;
+  for (const cl_context_properties* p = props; *p; p += 2) {
+    if (p[0] != CL_CONTEXT_PLATFORM || platform) return false;  // anything else: not ours to give
+    if (reinterpret_cast<cl_platform_id>(p[1]) != m_platform) return false;
+    platform = true;
+  }
+  return platform;
+}
+
+void OptimizeInterceptor::handOutEarlyContext(CallRecord& call) {
+  {
+    std::unique_lock<std::mutex> lock(m_stateMutex);
+    if (m_earlyHandedOut) return;
+    m_stateChanged.wait(lock, [this] { return m_earlyState != EarlyState::Making; });
+    if (m_earlyState != EarlyState::Made) return;
+  }
+  // The very context the program asks for: this device alone, this platform, nothing more.
+  const auto* props = reinterpret_cast<const cl_context_properties*>(static_cast<uintptr_t>(call.args[0]));
+  bool match = false;
+  uint64_t notify = 0, data = 0;
+  if (call.id == api::ApiId::clCreateContext) {
+    const auto* devices = reinterpret_cast<const cl_device_id*>(static_cast<uintptr_t>(call.args[2]));
+    match = call.args[1] == 1 && devices && devices[0] == m_device && propertiesMatch(props, true);
+    notify = call.args[3], data = call.args[4];
+  } else if (auto ids = realClFunction<decltype(&clGetDeviceIDs)>(api::ApiId::clGetDeviceIDs)) {
+    cl_device_id found[2] = {};
+    cl_uint n = 0;
+    match = propertiesMatch(props, false) &&
+            ids(m_platform, static_cast<cl_device_type>(call.args[1]), 2, found, &n) == CL_SUCCESS &&
+            n == 1 && found[0] == m_device;
+    notify = call.args[2], data = call.args[3];
+  }
+  if (!match) return;
+  {
+    std::lock_guard<std::mutex> lock(m_stateMutex);
+    if (m_earlyHandedOut) return;  // another thread's call took it meanwhile
+    m_earlyHandedOut = true;
+  }
+  using Notify = void(CL_CALLBACK*)(const char*, const void*, size_t, void*);
+  m_programNotifyData.store(reinterpret_cast<void*>(static_cast<uintptr_t>(data)), std::memory_order_release);
+  m_programNotify.store(reinterpret_cast<Notify>(static_cast<uintptr_t>(notify)), std::memory_order_release);
+  call.result = reinterpret_cast<uintptr_t>(m_earlyContext);
+  call.skip = true;
+  if (auto* err = reinterpret_cast<cl_int*>(static_cast<uintptr_t>(call.args[call.numArgs - 1])))
+    *err = CL_SUCCESS;
+  debug("%s answered with the early context", api::apiInfo(call.id).name);
 }
 
 void OptimizeInterceptor::offerContext(const CallRecord& call) {
@@ -496,6 +589,9 @@ void OptimizeInterceptor::callBegin(CallRecord& call) {
     std::unique_lock<std::mutex> lock(m_stateMutex);
     m_stateChanged.wait(lock, [this] { return m_enumerated.load(std::memory_order_acquire); });
   }
+  if (HETOPT_UNLIKELY(m_plan.earlyContext) &&
+      (call.id == api::ApiId::clCreateContext || call.id == api::ApiId::clCreateContextFromType))
+    handOutEarlyContext(call);
   // Which transfers now use pinned memory: the host pointer of every host_read/host_write argument.
   const api::ApiInfo& info = api::apiInfo(call.id);
   if (info.kind == api::ApiKind::CreateMem) yieldToHostPointerBuffer(call, info);
@@ -555,6 +651,9 @@ void OptimizeInterceptor::mapped(void* addr, size_t len, int flags, uintptr_t ca
 void OptimizeInterceptor::forkChild() {
   if (m_registry) m_registry->forkChild();
   m_blocks.forkChild();
+  // The parent's context is no context in the child: never handed out there.
+  m_earlyHandedOut = true;
+  m_earlyState = EarlyState::Failed;
   // The child has the pool's pages but not the shim's OpenCL context: it keeps using what it
   // inherited and serves nothing new.
   m_state.store(static_cast<int>(PoolState::Failed), std::memory_order_release);
@@ -568,7 +667,9 @@ void OptimizeInterceptor::processExit() {
   const char* memory = m_direct ? "pinned direct memory" : "pinned pool memory";
   std::string pool;
   if (!m_plan.hasPoolSites() && !m_direct)
-    pool = m_plan.sites.empty() ? "no pool (registrations only)" : "no pool (sites registered in place)";
+    pool = std::string(m_plan.sites.empty() ? "no pool (registrations only)"
+                                            : "no pool (sites registered in place)") +
+           " in " + contextOrigin();
   else if (st == static_cast<int>(PoolState::Failed))
     pool = std::string(m_direct ? "no direct allocation (" : "no pool (") + m_failure + ")";
   else if (st != static_cast<int>(PoolState::Ready) && !contextChosen())
@@ -576,10 +677,10 @@ void OptimizeInterceptor::processExit() {
   else if (st != static_cast<int>(PoolState::Ready))
     pool = m_direct ? "context still preparing" : "pool still preparing";
   else if (m_direct)
-    pool = "direct " + m_plan.poolPolicy + " allocation (no pool) in " + m_contextOrigin +
+    pool = "direct " + m_plan.poolPolicy + " allocation (no pool) in " + contextOrigin() +
            ", ready after " + std::to_string(static_cast<int>(m_readyAfterMs)) + " ms";
   else
-    pool = m_plan.poolPolicy + " pool of " + mib(m_plan.poolBytes) + " in " + m_contextOrigin +
+    pool = m_plan.poolPolicy + " pool of " + mib(m_plan.poolBytes) + " in " + contextOrigin() +
            ", ready after " + std::to_string(static_cast<int>(m_readyAfterMs)) + " ms";
   auto n = [](const std::atomic<uint64_t>& v) { return std::to_string(v.load()); };
   std::string full = m_direct ? n(m_directFailed) + " policy failed" : n(m_poolFull) + " pool full";

@@ -87,9 +87,18 @@ class OptimizeInterceptor final : public Interceptor {
   void offerContext(const CallRecord& call);
   /// A candidate allocation while the pool thread still waits for the program's context.
   void requestOwnContext();
+  // The early context (plan `context early`): made on the pool thread right after enumeration,
+  // given to the program's first clCreateContext[FromType] that asks for exactly it (this device,
+  // at most this platform as property); the program's error callback is called through ours.
+  void makeEarlyContext(decltype(&clCreateContext) createContext);
+  void handOutEarlyContext(CallRecord& call);
+  bool propertiesMatch(const cl_context_properties* props, bool nullOk) const;
+  static void CL_CALLBACK earlyNotify(const char* info, const void* data, size_t size, void* self);
   /// The policies' OpenCL entry points (the next layer's or the loader's), in `context`.
   static PolicyEnv policyEnv(cl_context context);
   bool contextChosen();
+  /// Which context the pinned memory is made in, for the stats line.
+  const char* contextOrigin();
   /// The pinning context exists or is being used: the program's was offered, or ours chosen.
   bool contextExists();
   bool waitForPool();
@@ -125,11 +134,17 @@ class OptimizeInterceptor final : public Interceptor {
   // Which context the pool is made in (under m_stateMutex): see the file comment.
   bool m_ownContextOnly = false;           ///< HETOPT_POOL_CONTEXT=own
   cl_device_id m_device = nullptr;         ///< the plan's device (set before m_enumerated)
+  cl_platform_id m_platform = nullptr;     ///< its platform (likewise)
+  enum class EarlyState { Making, Made, Failed };
+  EarlyState m_earlyState = EarlyState::Making;  ///< (plan `context early` only)
+  cl_context m_earlyContext = nullptr;
+  bool m_earlyHandedOut = false;
+  std::atomic<void(CL_CALLBACK*)(const char*, const void*, size_t, void*)> m_programNotify{nullptr};
+  std::atomic<void*> m_programNotifyData{nullptr};
   uint64_t m_maxAllocBytes = 0;            ///< its CL_DEVICE_MAX_MEM_ALLOC_SIZE (likewise)
   cl_context m_programContext = nullptr;   ///< the program's context, once offered and retained
   bool m_ownContextWanted = false;         ///< a candidate allocation came before any context
   bool m_contextChosen = false;            ///< the pool thread has decided; later offers are ignored
-  const char* m_contextOrigin = "";        ///< for the stats line
 
   std::atomic<uint64_t> m_served{0}, m_servedBytes{0}, m_released{0};
   std::atomic<uint64_t> m_inPlace{0}, m_inPlaceBytes{0};  ///< of those, adopted by m_blocks

@@ -189,6 +189,32 @@ TEST(Db, Version1IsUpgradedInPlaceWhenOpenedForWriting) {
   EXPECT_TRUE(Db::open(path, Db::Mode::ReadOnly, &error)) << error;
 }
 
+// Schema 2 -> 3 adds the program's contexts to app_profiles (the run's early context): stored
+// profiles are kept, with none known.
+TEST(Db, Version2ProfilesAreUpgradedWithNoContextsKnown) {
+  TempDir tmp;
+  std::string path = tmp.file("v2.db");
+  std::string error;
+  {
+    auto db = Db::open(path, Db::Mode::ReadWriteCreate, &error);
+    ASSERT_TRUE(db) << error;
+    ASSERT_TRUE(db->exec("UPDATE hetopt_meta SET value = '2' WHERE key = 'schema_version'; "
+                         "CREATE TABLE app_profiles (id INTEGER PRIMARY KEY, program_path TEXT); "
+                         "INSERT INTO app_profiles VALUES (3, '/opt/app')",
+                         &error))
+        << error;
+  }
+  EXPECT_FALSE(Db::open(path, Db::Mode::ReadOnly, &error));
+  auto db = Db::open(path, Db::Mode::ReadWriteCreate, &error);
+  ASSERT_TRUE(db) << error;
+  DbStatement q(*db, "SELECT program_path, contexts, first_context_devices FROM app_profiles");
+  ASSERT_TRUE(q.ok()) << q.error();
+  ASSERT_EQ(q.step(), DbStatement::Step::Row);
+  EXPECT_EQ(q.columnText(0), "/opt/app");
+  EXPECT_EQ(q.columnInt(1), 0);
+  EXPECT_EQ(q.columnInt(2), 0);
+}
+
 // A v1 DB with only a characterization (no profile tables yet) is upgraded too.
 TEST(Db, Version1WithoutProfilesIsUpgraded) {
   TempDir tmp;

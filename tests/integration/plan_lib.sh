@@ -8,7 +8,8 @@
 # <typical> <peak-bytes> <peak-blocks>" gives every site that profile (the conformance check).
 # PLAN_STRATEGY=register registers every site's blocks in place (no pool: POLICY and POOL_BYTES
 # are ignored); PLAN_WAIT=<ns per MiB> lets transfers wait that long for pinning and adds a
-# register-cost line (so that a pool site's block registers in place when the pool is not ready).
+# register-cost line (so that a pool site's block registers in place when the pool is not ready);
+# PLAN_EARLY=1 adds `context early` (the shim makes the program's context at start-up).
 write_plan() {
   local file=$1 prog=$2 policy=$3 bytes=$4 k opts=""
   shift 4
@@ -18,6 +19,7 @@ write_plan() {
   {
     [[ -z ${PLAN_MODE:-} ]] || echo "pool-mode $PLAN_MODE"
     [[ -z ${PLAN_WAIT:-} ]] || echo "register-cost 1000 100000"
+    [[ -z ${PLAN_EARLY:-} ]] || echo "context early"
     for k in "$@"; do echo "site $k 0 18446744073709551615$opts${PLAN_PROFILE:+ profile $PLAN_PROFILE}"; done
   } >>"$file"
   chmod 600 "$file"
