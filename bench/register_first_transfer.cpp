@@ -217,6 +217,13 @@ const void* rectStart(const void* p, const size_t* origin, const size_t* region,
   return static_cast<const char*>(p) + origin[2] * slice + origin[1] * row + origin[0];
 }
 
+__attribute__((constructor)) void init() {
+  ready();
+  // A fork while another thread holds the table's lock must not leave the child's lock taken.
+  pthread_atfork([] { pthread_mutex_lock(&s_lock); }, [] { pthread_mutex_unlock(&s_lock); },
+                 [] { pthread_mutex_unlock(&s_lock); });
+}
+
 __attribute__((destructor)) void report() {
   if (const char* s = getenv("REGISTER_FIRST_TRANSFER_STATS"); s && *s == '1')
     fprintf(stderr,

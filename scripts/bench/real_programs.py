@@ -204,11 +204,14 @@ def main():
             log(f"   traced: {row['traced_ms']:.1f} ms, transfers {row['copy_ms']:.1f} ms device time "
                 f"(h2d {b['h2d_ns'] / 1e6:.1f}, d2h {b['d2h_ns'] / 1e6:.1f}), {row['candidates']} candidate "
                 f"sites; {row['eligibility']}")
-        dry = subprocess.run([hetopt, "run", "--dry-run", "--"] + prog, cwd=cwd, env=base_env,
-                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                             timeout=timeout)
+        try:  # `hetopt run --dry-run` prints the plan without running the program (where it exists)
+            dry = subprocess.run([hetopt, "run", "--dry-run", "--"] + prog, cwd=cwd, env=base_env,
+                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                 timeout=timeout)
+        except subprocess.TimeoutExpired:
+            dry = None
         dry_first = None
-        if dry.returncode == 0:
+        if dry is not None and dry.returncode == 0:
             with open(os.path.join(rundir, "dry-run.txt"), "wb") as f:
                 f.write(dry.stdout)
             lines = dry.stdout.decode(errors="replace").strip().splitlines()

@@ -33,6 +33,16 @@
 #   context       scripts/bench/pool_context.sh: whole-process time of native, `hetopt run` with the
 #                 pool in the program's context (the default), HETOPT_POOL_CONTEXT=own, and with no
 #                 profile (untouched), interleaved, per phase
+#   realprogs     real third-party programs: scripts/realprogs/build.sh builds SHOC and PolyBench-ACC
+#                 from the sources carried in .carry/shoc and .carry/polybench (PolyBench for the
+#                 GPU: "platform 0", which env.sh makes NVIDIA) into BUILD_DIR/realprogs, then
+#                 scripts/bench/real_programs.sh runs the manifest's configurations (native, hetopt,
+#                 baseline, nopool, declined; ROUNDS rounds, default 7) with EXPECT_DEVICE=NVIDIA,
+#                 into $OUT/realprogs. SELECT=REGEX picks configurations; MAX_EST (default 30) skips
+#                 those the manifest estimates longer (seconds per native run): one call is 10 minutes,
+#                 so split the suite with SELECT (docs: scripts/realprogs/programs.txt). Carry the
+#                 sources with the call: git -C <clone> archive --prefix=shoc/ HEAD | tar -x -C .carry
+#                 (same for polybench/), and name .carry/shoc and .carry/polybench in `carry`
 #
 # A characterization carried in .carry/gpu.db (from an earlier lease on the same kind) is used
 # when BUILD_DIR has none; `characterize` makes a fresh one.
@@ -176,6 +186,24 @@ for s in "$@"; do
       step "pool context: program vs own"
       APPS=${CONTEXT_APPS:-loop_wkr calloc_realloc} "$root/scripts/bench/pool_context.sh" "$build" "$runs" |
         tee "$out/pool_context.txt"
+      ;;
+    realprogs)
+      # $OUT takes 8 files (2 folders deep) back: the tables, chart and logs, the per-run outputs
+      # and diffs in one tarball; run this step without other output-heavy steps in the same call.
+      step "real programs ${SELECT:-all} (MAX_EST ${MAX_EST:-30} s)"
+      [[ -f $HETOPT_DB ]] || { echo "realprogs: characterize first" >&2; exit 1; }
+      [[ -d $root/.carry/shoc && -d $root/.carry/polybench ]] ||
+        { echo "realprogs: carry .carry/shoc and .carry/polybench (see the step's comment)" >&2; exit 1; }
+      rp=$build/realprogs-out
+      rm -rf "$rp" && mkdir -p "$rp" "$out/realprogs"
+      { POLYBENCH_DEVICE=GPU "$root/scripts/realprogs/build.sh" "$root/.carry/shoc" "$root/.carry/polybench" \
+          "$build/realprogs" 2>&1 | grep -v '^    '
+        "$build/bin/hetopt" devices 2>&1 | grep -E '^platform|\*'
+        EXPECT_DEVICE=${EXPECT_DEVICE:-NVIDIA} MAX_EST=${MAX_EST:-30} CHAR_DB=$HETOPT_DB \
+          "$root/scripts/bench/real_programs.sh" "$build" "$build/realprogs" "${ROUNDS:-7}" "$rp"
+      } 2>&1 | tee "$out/realprogs/realprogs.log"
+      cp "$rp"/real_programs.{txt,dat,png,svg} "$out/realprogs/" 2>/dev/null
+      tar -czf "$out/realprogs/runs.tar.gz" -C "$rp" runs "$build/realprogs/build.txt" 2>/dev/null
       ;;
     *)
       echo "unknown step '$s'" >&2
