@@ -6,7 +6,7 @@
 
 Environment (set up by real_programs.sh): HETOPT_DB (the private DB, characterization already
 copied in), RP_EMPTY_DB (a private DB without profiles), RP_STATE (private folder for traces),
-XDG_CACHE_HOME (private), MANIFEST, SELECT, MAX_EST, EXPECT_DEVICE, SEED, RUN_TIMEOUT.
+XDG_CACHE_HOME (private), MANIFEST, SELECT, MAX_EST, EXPECT_DEVICE, SEED, RUN_TIMEOUT, RUN_OPTIONS.
 """
 import difflib
 import json
@@ -132,6 +132,7 @@ def main():
     max_est = float(os.environ.get("MAX_EST") or "inf")
     select = re.compile(os.environ.get("SELECT") or ".")
     seed = int(os.environ.get("SEED") or time.time_ns() % 1000000)
+    opts = shlex.split(os.environ.get("RUN_OPTIONS", ""))  # e.g. --policy opencl --force (PoCL checks)
     rng = random.Random(seed)
     filters, configs = parse_manifest(os.environ["MANIFEST"])
 
@@ -145,7 +146,8 @@ def main():
             skipped.append(f"{c['name']} (not built: {c['command'][0]})")
         else:
             chosen.append(c)
-    log(f"{len(chosen)} configurations, {rounds} rounds, seed {seed}; variants {' '.join(VARIANTS)}")
+    log(f"{len(chosen)} configurations, {rounds} rounds, seed {seed}; variants {' '.join(VARIANTS)}"
+        + (f"; hetopt run {' '.join(opts)}" if opts else ""))
     for s in skipped:
         log(f"skipped: {s}")
 
@@ -161,8 +163,8 @@ def main():
         os.makedirs(rundir, exist_ok=True)
         cwd = os.path.join(progs, c["workdir"])
         prog = [os.path.join(progs, c["command"][0])] + c["command"][1:]
-        argv_of = {"native": prog, "hetopt": [hetopt, "run", "--"] + prog,
-                   "baseline": prog, "nopool": [hetopt, "run", "--no-pool", "--"] + prog,
+        argv_of = {"native": prog, "hetopt": [hetopt, "run"] + opts + ["--"] + prog,
+                   "baseline": prog, "nopool": [hetopt, "run", "--no-pool"] + opts + ["--"] + prog,
                    "declined": [hetopt, "run", "--"] + prog}
         log(f"== {name}: {' '.join(shlex.quote(a) for a in c['command'])} (in {c['workdir']})")
         row = dict(c, status="ok", problems=[])
@@ -205,7 +207,7 @@ def main():
                 f"(h2d {b['h2d_ns'] / 1e6:.1f}, d2h {b['d2h_ns'] / 1e6:.1f}), {row['candidates']} candidate "
                 f"sites; {row['eligibility']}")
         try:  # `hetopt run --dry-run` prints the plan without running the program (where it exists)
-            dry = subprocess.run([hetopt, "run", "--dry-run", "--"] + prog, cwd=cwd, env=base_env,
+            dry = subprocess.run([hetopt, "run", "--dry-run"] + opts + ["--"] + prog, cwd=cwd, env=base_env,
                                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                  timeout=timeout)
         except subprocess.TimeoutExpired:
@@ -218,7 +220,7 @@ def main():
             dry_first = lines[0] if lines else ""
         row["dry_run"] = dry_first if dry_first is not None else "n/a"
         stats_base = os.path.join(rundir, "stats")
-        run([hetopt, "run", "--stats", "--"] + prog, cwd, base_env, stats_base, timeout)
+        run([hetopt, "run", "--stats"] + opts + ["--"] + prog, cwd, base_env, stats_base, timeout)
         row["decision"] = decision_of(dry_first, tool_lines(stats_base))
         log(f"   --dry-run: {row['dry_run']}")
         log(f"   decision: {row['decision']}")
@@ -294,7 +296,8 @@ def main():
             + " ".join(f"{v + ' paired [min-max]':>27}" for v in MEASURED)
             + f" {'copy ms':>9} {'copy%':>6} {'ceiling':>7}  {'status':<10} decision")
     lines = [f"# real programs: {len(rows)} configurations, {rounds} rounds, seed {seed}, "
-             f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; device(s): {'; '.join(sorted(devices)) or '?'}",
+             + (f"hetopt run {' '.join(opts)}, " if opts else "")
+             + f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; device(s): {'; '.join(sorted(devices)) or '?'}",
              "# ms: median whole-process wall time; x: native median / variant median; paired: median of "
              "native/variant of the same round [min-max]; ceiling: native / (native - copy time of the trace)",
              head]

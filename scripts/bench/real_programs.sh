@@ -34,6 +34,8 @@
 #                      $HETOPT_DB); without one `hetopt run` has no curves and declines
 #   EXPECT_DEVICE=S    refuse the numbers of a configuration whose trace names another device (a
 #                      case-insensitive substring of "platform / device", e.g. NVIDIA)
+#   RUN_OPTIONS="..." options for `hetopt run` in the hetopt and nopool variants, e.g. "--policy opencl
+#                      --force" to exercise optimize mode where the curves decline (PoCL)
 #   SEED, RUN_TIMEOUT (seconds per run, default 600), MANIFEST (default scripts/realprogs/programs.txt),
 #   KEEP_STATE=1 (keep the private DB, plans and traces; printed)
 # Everything the script writes goes to a private DB, cache and trace folder (mktemp), never to

@@ -203,7 +203,8 @@ for s in "$@"; do
           "$root/scripts/bench/real_programs.sh" "$build" "$build/realprogs" "${ROUNDS:-7}" "$rp"
       } 2>&1 | tee "$out/realprogs/realprogs.log"
       cp "$rp"/real_programs.{txt,dat,png,svg} "$out/realprogs/" 2>/dev/null
-      tar -czf "$out/realprogs/runs.tar.gz" -C "$rp" runs "$build/realprogs/build.txt" 2>/dev/null
+      cp "$build/realprogs/build.txt" "$rp/build.txt"
+      tar -czf "$out/realprogs/runs.tar.gz" -C "$rp" runs build.txt
       ;;
     *)
       echo "unknown step '$s'" >&2
