@@ -30,6 +30,7 @@ set yrange [0:cap * 1.05]
 set grid ytics
 set key below horizontal noenhanced
 set xtics rotate by -35 noenhanced
+set rmargin 14
 set arrow from graph 0, first 1 to graph 1, first 1 nohead dt 2 lc rgb "#808080" front
 
 plotit = "plot datafile using 12:16:17:xtic(1) title 'hetopt run' lc rgb '#d55e00', \
