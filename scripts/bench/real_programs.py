@@ -167,7 +167,7 @@ def main():
                    "baseline": prog, "nopool": [hetopt, "run", "--no-pool"] + opts + ["--"] + prog,
                    "declined": [hetopt, "run", "--"] + prog}
         log(f"== {name}: {' '.join(shlex.quote(a) for a in c['command'])} (in {c['workdir']})")
-        row = dict(c, status="ok", problems=[])
+        row = dict(c, status="ok")
 
         # (a) one trace, its analysis, the plan (--dry-run) and one run with --stats.
         trace = os.path.join(state, name + ".trace")
