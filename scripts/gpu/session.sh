@@ -188,8 +188,9 @@ for s in "$@"; do
         tee "$out/pool_context.txt"
       ;;
     realprogs)
-      # $OUT takes 8 files (2 folders deep) back: the tables, chart and logs, the per-run outputs
-      # and diffs in one tarball; run this step without other output-heavy steps in the same call.
+      # $OUT takes 8 files (2 folders deep) back: the log, table, .dat and chart (5 files), and the
+      # per-run outputs, diffs, build states and platforms in runs.tar.gz; run this step without
+      # other steps that write to $OUT in the same call.
       step "real programs ${SELECT:-all} (MAX_EST ${MAX_EST:-30} s)"
       [[ -f $HETOPT_DB ]] || { echo "realprogs: characterize first" >&2; exit 1; }
       [[ -d $root/.carry/shoc && -d $root/.carry/polybench ]] ||
@@ -198,13 +199,21 @@ for s in "$@"; do
       rm -rf "$rp" && mkdir -p "$rp" "$out/realprogs"
       { POLYBENCH_DEVICE=GPU "$root/scripts/realprogs/build.sh" "$root/.carry/shoc" "$root/.carry/polybench" \
           "$build/realprogs" 2>&1 | grep -v '^    '
-        "$build/bin/hetopt" devices 2>&1 | grep -E '^platform|\*'
+        # SHOC and PolyBench take platform 0 (SHOC's -p default, PolyBench's clGetPlatformIDs(1, ...)):
+        # env.sh's OCL_ICD_FILENAMES puts NVIDIA first; stop here if it did not.
+        "$build/bin/hetopt" devices >"$rp/platforms.txt" 2>&1
+        grep -E '^platform|\*' "$rp/platforms.txt"
+        sed -n '/^platform 0:/,/^platform 1:/p' "$rp/platforms.txt" | grep -qi "${EXPECT_DEVICE:-NVIDIA}" ||
+          { echo "realprogs: platform 0 is not ${EXPECT_DEVICE:-NVIDIA}: the programs would not run there" >&2; exit 1; }
         EXPECT_DEVICE=${EXPECT_DEVICE:-NVIDIA} MAX_EST=${MAX_EST:-30} CHAR_DB=$HETOPT_DB \
           "$root/scripts/bench/real_programs.sh" "$build" "$build/realprogs" "${ROUNDS:-7}" "$rp"
       } 2>&1 | tee "$out/realprogs/realprogs.log"
+      status=$?
       cp "$rp"/real_programs.{txt,dat,png,svg} "$out/realprogs/" 2>/dev/null
-      cp "$build/realprogs/build.txt" "$rp/build.txt"
-      tar -czf "$out/realprogs/runs.tar.gz" -C "$rp" runs build.txt
+      cp "$build/realprogs/build.txt" "$rp/" 2>/dev/null
+      # shellcheck disable=SC2046
+      tar -czf "$out/realprogs/runs.tar.gz" -C "$rp" $(cd "$rp" && ls -d runs build.txt platforms.txt 2>/dev/null)
+      ((status == 0)) || { echo "realprogs: failed (see $out/realprogs/realprogs.log)" >&2; exit 1; }
       ;;
     *)
       echo "unknown step '$s'" >&2
