@@ -83,6 +83,7 @@ PYTHONUNBUFFERED=1 HETOPT_DB=$state/hetopt.db RP_EMPTY_DB=$state/empty/hetopt.db
   MANIFEST=${MANIFEST:-$root/scripts/realprogs/programs.txt} \
   python3 "$root/scripts/bench/real_programs.py" "$build" "$progs" "$rounds" "$outdir"
 status=$?
+echo "real_programs: load average after $(cut -d' ' -f1-3 /proc/loadavg) (other work on the machine makes the numbers noisy)"
 
 if [[ -s $outdir/real_programs.dat ]] && grep -qv '^#' "$outdir/real_programs.dat"; then
   if command -v gnuplot >/dev/null; then
