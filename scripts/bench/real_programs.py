@@ -216,8 +216,10 @@ def main():
         if dry is not None and dry.returncode == 0:
             with open(os.path.join(rundir, "dry-run.txt"), "wb") as f:
                 f.write(dry.stdout)
+            # Its decision: the "plan: ..." or "decline: ..." line (after the sites), else its first line.
             lines = dry.stdout.decode(errors="replace").strip().splitlines()
-            dry_first = lines[0] if lines else ""
+            decided = [line for line in lines if re.match(r"(plan|decline): ", line)]
+            dry_first = decided[0] if decided else (lines[0] if lines else "")
         row["dry_run"] = dry_first if dry_first is not None else "n/a"
         stats_base = os.path.join(rundir, "stats")
         run([hetopt, "run", "--stats"] + opts + ["--"] + prog, cwd, base_env, stats_base, timeout)

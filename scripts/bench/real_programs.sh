@@ -8,9 +8,10 @@
 # BUILD_DIR is hetopt's build (bin/hetopt, lib/libregister_first_transfer.so), PROGS_DIR the OUTDIR
 # of build.sh, ROUNDS 7 by default, OUTDIR (default .) receives everything below. Per configuration:
 #  (a) one `hetopt trace`, then `hetopt analyze --json` of it: the trace's device (printed), its
-#      whole duration and its transfers' device time (h2d_ns + d2h_ns, the copy time); the plan's
-#      first line from `hetopt run --dry-run` where that exits 0 (else "n/a"); one `hetopt run
-#      --stats` (what the shim did, or its one line saying why it declined: the decision);
+#      whole duration and its transfers' device time (h2d_ns + d2h_ns, the copy time); where
+#      `hetopt run --dry-run` exits 0, its output (runs/NAME/dry-run.txt) and its decision (its
+#      "plan:"/"decline:" line, else its first line), else "n/a"; one `hetopt run --stats` (what
+#      the shim did, or its one line saying why it declined: the decision without --dry-run);
 #  (b) ROUNDS rounds, each running these variants once, in a freshly shuffled order (the seed is
 #      printed; SEED=N repeats it): native (the program itself), hetopt (`hetopt run`), baseline
 #      (LD_PRELOAD=lib/libregister_first_transfer.so: every heap block >= 64 KiB registered at its
