@@ -14,10 +14,12 @@
  * once is pinned, whatever it costs.
  *
  * Limits (it is a baseline, kept small): a block is registered in the first context it crosses
- * in only; a block whose registration fails stays pageable (counted); at most 16384 blocks are
+ * in only; a block whose registration fails stays pageable (counted); a block the program wraps in
+ * a CL_MEM_USE_HOST_PTR buffer of its own (clCreateBuffer only) is unregistered first and for
+ * good, as a driver may refuse to register pages twice; at most 16384 blocks are
  * remembered at once (more are counted, not tracked); programs that dlopen() libOpenCL are not
  * seen (their calls do not reach these exports). REGISTER_FIRST_TRANSFER_STATS=1 prints one line
- * at exit: blocks tracked, registered (bytes), failed, untracked.
+ * at exit: blocks tracked, registered (bytes), failed, yielded, untracked.
  *
  * Bootstrap as in shim/preload.cpp: dlsym() allocates, so until the real allocator is resolved
  * requests come from a static buffer that free() recognises. A thread-local guard keeps the
@@ -47,11 +49,13 @@ struct Block {
   size_t size;
   cl_mem buffer;     // null until the first transfer registered it
   bool registering;  // a thread is registering it now (no lock held meanwhile)
+  bool yielded;      // the program made its own CL_MEM_USE_HOST_PTR buffer over it: never again
 };
 Block s_blocks[kMaxBlocks];  // sorted by base, guarded by s_lock
 size_t s_count = 0;
 pthread_mutex_t s_lock = PTHREAD_MUTEX_INITIALIZER;
-std::atomic<size_t> s_tracked{0}, s_registered{0}, s_registeredBytes{0}, s_failed{0}, s_untracked{0};
+std::atomic<size_t> s_tracked{0}, s_registered{0}, s_registeredBytes{0}, s_failed{0}, s_yielded{0},
+    s_untracked{0};
 __attribute__((tls_model("initial-exec"))) thread_local int t_inside = 0;
 
 struct Inside {  // this library's own work on this thread
@@ -147,7 +151,7 @@ void* track(void* p, size_t n) {
   if (!full) {
     size_t i = upper(p);
     memmove(&s_blocks[i + 1], &s_blocks[i], (s_count - i) * sizeof(Block));
-    s_blocks[i] = Block{static_cast<char*>(p), n, nullptr, false};
+    s_blocks[i] = Block{static_cast<char*>(p), n, nullptr, false, false};
     ++s_count;
   }
   pthread_mutex_unlock(&s_lock);
@@ -182,7 +186,7 @@ void firstTransfer(cl_command_queue queue, const void* p) {
   pthread_mutex_lock(&s_lock);
   size_t i = upper(p);
   Block* b = i ? &s_blocks[i - 1] : nullptr;
-  if (!b || static_cast<const char*>(p) >= b->base + b->size || b->buffer || b->registering) {
+  if (!b || static_cast<const char*>(p) >= b->base + b->size || b->buffer || b->registering || b->yielded) {
     pthread_mutex_unlock(&s_lock);
     return;
   }
@@ -202,12 +206,32 @@ void firstTransfer(cl_command_queue queue, const void* p) {
   i = upper(base);
   if (i && s_blocks[i - 1].base == base && s_blocks[i - 1].registering) {
     s_blocks[i - 1].registering = false;
-    s_blocks[i - 1].buffer = buffer;  // stays null after a failure: never tried again
-    if (buffer) ++s_registered, s_registeredBytes += size;
-    buffer = nullptr;
+    if (!s_blocks[i - 1].yielded) {
+      s_blocks[i - 1].buffer = buffer;  // stays null after a failure: never tried again
+      if (buffer) ++s_registered, s_registeredBytes += size;
+      buffer = nullptr;
+    }
   }
   pthread_mutex_unlock(&s_lock);
-  if (buffer) s_cl.release(buffer);  // the program freed the block meanwhile, on another thread
+  if (buffer) s_cl.release(buffer);  // freed or yielded meanwhile, on another thread
+}
+
+// The program wraps memory at p in a CL_MEM_USE_HOST_PTR buffer of its own: the block holding it
+// is unregistered first and for good (a driver may refuse to register pages twice: CUDA does).
+void yield(const void* p) {
+  pthread_mutex_lock(&s_lock);
+  size_t i = upper(p);
+  cl_mem taken = nullptr;
+  if (i && static_cast<const char*>(p) < s_blocks[i - 1].base + s_blocks[i - 1].size) {
+    s_blocks[i - 1].yielded = true;
+    std::swap(taken, s_blocks[i - 1].buffer);
+  }
+  pthread_mutex_unlock(&s_lock);
+  if (taken) {
+    Inside in;
+    s_cl.release(taken);
+    ++s_yielded;
+  }
 }
 
 // The first host byte a Rect transfer touches.
@@ -228,9 +252,9 @@ __attribute__((destructor)) void report() {
   if (const char* s = getenv("REGISTER_FIRST_TRANSFER_STATS"); s && *s == '1')
     fprintf(stderr,
             "register_first_transfer: %zu blocks tracked, %zu registered (%.1f MiB), %zu failed, "
-            "%zu untracked (table full)\n",
+            "%zu yielded to the program's own host-pointer buffers, %zu untracked (table full)\n",
             s_tracked.load(), s_registered.load(), s_registeredBytes.load() / 1048576.0,
-            s_failed.load(), s_untracked.load());
+            s_failed.load(), s_yielded.load(), s_untracked.load());
 }
 
 }  // namespace
@@ -275,6 +299,12 @@ EXPORT void* aligned_alloc(size_t align, size_t n) {
 
 EXPORT void* memalign(size_t align, size_t n) {
   return ready() ? track(s_real.memalign(align, n), n) : bootAlloc(n, align);
+}
+
+EXPORT cl_mem clCreateBuffer(cl_context c, cl_mem_flags flags, size_t size, void* p, cl_int* err) {
+  resolveCl();
+  if ((flags & CL_MEM_USE_HOST_PTR) && p && !t_inside) yield(p);
+  return s_cl.create(c, flags, size, p, err);
 }
 
 EXPORT cl_int clEnqueueWriteBuffer(cl_command_queue q, cl_mem b, cl_bool blk, size_t off, size_t size, const void* p,
