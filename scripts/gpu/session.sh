@@ -33,6 +33,16 @@
 #   context       scripts/bench/pool_context.sh: whole-process time of native, `hetopt run` with the
 #                 pool in the program's context (the default), HETOPT_POOL_CONTEXT=own, and with no
 #                 profile (untouched), interleaved, per phase
+#   realprogs     real third-party programs: scripts/realprogs/build.sh builds SHOC and PolyBench-ACC
+#                 from the sources carried in .carry/shoc and .carry/polybench (PolyBench for the
+#                 GPU: "platform 0", which env.sh makes NVIDIA) into BUILD_DIR/realprogs, then
+#                 scripts/bench/real_programs.sh runs the manifest's configurations (native, hetopt,
+#                 baseline, nopool, declined; ROUNDS rounds, default 7) with EXPECT_DEVICE=NVIDIA,
+#                 into $OUT/realprogs. SELECT=REGEX picks configurations; MAX_EST (default 30) skips
+#                 those the manifest estimates longer (seconds per native run): one call is 10 minutes,
+#                 so split the suite with SELECT (docs: scripts/realprogs/programs.txt). Carry the
+#                 sources with the call: git -C <clone> archive --prefix=shoc/ HEAD | tar -x -C .carry
+#                 (same for polybench/), and name .carry/shoc and .carry/polybench in `carry`
 #
 # A characterization carried in .carry/gpu.db (from an earlier lease on the same kind) is used
 # when BUILD_DIR has none; `characterize` makes a fresh one.
@@ -176,6 +186,34 @@ for s in "$@"; do
       step "pool context: program vs own"
       APPS=${CONTEXT_APPS:-loop_wkr calloc_realloc} "$root/scripts/bench/pool_context.sh" "$build" "$runs" |
         tee "$out/pool_context.txt"
+      ;;
+    realprogs)
+      # $OUT takes 8 files (2 folders deep) back: the log, table, .dat and chart (5 files), and the
+      # per-run outputs, diffs, build states and platforms in runs.tar.gz; run this step without
+      # other steps that write to $OUT in the same call.
+      step "real programs ${SELECT:-all} (MAX_EST ${MAX_EST:-30} s)"
+      [[ -f $HETOPT_DB ]] || { echo "realprogs: characterize first" >&2; exit 1; }
+      [[ -d $root/.carry/shoc && -d $root/.carry/polybench ]] ||
+        { echo "realprogs: carry .carry/shoc and .carry/polybench (see the step's comment)" >&2; exit 1; }
+      rp=$build/realprogs-out
+      rm -rf "$rp" && mkdir -p "$rp" "$out/realprogs"
+      { POLYBENCH_DEVICE=GPU "$root/scripts/realprogs/build.sh" "$root/.carry/shoc" "$root/.carry/polybench" \
+          "$build/realprogs" 2>&1 | grep -v '^    '
+        # SHOC and PolyBench take platform 0 (SHOC's -p default, PolyBench's clGetPlatformIDs(1, ...)):
+        # env.sh's OCL_ICD_FILENAMES puts NVIDIA first; stop here if it did not.
+        "$build/bin/hetopt" devices >"$rp/platforms.txt" 2>&1
+        grep -E '^platform|\*' "$rp/platforms.txt"
+        sed -n '/^platform 0:/,/^platform 1:/p' "$rp/platforms.txt" | grep -qi "${EXPECT_DEVICE:-NVIDIA}" ||
+          { echo "realprogs: platform 0 is not ${EXPECT_DEVICE:-NVIDIA}: the programs would not run there" >&2; exit 1; }
+        EXPECT_DEVICE=${EXPECT_DEVICE:-NVIDIA} MAX_EST=${MAX_EST:-30} CHAR_DB=$HETOPT_DB \
+          "$root/scripts/bench/real_programs.sh" "$build" "$build/realprogs" "${ROUNDS:-7}" "$rp"
+      } 2>&1 | tee "$out/realprogs/realprogs.log"
+      status=$?
+      cp "$rp"/real_programs.{txt,dat,png,svg} "$out/realprogs/" 2>/dev/null
+      cp "$build/realprogs/build.txt" "$rp/" 2>/dev/null
+      # shellcheck disable=SC2046
+      tar -czf "$out/realprogs/runs.tar.gz" -C "$rp" $(cd "$rp" && ls -d runs build.txt platforms.txt 2>/dev/null)
+      ((status == 0)) || { echo "realprogs: failed (see $out/realprogs/realprogs.log)" >&2; exit 1; }
       ;;
     *)
       echo "unknown step '$s'" >&2
