@@ -163,7 +163,7 @@ class CurveGainModel : public GainModel {
 std::unique_ptr<GainModel> loadGainModel(Db& db, const std::string& device, std::string* why) {
   std::vector<CharacterizationRun> runs;
   std::string error;
-  if (!characterize::loadAllRuns(db, &runs, &error)) {
+  if (!characterize::loadAllRuns(db, &runs, &error, /*samples=*/false)) {
     *why = "cannot read characterizations from " + db.path() + ": " + error;
     return nullptr;
   }

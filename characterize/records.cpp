@@ -108,7 +108,7 @@ RunInfo readRunInfo(const DbStatement& q, int64_t* id) {
 }
 
 // Loads everything below the run row.
-bool loadDetails(Db& db, CharacterizationRun* run, std::string* error) {
+bool loadDetails(Db& db, CharacterizationRun* run, std::string* error, bool samples = true) {
   const std::string where = db.path() + ": run " + std::to_string(run->id);
   auto badName = [&](const std::string& what, const std::string& name) {
     return fail(error, where, "unknown " + what + " '" + name + "' (DB damaged or from another hetopt)");
@@ -138,7 +138,7 @@ bool loadDetails(Db& db, CharacterizationRun* run, std::string* error) {
     std::sort(run->policies.begin(), run->policies.end(),
               [](const PolicyAvailability& a, const PolicyAvailability& b) { return a.policy < b.policy; });
   }
-  {
+  if (samples) {
     DbStatement q(db,
                   "SELECT measure, policy, concurrency, size, median_ns, q1_ns, q3_ns, min_ns, "
                   "max_ns, times_ns FROM char_samples WHERE run_id = ? "
@@ -344,7 +344,7 @@ bool loadRun(Db& db, const PlatformKey& key, CharacterizationRun* out, bool* fou
   return true;
 }
 
-bool loadAllRuns(Db& db, std::vector<CharacterizationRun>* out, std::string* error) {
+bool loadAllRuns(Db& db, std::vector<CharacterizationRun>* out, std::string* error, bool samples) {
   out->clear();
   bool exists = false;
   if (!tableExists(db, "char_runs", &exists, error)) return false;
@@ -359,7 +359,7 @@ bool loadAllRuns(Db& db, std::vector<CharacterizationRun>* out, std::string* err
   }
   if (s == DbStatement::Step::Error) return fail(error, db.path(), q.error());
   for (CharacterizationRun& run : *out)
-    if (!loadDetails(db, &run, error)) return false;
+    if (!loadDetails(db, &run, error, samples)) return false;
   return true;
 }
 

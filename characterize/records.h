@@ -24,6 +24,9 @@ bool loadRun(Db& db, const PlatformKey& key, CharacterizationRun* out, bool* fou
              std::string* error);
 
 /// Every stored run, oldest first. A DB without characterize tables has none.
-bool loadAllRuns(Db& db, std::vector<CharacterizationRun>* out, std::string* error);
+/// `samples` false leaves out the measurement points (every repetition of every size: most of a
+/// run's bytes), for readers that need only the fits and decisions (`hetopt run`).
+bool loadAllRuns(Db& db, std::vector<CharacterizationRun>* out, std::string* error,
+                 bool samples = true);
 
 }  // namespace hetopt::characterize

@@ -135,6 +135,10 @@ def main():
     opts = shlex.split(os.environ.get("RUN_OPTIONS", ""))  # e.g. --policy opencl --force (PoCL checks)
     rng = random.Random(seed)
     filters, configs = parse_manifest(os.environ["MANIFEST"])
+    if os.environ.get("VARIANTS"):  # a quick look (e.g. "hetopt"): native and these only; no chart
+        wanted = os.environ["VARIANTS"].split()
+        VARIANTS[:] = ["native"] + [v for v in MEASURED if v in wanted]
+        MEASURED[:] = VARIANTS[1:]
 
     chosen, skipped = [], []
     for c in configs:
@@ -286,7 +290,7 @@ def main():
         cp = row["copy_ms"]
         row["copy_pct"] = 100 * cp / n if cp is not None else None
         row["ceiling"] = (n / (n - cp) if cp < n else float("inf")) if cp is not None else None
-        if row["paired"]["declined"] < 0.99:
+        if "declined" in row["paired"] and row["paired"]["declined"] < 0.99:
             loud(f"{name}: the declined (untouched) run costs {100 * (1 / row['paired']['declined'] - 1):.1f}% "
                  f"over native (paired median), more than 1%")
         rows.append(row)
