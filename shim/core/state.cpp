@@ -57,6 +57,8 @@ void forkChild() {
   }
 }
 
+Mode s_mode = Mode::Off;  ///< the mode activate() installed
+
 // Defined by the shim library's entry points; absent when the core is linked alone (tests).
 extern "C" __attribute__((weak)) const char* hetopt_shim_layer_missing();
 
@@ -65,7 +67,8 @@ void atExit() {
     ScopedInternal internal;
     i->processExit();
   }
-  if (hetopt_shim_layer_missing) {
+  // Only a trace misses what it cannot see; in the other modes it is said once, with the stats.
+  if (hetopt_shim_layer_missing && (s_mode == Mode::Trace || optionFlag(Option::STATS))) {
     if (const char* loader = hetopt_shim_layer_missing())
       warn("the OpenCL loader %s does not support layers (OPENCL_LAYERS): calls of code that "
            "dlopen()s libOpenCL were not seen; ocl-icd's loader supports them",
@@ -136,6 +139,7 @@ void activate(Mode mode) {
   // Built now, while the process normally has one thread: a fork() during another thread's
   // first use (static initialization, first snapshot) would leave the child waiting forever.
   ModuleMap::instance().refresh();
+  s_mode = mode;
   g_interceptor.store(created, std::memory_order_release);
   debug("shim active in %s mode", modeName(mode));
 }
