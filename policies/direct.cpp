@@ -29,7 +29,7 @@ DirectAllocator::~DirectAllocator() {
 }
 
 void DirectAllocator::setPolicy(AllocationPolicy* policy) {
-  std::lock_guard<std::mutex> lock(m_lock);
+  std::lock_guard<std::mutex> lock(m_policyLock);
   m_policy = policy;
 }
 
@@ -135,37 +135,49 @@ void DirectAllocator::rebuildLocked() {
 void* DirectAllocator::allocate(size_t size, size_t alignment, bool zero) {
   if (m_child.load(std::memory_order_relaxed)) return nullptr;
   size_t align = alignment > kMinAlignment ? alignment : kMinAlignment;
-  std::unique_lock<std::mutex> lock(m_lock);
-  if (!m_policy) return failLocked("no policy"), nullptr;
-  if (align > os::pageSize()) return failLocked("alignment above a page"), nullptr;
-  if (size > SIZE_MAX / 2) return failLocked("size too large"), nullptr;  // no wrap when rounding
-  if (m_stats.liveBlocks >= m_maxLive) return failLocked("too many live blocks"), nullptr;
+  // Allocations one at a time: the live blocks counted here can only go down until the insert.
+  std::unique_lock<std::mutex> policyLock(m_policyLock);
+  const char* refused = !m_policy                 ? "no policy"
+                        : align > os::pageSize()  ? "alignment above a page"
+                        : size > SIZE_MAX / 2     ? "size too large"  // no wrap when rounding
+                                                  : nullptr;
+  {
+    std::lock_guard<std::mutex> table(m_tableLock);
+    if (!refused && m_stats.liveBlocks >= m_maxLive) refused = "too many live blocks";
+    if (refused) return failLocked(refused), nullptr;
+  }
   Allocation a;
   // Whole 16-byte units, as malloc's usable sizes are.
   PolicyStatus st = m_policy->allocate((size + kMinAlignment - 1) & ~(kMinAlignment - 1), &a);
-  if (!st) return failLocked(st.reason), nullptr;
-  if (reinterpret_cast<uintptr_t>(a.ptr) % align != 0) {
-    m_policy->release(&a);
-    return failLocked("policy memory less aligned than asked"), nullptr;
+  const bool misaligned = st && reinterpret_cast<uintptr_t>(a.ptr) % align != 0;
+  if (misaligned) m_policy->release(&a);
+  {
+    std::lock_guard<std::mutex> table(m_tableLock);
+    if (!st) return failLocked(st.reason), nullptr;
+    if (misaligned) return failLocked("policy memory less aligned than asked"), nullptr;
+    insertLocked(a);
   }
-  insertLocked(a);
-  lock.unlock();
+  policyLock.unlock();
   if (zero) memset(a.ptr, 0, size);  // mapped or locked memory is not promised to be zero
   return a.ptr;
 }
 
 void DirectAllocator::deallocate(void* ptr) {
   if (m_child.load(std::memory_order_relaxed)) return;  // left valid: see forkChild()
-  std::lock_guard<std::mutex> lock(m_lock);
-  auto* s = const_cast<Slot*>(findLocked(m_table.load(std::memory_order_relaxed),
-                                         reinterpret_cast<uintptr_t>(ptr)));
-  if (!s) return;
-  Allocation a = s->allocation;
-  // Retired before the policy frees anything: its own free() of the pages must not find it.
-  s->key.store(kTombstone, std::memory_order_release);
-  --m_stats.liveBlocks;
-  m_stats.liveBytes -= a.size;
-  if (++m_tombstones > (m_mask + 1) / 4) rebuildLocked();
+  Allocation a;
+  {
+    std::lock_guard<std::mutex> table(m_tableLock);
+    auto* s = const_cast<Slot*>(findLocked(m_table.load(std::memory_order_relaxed),
+                                           reinterpret_cast<uintptr_t>(ptr)));
+    if (!s) return;
+    a = s->allocation;
+    // Retired before the policy frees anything: its own free() of the pages must not find it.
+    s->key.store(kTombstone, std::memory_order_release);
+    --m_stats.liveBlocks;
+    m_stats.liveBytes -= a.size;
+    if (++m_tombstones > (m_mask + 1) / 4) rebuildLocked();
+  }
+  std::lock_guard<std::mutex> policyLock(m_policyLock);
   m_policy->release(&a);
 }
 
@@ -183,7 +195,7 @@ void DirectAllocator::forkChild() { m_child.store(true, std::memory_order_relaxe
 
 DirectStats DirectAllocator::stats() const {
   // A forked child may have inherited the lock held by a thread that does not exist there.
-  std::unique_lock<std::mutex> lock(m_lock, std::defer_lock);
+  std::unique_lock<std::mutex> lock(m_tableLock, std::defer_lock);
   if (m_child.load(std::memory_order_relaxed) ? !lock.try_lock() : (lock.lock(), false))
     return {};
   return m_stats;

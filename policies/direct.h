@@ -12,12 +12,13 @@
  *
  * Ownership lookup (every free() in the process asks owns()) takes no lock: an open-addressing hash
  * table of the live blocks' start addresses, probed with acquire loads, behind a [lowest, highest)
- * address filter. Inserting and removing (under the lock, which also serialises the policy: it is
- * not thread-safe by itself) publish or retire one slot; a reader racing with them is asking about
- * another address, since nobody may free a block that is being made or freed. Retired slots
- * (tombstones) are swept by rebuilding the table into its twin array; readers see that through a
- * sequence counter and retry. The table is fixed at construction: when it is full, allocate() fails
- * and the caller falls back to malloc.
+ * address filter. Inserting and removing (under the table lock) publish or retire one slot; a
+ * reader racing with them is asking about another address, since nobody may free a block that is
+ * being made or freed. A second lock serialises the policy (it is not thread-safe by itself) and is
+ * held across its OpenCL calls; the table lock never is. Retired slots (tombstones) are swept by
+ * rebuilding the table into its twin array; readers see that through a sequence counter and retry.
+ * The table is fixed at construction: when it is full, allocate() fails and the caller falls back
+ * to malloc.
  */
 #pragma once
 #include <atomic>
@@ -76,7 +77,7 @@ class DirectAllocator {
   struct Slot {
     std::atomic<uintptr_t> key{0};  ///< 0: empty, 1: tombstone, else the block's address
     std::atomic<size_t> size{0};    ///< usable bytes
-    Allocation allocation;          ///< what the policy's release() needs (under m_lock)
+    Allocation allocation;          ///< what the policy's release() needs (under m_tableLock)
   };
   static constexpr uintptr_t kEmpty = 0, kTombstone = 1;
 
@@ -88,8 +89,9 @@ class DirectAllocator {
   void rebuildLocked();
   void failLocked(const char* why);
 
-  mutable std::mutex m_lock;
-  AllocationPolicy* m_policy = nullptr;
+  std::mutex m_policyLock;             ///< one policy call at a time; taken before m_tableLock
+  mutable std::mutex m_tableLock;      ///< the table, its tombstones and m_stats
+  AllocationPolicy* m_policy = nullptr;  ///< under m_policyLock
   Slot* m_tables[2] = {};
   std::atomic<Slot*> m_table{nullptr};  ///< one of m_tables; the other is the rebuild's target
   size_t m_mask = 0;
