@@ -194,10 +194,7 @@ void* DirectAllocator::reallocate(void* ptr, size_t size) {
 void DirectAllocator::forkChild() { m_child.store(true, std::memory_order_relaxed); }
 
 DirectStats DirectAllocator::stats() const {
-  // A forked child may have inherited the lock held by a thread that does not exist there.
-  std::unique_lock<std::mutex> lock(m_tableLock, std::defer_lock);
-  if (m_child.load(std::memory_order_relaxed) ? !lock.try_lock() : (lock.lock(), false))
-    return {};
+  std::lock_guard<std::mutex> lock(m_tableLock);  // unlocked in a forked child: the fork protocol
   return m_stats;
 }
 

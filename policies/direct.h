@@ -70,6 +70,12 @@ class DirectAllocator {
   /// In a forked child: the policy's OpenCL context is not usable there, so blocks are never
   /// released again (they stay valid) and nothing new is made.
   void forkChild();
+  /// The fork protocol (shim/core/state.cpp): the table lock is held across fork(), so that the
+  /// child's table is whole (a rebuild half done would make every lookup there wait forever) and
+  /// its stats() can lock. Not the policy's lock: it is held across OpenCL calls that may wait for
+  /// the thread that forks, and the child never takes it.
+  void lockForFork() { m_tableLock.lock(); }
+  void unlockAfterFork() { m_tableLock.unlock(); }
 
   DirectStats stats() const;
 
