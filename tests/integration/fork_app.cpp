@@ -8,12 +8,15 @@
  * exit; the parent waits for each. Modes, by where fork() is called:
  *   threads    from the main thread (the reported hang: a child freeing an inherited pool block
  *              spun forever on the pool's lock, held by a parent thread at fork time)
- *   callback   from an event callback, on the driver's thread (those children _exit())
+ *   callback   from an event callback, on the driver's thread
  *   preparing  from the start, before the program has a context and its workers have a block
- *              (the shim's pool thread waits for a context, then makes its own and the pool),
- *              then with the program's context
- * stdout: the "device:" line and "result: MODE forks=N"; exits 1 when a child failed or a block
- * came back changed.
+ *              (the shim's pool thread enumerates the devices, waits for a context, then makes
+ *              its own and the pool), then with the program's context
+ * Children end with exit() where no other thread may be inside the driver, else with _exit(): a
+ * driver's start-up registers exit handlers under glibc's lock, which a child forked meanwhile
+ * inherits held (exit() is no async-signal-safe call, all a child of threads may rely on).
+ * stdout: the "device:" line and "result: MODE forks=N through-exit=M" (M children ran exit());
+ * exits 1 when a child failed or a block came back changed.
  *   fork_app threads|callback|preparing FORKS
  */
 #include <sys/wait.h>
@@ -108,17 +111,19 @@ void reap(pid_t pid) {
   }
 }
 
-/// fork() from the calling thread; the child lives childLife() with exit().
-void forkHere(float* inherited) {
-  fflush(nullptr);  // the child's exit() must not write the parent's buffered output again
-  pid_t pid = fork();
-  if (pid == 0) childLife(inherited, true);
-  reap(pid);
-  free(inherited);
-}
+int g_childrenThroughExit = 0;
 
-void forkFromMainThread(int forks, bool waitForBlock) {
-  for (int i = 0; i < forks; ++i) forkHere(takeBlock(waitForBlock));
+/// fork() from the main thread; the child lives childLife().
+void forkFromMainThread(int forks, bool waitForBlock, bool runExitHandlers) {
+  for (int i = 0; i < forks; ++i) {
+    float* inherited = takeBlock(waitForBlock);
+    fflush(nullptr);  // the child's exit() must not write the parent's buffered output again
+    pid_t pid = fork();
+    if (pid == 0) childLife(inherited, runExitHandlers);
+    reap(pid);
+    free(inherited);
+    g_childrenThroughExit += runExitHandlers;
+  }
 }
 
 struct CallbackFork {
@@ -130,8 +135,7 @@ struct CallbackFork {
 void CL_CALLBACK forkInCallback(cl_event, cl_int, void* data) {
   auto* f = static_cast<CallbackFork*>(data);
   pid_t pid = fork();
-  // A copy of the driver's thread: the driver's exit handlers are not for it to run.
-  if (pid == 0) childLife(f->inherited, false);
+  if (pid == 0) childLife(f->inherited, false);  // a copy of the driver's thread
   f->pid = pid;
   f->done.store(true, std::memory_order_release);
 }
@@ -173,11 +177,11 @@ int main(int argc, char** argv) {
     for (int t = 0; t < kWorkers; ++t) workers.emplace_back(worker, t);
   };
   if (preparing) {
-    // No context and no candidate allocation yet: the pool thread waits for a context.
-    forkFromMainThread(forks / 3, false);
+    // No context and no candidate allocation yet: the pool thread enumerates, then waits.
+    forkFromMainThread(forks / 3, false, false);
     // The workers' first blocks make it create its own context and the pool; forks go on meanwhile.
     startWorkers();
-    forkFromMainThread(forks / 3, false);
+    forkFromMainThread(forks / 3, false, false);
   }
   ClEnv env;
   g_env.store(&env, std::memory_order_release);
@@ -185,11 +189,11 @@ int main(int argc, char** argv) {
   if (!strcmp(mode, "callback"))
     forkFromCallbacks(env, forks);
   else
-    forkFromMainThread(preparing ? forks - 2 * (forks / 3) : forks, true);
+    forkFromMainThread(preparing ? forks - 2 * (forks / 3) : forks, true, true);
   g_stop.store(true);
   for (std::thread& w : workers) w.join();
   free(g_handoff.exchange(nullptr));
   APP_CHECK(g_failedChildren == 0);
-  printf("result: %s forks=%d\n", mode, forks);
+  printf("result: %s forks=%d through-exit=%d\n", mode, forks, g_childrenThroughExit);
   return 0;
 }
