@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 # fork() under `hetopt run` (fork_app.cpp): traced with a few forks, then run with FORKS forks, the
-# opencl pool policy forced (on PoCL pinning never pays), within LIMIT seconds (default 60; natively
-# it takes about 2 s). A forked child that inherits a lock held by a parent thread never finishes,
+# opencl pool policy forced (on PoCL pinning never pays), within LIMIT seconds (default 90; natively
+# 1000 forks take 5-10 s on 2 busy cores). A forked child that inherits a lock held by a parent thread never finishes,
 # and its parent waits for it: that is a hang, reported as one. The run's stdout must equal the
 # native run's, the parent's stats line must show blocks served, and every child that exits through
 # exit() (the program's result line says how many) must print its own stats line as a forked
@@ -10,7 +10,7 @@
 #   fork.sh HETOPT FORK_APP MODE FORKS
 set -u
 hetopt=$1 app=$2 mode=$3 forks=$4
-limit=${LIMIT:-60}
+limit=${LIMIT:-90}
 work=$(mktemp -d "${TMPDIR:-/tmp}/hetopt-fork.XXXXXX") || exit 2
 trap 'rm -rf "$work"' EXIT
 export HETOPT_DB=$work/hetopt.db XDG_CACHE_HOME=$work/cache

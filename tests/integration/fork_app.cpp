@@ -3,9 +3,9 @@
  * @file fork() while threads allocate (tests/integration/fork.sh). Three worker threads loop:
  * allocate a 64 KiB block at one site (a transfer-feeding one, so `hetopt run` serves it), mark
  * it, write every 64th one to the device (rarely: a thread waiting for the device holds no lock
- * worth testing), and free it or leave it for the next child. Forked
- * children free a block the parent allocated there, allocate and free one of their own, then
- * exit; the parent waits for each. Modes, by where fork() is called:
+ * worth testing), and free it or leave it for the next child. Forked children free a block the
+ * parent allocated there, allocate and free one of their own, then exit; the parent waits for
+ * each. Modes, by where fork() is called:
  *   threads    from the main thread (the reported hang: a child freeing an inherited pool block
  *              spun forever on the pool's lock, held by a parent thread at fork time)
  *   callback   from an event callback, on the driver's thread
