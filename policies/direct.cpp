@@ -16,7 +16,7 @@ DirectAllocator::DirectAllocator(unsigned maxLiveBlocks) : m_blocks(maxLiveBlock
 DirectAllocator::~DirectAllocator() = default;
 
 void DirectAllocator::setPolicy(AllocationPolicy* policy) {
-  std::lock_guard<std::mutex> lock(m_lock);
+  std::lock_guard<std::mutex> lock(m_policyLock);
   m_policy = policy;
 }
 
@@ -33,37 +33,48 @@ void DirectAllocator::failLocked(const char* why) {
 void* DirectAllocator::allocate(size_t size, size_t alignment, bool zero) {
   if (m_child.load(std::memory_order_relaxed)) return nullptr;
   size_t align = alignment > kMinAlignment ? alignment : kMinAlignment;
-  std::unique_lock<std::mutex> lock(m_lock);
-  if (!m_policy) return failLocked("no policy"), nullptr;
-  if (align > os::pageSize()) return failLocked("alignment above a page"), nullptr;
-  if (size > SIZE_MAX / 2) return failLocked("size too large"), nullptr;  // no wrap when rounding
-  if (m_blocks.full()) return failLocked("too many live blocks"), nullptr;
+  // Allocations one at a time: the live blocks counted here can only go down until the insert.
+  std::unique_lock<std::mutex> policyLock(m_policyLock);
+  const char* refused = !m_policy                 ? "no policy"
+                        : align > os::pageSize()  ? "alignment above a page"
+                        : size > SIZE_MAX / 2     ? "size too large"  // no wrap when rounding
+                                                  : nullptr;
+  {
+    std::lock_guard<std::mutex> table(m_tableLock);
+    if (!refused && m_blocks.full()) refused = "too many live blocks";
+    if (refused) return failLocked(refused), nullptr;
+  }
   Allocation a;
   // Whole 16-byte units, as malloc's usable sizes are.
   PolicyStatus st = m_policy->allocate((size + kMinAlignment - 1) & ~(kMinAlignment - 1), &a);
-  if (!st) return failLocked(st.reason), nullptr;
-  if (reinterpret_cast<uintptr_t>(a.ptr) % align != 0) {
-    m_policy->release(&a);
-    return failLocked("policy memory less aligned than asked"), nullptr;
+  const bool misaligned = st && reinterpret_cast<uintptr_t>(a.ptr) % align != 0;
+  if (misaligned) m_policy->release(&a);
+  {
+    std::lock_guard<std::mutex> table(m_tableLock);
+    if (!st) return failLocked(st.reason), nullptr;
+    if (misaligned) return failLocked("policy memory less aligned than asked"), nullptr;
+    m_blocks.insert(a.ptr, a.size, a);
+    ++m_stats.allocations;
+    ++m_stats.liveBlocks;
+    m_stats.liveBytes += a.size;
+    m_stats.peakLiveBytes = std::max(m_stats.peakLiveBytes, m_stats.liveBytes);
   }
-  m_blocks.insert(a.ptr, a.size, a);
-  ++m_stats.allocations;
-  ++m_stats.liveBlocks;
-  m_stats.liveBytes += a.size;
-  m_stats.peakLiveBytes = std::max(m_stats.peakLiveBytes, m_stats.liveBytes);
-  lock.unlock();
+  policyLock.unlock();
   if (zero) memset(a.ptr, 0, size);  // mapped or locked memory is not promised to be zero
   return a.ptr;
 }
 
 void DirectAllocator::deallocate(void* ptr) {
   if (m_child.load(std::memory_order_relaxed)) return;  // left valid: see forkChild()
-  std::lock_guard<std::mutex> lock(m_lock);
   Allocation a;
-  // Retired before the policy frees anything: its own free() of the pages must not find it.
-  if (!m_blocks.erase(ptr, &a)) return;
-  --m_stats.liveBlocks;
-  m_stats.liveBytes -= a.size;
+  {
+    std::lock_guard<std::mutex> table(m_tableLock);
+    // Retired before the policy frees anything: its own free() of the pages must not find it.
+    if (!m_blocks.erase(ptr, &a)) return;
+    --m_stats.liveBlocks;
+    m_stats.liveBytes -= a.size;
+  }
+  std::lock_guard<std::mutex> policyLock(m_policyLock);
   m_policy->release(&a);
 }
 
@@ -80,10 +91,7 @@ void* DirectAllocator::reallocate(void* ptr, size_t size) {
 void DirectAllocator::forkChild() { m_child.store(true, std::memory_order_relaxed); }
 
 DirectStats DirectAllocator::stats() const {
-  // A forked child may have inherited the lock held by a thread that does not exist there.
-  std::unique_lock<std::mutex> lock(m_lock, std::defer_lock);
-  if (m_child.load(std::memory_order_relaxed) ? !lock.try_lock() : (lock.lock(), false))
-    return {};
+  std::lock_guard<std::mutex> lock(m_tableLock);  // unlocked in a forked child: the fork protocol
   return m_stats;
 }
 

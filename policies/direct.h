@@ -11,9 +11,10 @@
  * (block unchanged) when it cannot, so the caller moves the block elsewhere.
  *
  * Ownership lookup (every free() in the process asks owns()) takes no lock: a BlockTable
- * (block_table.h) of the live blocks, written under the lock, which also serialises the policy (it
- * is not thread-safe by itself). The table is fixed at construction: when it is full, allocate()
- * fails and the caller falls back to malloc.
+ * (block_table.h) of the live blocks, edited under the table lock. A second lock serialises the
+ * policy (it is not thread-safe by itself) and is held across its OpenCL calls; the table lock
+ * never is. The table is fixed at construction: when it is full, allocate() fails and the caller
+ * falls back to malloc.
  */
 #pragma once
 #include <atomic>
@@ -66,15 +67,22 @@ class DirectAllocator {
   /// In a forked child: the policy's OpenCL context is not usable there, so blocks are never
   /// released again (they stay valid) and nothing new is made.
   void forkChild();
+  /// The fork protocol (shim/core/state.cpp): the table lock is held across fork(), so that the
+  /// child's table is whole (a rebuild half done would make every lookup there wait forever) and
+  /// its stats() can lock. Not the policy's lock: it is held across OpenCL calls that may wait for
+  /// the thread that forks, and the child never takes it.
+  void lockForFork() { m_tableLock.lock(); }
+  void unlockAfterFork() { m_tableLock.unlock(); }
 
   DirectStats stats() const;
 
  private:
   void failLocked(const char* why);
 
-  mutable std::mutex m_lock;
-  AllocationPolicy* m_policy = nullptr;
-  BlockTable<Allocation> m_blocks;  ///< what the policy's release() needs, per live block
+  std::mutex m_policyLock;             ///< one policy call at a time; taken before m_tableLock
+  mutable std::mutex m_tableLock;      ///< edits of the table, and m_stats
+  AllocationPolicy* m_policy = nullptr;  ///< under m_policyLock
+  BlockTable<Allocation> m_blocks;     ///< what the policy's release() needs, per live block
   std::atomic<bool> m_child{false};
   DirectStats m_stats;
 };

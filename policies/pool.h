@@ -141,8 +141,8 @@ class PinnedPool {
   /// Takes the lock; O(n log n).
   bool validate(char* why = nullptr, size_t whyBytes = 0) const noexcept;
 
-  /// For the shim's pthread_atfork handlers: hold the lock across fork() so that the child never
-  /// inherits it locked by a thread that does not exist there.
+  /// For the shim's fork protocol (shim/core/state.cpp): the lock is held across fork() so that
+  /// the child never inherits it locked by a thread that does not exist there.
   void lockForFork() noexcept { m_lock.lock(); }
   void unlockAfterFork() noexcept { m_lock.unlock(); }
 

@@ -26,7 +26,9 @@
 #   thread, which ASan then tries to munmap at thread exit (a CHECK failure, ASan's and LLVM's).
 # tsan: build-tsan with -fsanitize=thread, only the multi-threaded code that can be linked into a
 #   test binary: the pinned pool and the direct (no pool) allocator (stress tests with several
-#   threads), the trace recorder and the shim core's unit tests (conformance, in-place registry) (same malloc-interposition reason as above for the preloaded shim).
+#   threads), the trace recorder and the shim core's unit tests (conformance, in-place registry),
+#   and the fork protocol on all of them (ForkProtocol: fork() while other threads hold or use
+#   their locks) (same malloc-interposition reason as above for the preloaded shim).
 #   Excluded: ModuleMap.FindsTheTestExecutableAndSkipsLibc, which takes &abort as a libc address:
 #   under TSan that is the runtime's interceptor in libtsan.so.
 #
@@ -63,11 +65,11 @@ for kind in "${kinds[@]}"; do
     tsan)
       configure build-tsan thread || { status=1; continue; }
       cmake --build build-tsan -j"$jobs" --target pool_test pool_test_release direct_test \
-        trace_unit_tests shim_unit_tests || { status=1; continue; }
+        trace_unit_tests shim_unit_tests fork_protocol_test || { status=1; continue; }
       # halt_on_error: a data race fails the test instead of only printing.
       TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
         ctest --test-dir build-tsan -j"$jobs" --output-on-failure --timeout 300 \
-          -R '^policies\.(pool|direct)\.|^(ModuleMap|CallSite|Options|ApiTable|Compressor|TraceFormat|TimeSampler|Conformance|Registry)\.' \
+          -R '^policies\.(pool|direct)\.|^(ModuleMap|CallSite|Options|ApiTable|Compressor|TraceFormat|TimeSampler|Conformance|Registry|ForkProtocol)\.' \
           -E '^ModuleMap\.FindsTheTestExecutableAndSkipsLibc$' ||
         status=1
       ;;

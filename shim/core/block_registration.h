@@ -70,8 +70,12 @@ class BlockRegistration {
   /// that is not here or went ahead pageable (counted).
   bool transfer(const void* host, uint64_t bytes, bool h2d);
 
-  /// In a forked child: every block stays valid, but no buffer is made or released (the
-  /// child's OpenCL state is the parent's).
+  /// The fork protocol (shim/core/state.cpp): the mutex is held across fork(), so that the
+  /// child's table and entries are whole. It is never held across an OpenCL call or a wait.
+  void lockForFork() { m_mutex.lock(); }
+  void unlockAfterFork() { m_mutex.unlock(); }
+  /// In a forked child (the mutex released after): every block stays valid and freeable, but no
+  /// buffer is made or released (the child's OpenCL state is the parent's).
   void forkChild() { m_child.store(true, std::memory_order_relaxed); }
 
   /// Blocks adopted so far (the conformance check counts them as redirected).

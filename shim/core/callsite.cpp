@@ -5,7 +5,6 @@
 #include <dlfcn.h>
 #include <elf.h>
 #include <link.h>
-#include <pthread.h>
 #include <unistd.h>
 #include <unwind.h>
 
@@ -149,15 +148,7 @@ _Unwind_Reason_Code unwindStep(_Unwind_Context* ctx, void* arg) {
 
 ModuleMap& ModuleMap::instance() {
   // Leaked on purpose: allocations during static destruction still look up modules.
-  static ModuleMap* map = [] {
-    auto* m = new ModuleMap();
-    // A fork() while another thread rebuilds the map would leave the child's copy of the lock
-    // held forever (alloc_torture's forked child hung in optimize mode): fork waits for it.
-    pthread_atfork([] { instance().m_refreshMutex.lock(); },
-                   [] { instance().m_refreshMutex.unlock(); },
-                   [] { instance().m_refreshMutex.unlock(); });
-    return m;
-  }();
+  static ModuleMap* map = new ModuleMap();
   return *map;
 }
 

@@ -20,6 +20,10 @@ class CountInterceptor final : public Interceptor {
   void allocated(const AllocEvent& event) override;
   void freeing(void* ptr) override;
   void processExit() override;
+  /// The fork protocol (state.cpp): the site table's mutex is held across fork().
+  void forkPrepare() override { m_sitesMutex.lock(); }
+  void forkParent() override { m_sitesMutex.unlock(); }
+  void forkChild() override { m_sitesMutex.unlock(); }
 
   uint64_t calls(api::ApiId id) const {
     return m_calls[static_cast<size_t>(id)].load(std::memory_order_relaxed);

@@ -246,7 +246,10 @@ std::string InplaceRegistry::stats() const {
                   " mappings tracked; transfers from registered memory: " + n(m_h2d) + " h2d (" +
                   mib(m_h2dBytes.load()) + "), " + n(m_d2h) + " d2h (" + mib(m_d2hBytes.load()) +
                   ")";
-  if (m_failures.load()) s += std::string("; last refusal: ") + m_lastFailure;
+  if (m_failures.load()) {
+    std::lock_guard<std::mutex> lock(m_mutex);  // registerRange() writes it under the lock
+    s += std::string("; last refusal: ") + m_lastFailure;
+  }
   if (!m_ready.load()) s += "; the shim's context never came";
   return s;
 }

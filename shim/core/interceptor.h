@@ -123,7 +123,15 @@ class Interceptor {
   /// `discard` true). True when it overlapped a mapping the interceptor tracks.
   virtual bool unmapping(void* addr, size_t len, bool discard) { return false; }
 
-  /// In the child right after fork(): only the forking thread exists.
+  // ---- fork (the shim's one set of atfork handlers, state.cpp, documents the lock order) ------
+  /// In the forking thread before fork(): takes every lock of the interceptor's parts, so that the
+  /// child inherits none held by a thread it does not have. Never a lock held across an OpenCL
+  /// call or a call into the program: the forking thread may be in one (an event callback).
+  virtual void forkPrepare() {}
+  /// In the parent after fork(): releases them.
+  virtual void forkParent() {}
+  /// In the child after fork(), where only the forking thread exists: releases them and leaves
+  /// the parts usable by a process that has the parent's memory but none of its other threads.
   virtual void forkChild() {}
   /// At normal process exit (atexit); the interceptor is uninstalled right after.
   virtual void processExit() {}

@@ -648,17 +648,39 @@ void OptimizeInterceptor::mapped(void* addr, size_t len, int flags, uintptr_t ca
   m_registry->mapped(addr, len, flags);
 }
 
+// The fork protocol's order (shim/core/state.cpp): state, pool, registry, heap blocks, direct
+// table. None of them is held while another is taken, nor across a wait for another thread.
+void OptimizeInterceptor::forkPrepare() {
+  m_stateMutex.lock();
+  m_pool.lockForFork();
+  if (m_registry) m_registry->lockForFork();
+  m_blocks.lockForFork();
+  if (m_direct) m_direct->lockForFork();
+}
+
+void OptimizeInterceptor::forkParent() {
+  if (m_direct) m_direct->unlockAfterFork();
+  m_blocks.unlockAfterFork();
+  if (m_registry) m_registry->unlockAfterFork();
+  m_pool.unlockAfterFork();
+  m_stateMutex.unlock();
+}
+
 void OptimizeInterceptor::forkChild() {
   if (m_registry) m_registry->forkChild();
   m_blocks.forkChild();
   // The parent's context is no context in the child: never handed out there.
   m_earlyHandedOut = true;
   m_earlyState = EarlyState::Failed;
-  // The child has the pool's pages but not the shim's OpenCL context: it keeps using what it
-  // inherited and serves nothing new.
+  // The child has the pool's pages but not the shim's OpenCL context nor the pool thread: it
+  // keeps using (and freeing) what it inherited and serves nothing new. Nothing in it waits for
+  // the pool thread: m_stateChanged's waiters, if any, were the parent's threads.
   m_state.store(static_cast<int>(PoolState::Failed), std::memory_order_release);
   snprintf(m_failure, sizeof m_failure, "forked child");
+  m_enumerated.store(true, std::memory_order_release);
+  m_contextChosen = true;  // a context the child creates is not offered
   if (m_direct) m_direct->forkChild();
+  forkParent();  // the same locks to release
 }
 
 void OptimizeInterceptor::processExit() {

@@ -71,6 +71,8 @@ class OptimizeInterceptor final : public Interceptor {
   bool unmapping(void* addr, size_t len, bool discard) override {
     return m_registry && m_registry->unmapping(addr, len, discard);
   }
+  void forkPrepare() override;
+  void forkParent() override;
   void forkChild() override;
   void processExit() override;
 

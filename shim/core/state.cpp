@@ -47,14 +47,47 @@ HETOPT_TLS unsigned t_depth = 0;
 
 namespace {
 
-void forkPrepare() { ++t_depth; }
-void forkParent() { --t_depth; }
-void forkChild() {
+// ---- the fork protocol --------------------------------------------------------------------------
+// A forked child has the parent's memory but only the forking thread: a lock another thread held
+// at fork() stays held in the child forever (a child freeing an inherited pool block spun on the
+// pool's lock). So the shim's one set of atfork handlers takes every lock of its parts before
+// fork() and releases them after it, in the parent and in the child. The order, outermost first
+// (prepare takes them in this order; parent and child release them in reverse):
+//   1. the installed interceptor's, in its forkPrepare():
+//        optimize: its pool state mutex, the pinned pool (policies::PinnedPool), the in-place
+//                  registry (InplaceRegistry), the direct allocator's table
+//                  (policies::DirectAllocator)
+//        trace:    the recorder (trace::Recorder, the trace interceptor's only mutex)
+//        count:    its site table
+//   2. the module map's refresh mutex (ModuleMap)
+// Why this order: a lock comes after every lock that is ever held while it is taken. The recorder
+// and the count table look modules up while held, so the module map is last; the others are
+// never held while another is taken. Why these and no others: fork() may come from an event
+// callback on a driver thread or while the pool thread is inside the driver, so no lock here is
+// held across anything that waits for another thread (a call into the program, an OpenCL call
+// that waits for the driver's threads; the recorder is held across device and platform name
+// queries only). The direct allocator's policy lock, held across its clFinish, is left out: the
+// child never takes it. The handlers run with the thread's depth raised: whatever they allocate
+// goes to the system allocator, never into a lock they hold.
+/// The interceptor prepared for the fork() in progress (glibc runs one fork() at a time through
+/// the handlers): the same one is released even if another is installed meanwhile.
+Interceptor* s_forking = nullptr;
+
+void forkPrepare() {
+  ++t_depth;
+  s_forking = interceptor();
+  if (s_forking) s_forking->forkPrepare();
+  ModuleMap::instance().lockForFork();
+}
+void forkParent() {
+  ModuleMap::instance().unlockAfterFork();
+  if (s_forking) s_forking->forkParent();
   --t_depth;
-  if (Interceptor* i = interceptor()) {
-    ScopedInternal internal;
-    i->forkChild();
-  }
+}
+void forkChild() {
+  ModuleMap::instance().unlockAfterFork();
+  if (s_forking) s_forking->forkChild();
+  --t_depth;
 }
 
 Mode s_mode = Mode::Off;  ///< the mode activate() installed
@@ -144,6 +177,11 @@ void activate(Mode mode) {
   debug("shim active in %s mode", modeName(mode));
 }
 
+void installForkProtocol() {
+  static const bool installed = pthread_atfork(forkPrepare, forkParent, forkChild) == 0;
+  (void)installed;
+}
+
 void deactivate() {
   Interceptor* old = g_interceptor.exchange(nullptr, std::memory_order_acq_rel);
   // Leaked on purpose: another thread may still be inside a callback of it; process exit frees it.
@@ -164,7 +202,7 @@ extern "C" HETOPT_EXPORT void hetopt_shim_init(const char* selfPath) {
   }
   Mode mode = modeFromEnvironment();
   if (mode == Mode::Off) return;
-  pthread_atfork(forkPrepare, forkParent, forkChild);
+  installForkProtocol();
   activate(mode);
   atexit(atExit);
 }

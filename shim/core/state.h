@@ -49,4 +49,9 @@ void activate(Mode mode);
 /// Uninstalls and tears down (atexit, or tests).
 void deactivate();
 
+/// Registers the shim's fork protocol, once (the shim's start-up does; tests may): atfork
+/// handlers that run the installed interceptor's forkPrepare/forkParent/forkChild and hold the
+/// module map across fork(). The lock order is documented in state.cpp.
+void installForkProtocol();
+
 }  // namespace hetopt::shim

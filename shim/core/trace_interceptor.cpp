@@ -225,18 +225,6 @@ void threadKeyDestructor(void* value) {
     s_instance->threadExit(static_cast<uint32_t>(v & 0xffffffffu) - 1, static_cast<uint32_t>(v >> 32));
   }
 }
-void atForkPrepare() {
-  if (s_instance) s_instance->forkPrepare();
-}
-void atForkParent() {
-  if (s_instance) s_instance->forkParent();
-}
-void atForkChild() {
-  if (s_instance) {
-    ScopedInternal internal;
-    s_instance->forkChildRestart();
-  }
-}
 
 }  // namespace
 
@@ -304,7 +292,6 @@ TraceInterceptor* TraceInterceptor::create() {
   s_instance = t;
   pthread_key_create(&s_threadKey, threadKeyDestructor);
   pthread_key_create(&s_samplerKey, deleteSampler);
-  pthread_atfork(atForkPrepare, atForkParent, atForkChild);
   debug("tracing to %s", t->m_config.path.c_str());
   return t;
 }
@@ -328,7 +315,7 @@ void TraceInterceptor::threadExit(uint32_t thread, uint32_t generation) {
 void TraceInterceptor::forkPrepare() { m_recorder.mutex().lock(); }
 void TraceInterceptor::forkParent() { m_recorder.mutex().unlock(); }
 
-void TraceInterceptor::forkChildRestart() {
+void TraceInterceptor::forkChild() {
   m_recorder.mutex().unlock();
   auto lock = m_recorder.lock();
   if (!m_active) return;

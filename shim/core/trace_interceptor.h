@@ -55,11 +55,12 @@ class TraceInterceptor final : public Interceptor {
   void allocated(const AllocEvent& event) override;
   void freeing(void* ptr) override;
   void processExit() override;
+  /// The fork protocol (state.cpp): the recorder's mutex is held across fork(); a forked child
+  /// then starts its own trace file.
+  void forkPrepare() override;
+  void forkParent() override;
+  void forkChild() override;
 
-  /// pthread_atfork handlers (registered by create()).
-  void forkPrepare();
-  void forkParent();
-  void forkChildRestart();
   /// A thread that recorded something ended.
   void threadExit(uint32_t thread, uint32_t generation);
 

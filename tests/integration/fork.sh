@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# fork() under `hetopt run` (fork_app.cpp): traced with a few forks, then run with FORKS forks, the
+# opencl pool policy forced (on PoCL pinning never pays), within LIMIT seconds (default 90; natively
+# 1000 forks take 5-10 s on 2 busy cores). A forked child that inherits a lock held by a parent thread never finishes,
+# and its parent waits for it: that is a hang, reported as one. The run's stdout must equal the
+# native run's, the parent's stats line must show blocks served, and every child that exits through
+# exit() (the program's result line says how many) must print its own stats line as a forked
+# child. RUN_OPTS goes to `hetopt run`.
+#   fork.sh HETOPT FORK_APP MODE FORKS
+set -u
+hetopt=$1 app=$2 mode=$3 forks=$4
+limit=${LIMIT:-90}
+work=$(mktemp -d "${TMPDIR:-/tmp}/hetopt-fork.XXXXXX") || exit 2
+trap 'rm -rf "$work"' EXIT
+export HETOPT_DB=$work/hetopt.db XDG_CACHE_HOME=$work/cache
+
+fail() { echo "FAIL: $*"; for f in "$work"/*.err; do echo "--- $f"; tail -n 20 "$f"; done; exit 1; }
+"$app" "$mode" "$forks" >"$work/native.out" 2>"$work/native.err" || fail "native run exited $?"
+"$hetopt" trace -o "$work/app.trace" -- "$app" "$mode" 10 >/dev/null 2>"$work/trace.err" ||
+  fail "hetopt trace exited $?"
+grep -q "profile stored" "$work/trace.err" || fail "hetopt trace stored no profile"
+# timeout signals its whole process group: children spinning on an inherited lock go too.
+# shellcheck disable=SC2086
+timeout -k 5 "$limit" "$hetopt" run --stats --force --policy opencl ${RUN_OPTS:-} -- \
+  "$app" "$mode" "$forks" >"$work/run.out" 2>"$work/run.err"
+rc=$?
+[[ $rc == 124 || $rc == 137 ]] && fail "hetopt run $mode $forks hung (killed after $limit s)"
+[[ $rc == 0 ]] || fail "hetopt run exited $rc"
+cmp -s "$work/native.out" "$work/run.out" ||
+  { diff "$work/native.out" "$work/run.out"; fail "stdout under hetopt run differs from native"; }
+parent=$(grep "hetopt: stats:" "$work/run.err" | grep -v "(forked child)")
+grep -Eq "(pool of|allocation \(no pool\)) .* redirected [1-9][0-9]* allocations" <<<"$parent" ||
+  fail "the parent served nothing: $parent"
+children=$(grep -c "hetopt: stats: no \(pool\|direct allocation\) (forked child)" "$work/run.err")
+expected=$(sed -n 's/^result: .* through-exit=\([0-9]*\)$/\1/p' "$work/run.out")
+[[ $children == "$expected" ]] || fail "$children children printed their stats, expected ${expected:-?}"
+echo "OK: $forks forks from $mode; $parent"
