@@ -69,7 +69,7 @@ for kind in "${kinds[@]}"; do
       # halt_on_error: a data race fails the test instead of only printing.
       TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
         ctest --test-dir build-tsan -j"$jobs" --output-on-failure --timeout 300 \
-          -R '^policies\.(pool|direct)\.|^(ModuleMap|CallSite|Options|ApiTable|Compressor|TraceFormat|TimeSampler|Conformance|Registry|ForkProtocol)\.' \
+          -R '^policies\.(pool|direct)\.|^(ModuleMap|CallSite|Options|ApiTable|Compressor|TraceFormat|TimeSampler|Conformance|Registry|BlockRegistrationTest|ForkProtocol)\.' \
           -E '^ModuleMap\.FindsTheTestExecutableAndSkipsLibc$' ||
         status=1
       ;;

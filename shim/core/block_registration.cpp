@@ -38,6 +38,18 @@ std::atomic<BlockRegistration*> s_exitee{nullptr};
 
 BlockRegistration::BlockRegistration(const Plan& plan) : m_plan(plan) {}
 
+BlockRegistration::~BlockRegistration() {
+  if (!m_worker.joinable()) return;
+  {
+    std::lock_guard<std::mutex> lock(m_mutex);
+    m_exiting.store(true, std::memory_order_release);
+  }
+  m_changed.notify_all();
+  m_worker.join();
+  BlockRegistration* self = this;
+  s_exitee.compare_exchange_strong(self, nullptr);
+}
+
 bool BlockRegistration::adopt(void* ptr, size_t bytes, size_t usable, uint64_t waitNsPerMiB) {
   if (m_child.load(std::memory_order_relaxed) || m_exiting.load(std::memory_order_relaxed))
     return false;
@@ -142,7 +154,7 @@ void BlockRegistration::start(const PolicyEnv& env, uint64_t maxBufferBytes) {
     atexit([] {
       if (BlockRegistration* r = s_exitee.load()) r->prepareForExit();
     });
-  std::thread([this] { workerLoop(); }).detach();
+  m_worker = std::thread([this] { workerLoop(); });
 }
 
 void BlockRegistration::prepareForExit() {

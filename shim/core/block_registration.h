@@ -30,6 +30,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
 
 #include "common/plan.h"
 #include "policies/block_table.h"
@@ -43,6 +44,11 @@ class BlockRegistration {
 
   /// `plan` gives the register cost (Plan::registerNs); it must outlive this object.
   explicit BlockRegistration(const Plan& plan);
+  /// Stops and joins the worker. The shim never destroys one (hooks may run until the process
+  /// ends); tests do.
+  ~BlockRegistration();
+  BlockRegistration(const BlockRegistration&) = delete;
+  BlockRegistration& operator=(const BlockRegistration&) = delete;
 
   /// Program thread: a block the system allocator just made (`bytes` asked, `usable` bytes
   /// there) for a site whose transfers may wait `waitNsPerMiB`. False when the table is full:
@@ -114,6 +120,7 @@ class BlockRegistration {
   std::atomic<bool> m_ready{false}, m_child{false}, m_exiting{false};
   std::atomic<unsigned> m_live{0};  ///< adopted blocks not forgotten: transfers skip the lock at 0
 
+  std::thread m_worker;
   mutable std::mutex m_mutex;
   std::condition_variable m_changed;  ///< a block was queued, or a registration finished
   Entry m_entries[kMaxBlocks];
