@@ -42,6 +42,20 @@ std::string memoryText(uint64_t allocations, uint64_t bytes, const analyzer::Tra
   return s;
 }
 
+/// Where a site is: its source location, else module+offset, then (without source) the return
+/// addresses of its callers, so that sites reached through one allocation helper tell apart.
+std::string siteText(const analyzer::CandidateSite& site) {
+  std::string s = site.location.describe();
+  if (!site.location.hasSource)
+    for (size_t i = 1; i < site.frames.size() && i < 3; ++i) {
+      const std::string& path = site.frames[i].modulePath;
+      char offset[32];
+      snprintf(offset, sizeof offset, "+0x%llx", static_cast<unsigned long long>(site.frames[i].offset));
+      s += " < " + path.substr(path.rfind('/') + 1) + offset;
+    }
+  return s + " (" + site.allocator + ")";
+}
+
 /// The decisive numbers of a prediction: "measured 40.1 ms, pinned ~1.2 ms, pinning ~5.3 ms".
 std::string numbersText(const analyzer::GainPrediction& g) {
   if (!g.known) return g.note.empty() ? "no prediction" : g.note;
@@ -110,7 +124,7 @@ class Planner {
     analyzer::GainPrediction g = site.gain;
     if (m_gain) m_gain->predict(site, &g);
     SiteDecision d;
-    d.what = site.location.describe() + " (" + site.allocator + ")";
+    d.what = siteText(site);
     d.memory = memoryText(site.allocations, site.typicalAllocBytes, site.h2d, site.d2h);
     d.savingNs = g.known ? g.savingNs() : 0;
     PlanSite planned;

@@ -110,6 +110,32 @@ void BlockRegistration::forget(void* ptr) {
   m_unregisterNs.fetch_add(nowNs() - begin, std::memory_order_relaxed);
 }
 
+void BlockRegistration::release(void* ptr, void (*freeFn)(void*)) {
+  {
+    std::unique_lock<std::mutex> lock(m_mutex);
+    const unsigned* found = m_blocks.valueOf(ptr);
+    const bool child = m_child.load(std::memory_order_relaxed);
+    if (found && !child) {
+      const unsigned i = *found;
+      Entry& e = m_entries[i];
+      m_changed.wait(lock, [&e] { return e.state != State::Registering; });
+      if (e.state == State::Registered && m_worker.joinable() &&
+          !m_exiting.load(std::memory_order_acquire)) {
+        m_blocks.erase(ptr, nullptr);  // not the program's any more; freed by the worker
+        m_live.fetch_sub(1, std::memory_order_release);
+        e.state = State::Releasing;
+        e.freeFn = freeFn;
+        ++m_releasing;
+        m_deferred.fetch_add(1, std::memory_order_relaxed);
+        m_changed.notify_all();
+        return;
+      }
+    }
+  }
+  forget(ptr);
+  freeFn(ptr);
+}
+
 void BlockRegistration::yieldTo(const void* host, size_t bytes) {
   if (m_live.load(std::memory_order_acquire) == 0 || m_child.load(std::memory_order_relaxed)) return;
   const uintptr_t lo = reinterpret_cast<uintptr_t>(host), hi = lo + (bytes ? bytes : 1);
@@ -161,8 +187,10 @@ void BlockRegistration::prepareForExit() {
   std::unique_lock<std::mutex> lock(m_mutex);
   m_exiting.store(true, std::memory_order_release);
   m_changed.notify_all();
-  // A registration in flight finishes before the driver's own exit handlers run.
+  // What the worker is doing finishes before the driver's own exit handlers run; the frees it
+  // has not started are left to the process's end.
   m_changed.wait_for(lock, std::chrono::seconds(2), [this] {
+    if (m_workerBusy) return false;
     for (const Entry& e : m_entries)
       if (e.state == State::Registering) return false;
     return true;
@@ -184,12 +212,20 @@ void BlockRegistration::workerLoop() {
   std::unique_lock<std::mutex> lock(m_mutex);
   for (;;) {
     m_changed.wait(lock, [this] {
-      return m_queued > 0 || m_child.load(std::memory_order_relaxed) ||
+      return m_queued > 0 || m_releasing > 0 || m_child.load(std::memory_order_relaxed) ||
              m_exiting.load(std::memory_order_relaxed);
     });
     if (m_child.load(std::memory_order_relaxed) || m_exiting.load(std::memory_order_relaxed)) return;
+    // Frees first: they give memory back, and they are quick.
     unsigned i = 0;
-    if (oldestQueued(&i)) registerEntry(i, lock);
+    while (i < kMaxBlocks && m_entries[i].state != State::Releasing) ++i;
+    m_workerBusy = true;
+    if (i < kMaxBlocks)
+      releaseEntry(i, lock);
+    else if (oldestQueued(&i))
+      registerEntry(i, lock);
+    m_workerBusy = false;
+    m_changed.notify_all();
   }
 }
 
@@ -225,6 +261,24 @@ void BlockRegistration::registerEntry(unsigned i, std::unique_lock<std::mutex>& 
     snprintf(m_lastFailure, sizeof m_lastFailure, "%s", st.reason);
     debug("registering %p + %zu bytes failed (%s); it stays pageable", ptr, bytes, st.reason);
   }
+  m_changed.notify_all();
+}
+
+void BlockRegistration::releaseEntry(unsigned i, std::unique_lock<std::mutex>& lock) {
+  Entry& e = m_entries[i];
+  Allocation registration = e.registration;
+  void* ptr = reinterpret_cast<void*>(e.start);
+  void (*freeFn)(void*) = e.freeFn;
+  lock.unlock();
+  const uint64_t begin = nowNs();
+  PolicyStatus st = m_register->release(&registration);
+  if (!st) debug("releasing a block's registration failed: %s", st.reason);
+  freeFn(ptr);  // only now: the driver held its pages until the line above
+  m_deferredDone.fetch_add(1, std::memory_order_relaxed);
+  m_deferredNs.fetch_add(nowNs() - begin, std::memory_order_relaxed);
+  lock.lock();
+  e = Entry{};
+  --m_releasing;
   m_changed.notify_all();
 }
 
@@ -278,9 +332,14 @@ std::string BlockRegistration::stats() const {
   s += "; transfers from registered blocks: " + n(m_h2d) + " h2d (" + mib(m_h2dBytes.load()) +
        "), " + n(m_d2h) + " d2h (" + mib(m_d2hBytes.load()) + "); " + n(m_pageable) +
        " went ahead pageable; " + n(m_waited) + " waited for pinning (" + ms(m_waitNs.load()) +
-       "); " + n(m_unregistered) + " unregistered before free (" + ms(m_unregisterNs.load()) + "); " +
+       "); frees of registered blocks: " + n(m_deferred) + " unpinned and freed on hetopt's thread (" +
+       n(m_deferredDone) + " done, " + ms(m_deferredNs.load()) + "), " + n(m_unregistered) +
+       " unpinned first on the program's (" + ms(m_unregisterNs.load()) + "); " +
        n(m_yielded) + " left to the program's own host-pointer buffers";
-  if (m_failures.load()) s += std::string("; last refusal: ") + m_lastFailure;
+  if (m_failures.load()) {
+    std::lock_guard<std::mutex> lock(m_mutex);  // written by the registering thread under it
+    s += std::string("; last refusal: ") + m_lastFailure;
+  }
   if (!m_ready.load()) s += "; the pinning context never came";
   return s;
 }

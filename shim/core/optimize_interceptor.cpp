@@ -495,8 +495,7 @@ void OptimizeInterceptor::release(void* ptr) {
   } else if (m_direct && m_direct->owns(ptr)) {
     m_direct->deallocate(ptr);
   } else {
-    m_blocks.forget(ptr);  // unregistered before the system allocator gets it back
-    g_systemAllocator->free(ptr);
+    m_blocks.release(ptr, g_systemAllocator->free);  // unregistered before the allocator gets it
   }
 }
 
