@@ -173,7 +173,10 @@ class Analyzer {
       }
       if (kind == api::ApiKind::Sync) m_syncHostNs += static_cast<double>(n.host.total);
       const auto id = static_cast<api::ApiId>(n.code);
+      if (id == api::ApiId::clGetPlatformIDs)
+        m_out->startup.enumerateNs = std::max(m_out->startup.enumerateNs, n.host.max);
       if (id == api::ApiId::clCreateContext || id == api::ApiId::clCreateContextFromType) {
+        m_out->startup.contextNs = std::max(m_out->startup.contextNs, n.host.max);
         if (m_out->contextsCreated == 0)
           for (const trace::Ref& r : n.refs) {
             const TraceObject* o = m_t.object(r.obj);
@@ -606,6 +609,9 @@ class Analyzer {
 
 void analyzeTrace(const Trace& trace, const AnalysisOptions& options, AppProfile* out) {
   Analyzer(trace, options, out).run();
+  out->startup.firstCallNs = trace.firstCallNs;
+  out->startup.firstContextNs = trace.firstContextNs;
+  if (!out->startup.known()) out->startup = {};  // the times mean nothing without the anchor
   if (out->device.empty()) out->device = traceDevice(trace);
 }
 

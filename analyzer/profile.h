@@ -147,6 +147,14 @@ struct AppProfile {
   /// by type): `hetopt run` makes a program's single context early, while the program starts.
   uint64_t contextsCreated = 0;
   uint64_t firstContextDevices = 0;
+  /// The program's start-up as the trace saw it (format 4; all 0 when unknown), in ns since the
+  /// trace started: when its OpenCL use and its first context creation began, and what its
+  /// first platform query (loading the drivers) and context creation took. `hetopt run`
+  /// overlaps the last two with the program's own start-up (run_plan.h: startupSavingNs).
+  struct Startup {
+    uint64_t firstCallNs = 0, firstContextNs = 0, enumerateNs = 0, contextNs = 0;
+    bool known() const { return firstCallNs != 0; }
+  } startup;
   std::vector<UntrackedMemory> untracked;
   /// Transfers whose host side is memory mapped from an OpenCL buffer (hand-pinned code): already
   /// the driver's pinned memory, nothing to do. Report and JSON only, not stored in the DB.

@@ -24,6 +24,8 @@ CREATE TABLE IF NOT EXISTS app_profiles (
   host_only_allocations INTEGER NOT NULL, tracked_allocations INTEGER NOT NULL,
   warnings TEXT NOT NULL,
   contexts INTEGER NOT NULL DEFAULT 0, first_context_devices INTEGER NOT NULL DEFAULT 0,
+  first_call_ns INTEGER NOT NULL DEFAULT 0, first_context_ns INTEGER NOT NULL DEFAULT 0,
+  enumerate_ns INTEGER NOT NULL DEFAULT 0, context_ns INTEGER NOT NULL DEFAULT 0,
   UNIQUE (program_path, program_key));
 CREATE TABLE IF NOT EXISTS app_sites (
   profile_id INTEGER NOT NULL REFERENCES app_profiles(id) ON DELETE CASCADE,
@@ -181,8 +183,9 @@ bool storeProfile(Db& db, const AppProfile& p, int64_t* idOut, std::string* erro
                   "communication_ns, computation_ns, reason, has_device_times, total_ns, kernel_ns, "
                   "comm_part_ns, cpu_sync_ns, h2d_ns, d2h_ns, launch_ns, dispatch_sync_ns, kernels, "
                   "host_only_sites, host_only_allocations, tracked_allocations, warnings, "
-                  "contexts, first_context_devices) VALUES "
-                  "(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
+                  "contexts, first_context_devices, first_call_ns, first_context_ns, enumerate_ns, "
+                  "context_ns) VALUES "
+                  "(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
     const Eligibility& e = p.eligibility;
     const Breakdown& b = p.breakdown;
     s.bind(1, p.program.path).bind(2, p.program.key()).bind(3, p.program.buildId);
@@ -199,6 +202,8 @@ bool storeProfile(Db& db, const AppProfile& p, int64_t* idOut, std::string* erro
     s.bind(26, asInt(p.hostOnlyAllocations)).bind(27, asInt(p.trackedAllocations));
     s.bind(28, joinLines(p.warnings));
     s.bind(29, asInt(p.contextsCreated)).bind(30, asInt(p.firstContextDevices));
+    s.bind(31, asInt(p.startup.firstCallNs)).bind(32, asInt(p.startup.firstContextNs));
+    s.bind(33, asInt(p.startup.enumerateNs)).bind(34, asInt(p.startup.contextNs));
     if (!s.run()) return fail(error, "storing the profile", s.error());
     id = db.lastInsertRowId();
   }
@@ -297,7 +302,8 @@ bool loadProfile(Db& db, const ProgramIdentity& identity, AppProfile* out, Profi
                   "reason, has_device_times, total_ns, kernel_ns, comm_part_ns, cpu_sync_ns, "
                   "h2d_ns, d2h_ns, launch_ns, dispatch_sync_ns, kernels, host_only_sites, "
                   "host_only_allocations, tracked_allocations, warnings, contexts, "
-                  "first_context_devices FROM app_profiles WHERE id=?");
+                  "first_context_devices, first_call_ns, first_context_ns, enumerate_ns, context_ns "
+                  "FROM app_profiles WHERE id=?");
     q.bind(1, lookup->id);
     if (q.step() != DbStatement::Step::Row) return fail(error, "loading the profile", q.error());
     p.program.path = q.columnText(0);
@@ -331,6 +337,8 @@ bool loadProfile(Db& db, const ProgramIdentity& identity, AppProfile* out, Profi
     p.warnings = splitLines(q.columnText(26));
     p.contextsCreated = asUnsigned(q.columnInt(27));
     p.firstContextDevices = asUnsigned(q.columnInt(28));
+    p.startup = {asUnsigned(q.columnInt(29)), asUnsigned(q.columnInt(30)),
+                 asUnsigned(q.columnInt(31)), asUnsigned(q.columnInt(32))};
   }
   {
     DbStatement q(db,

@@ -145,6 +145,12 @@ void printSummary(const Trace& t, FILE* out) {
     fprintf(out, "recording (hetopt's own time after each call): %s on the %" PRIu64 " calls timed, too few to estimate the rest\n",
             timeText(static_cast<double>(t.recordingSampledNs)).c_str(), t.recordingSampledCalls);
   }
+  if (t.firstCallNs) {
+    fprintf(out, "start-up: first OpenCL call at %s", timeText(static_cast<double>(t.firstCallNs)).c_str());
+    if (t.firstContextNs)
+      fprintf(out, ", first context creation at %s", timeText(static_cast<double>(t.firstContextNs)).c_str());
+    fprintf(out, "\n");
+  }
 }
 
 // ---- JSON ------------------------------------------------------------------------------------------
@@ -287,7 +293,9 @@ std::string toJson(const Trace& t) {
         ",\"launch_latency_ns\":" + std::to_string(s.launchLatencyNs) + ",\"host_call_ns\":" + std::to_string(s.hostCallNs) +
         ",\"device_missing\":" + std::to_string(s.deviceMissing) + ",\"device_timed\":" + std::to_string(s.deviceTimed) +
         ",\"device_sampled_out\":" + std::to_string(s.deviceUnsampled) +
-        ",\"recording_ns\":" + std::to_string(static_cast<uint64_t>(s.recordingNs)) + ",\"calls_by_function\":{");
+        ",\"recording_ns\":" + std::to_string(static_cast<uint64_t>(s.recordingNs)) +
+        ",\"first_call_ns\":" + std::to_string(t.firstCallNs) +
+        ",\"first_context_ns\":" + std::to_string(t.firstContextNs) + ",\"calls_by_function\":{");
   bool first = true;
   for (const auto& [name, count] : s.callsByFunction) {
     if (!first) j.raw(",");

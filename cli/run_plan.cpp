@@ -73,6 +73,20 @@ uint64_t waitPerMiB(const analyzer::GainPrediction& g, const analyzer::TransferS
   return static_cast<uint64_t>(extra / mib);
 }
 
+}  // namespace
+
+double startupSavingNs(const analyzer::AppProfile& profile, bool earlyContext) {
+  const analyzer::AppProfile::Startup& s = profile.startup;
+  if (!s.known()) return 0;
+  const double F = static_cast<double>(s.firstCallNs), E = static_cast<double>(s.enumerateNs);
+  if (!earlyContext || !s.firstContextNs) return std::min(F, E);
+  const double X = static_cast<double>(s.firstContextNs), C = static_cast<double>(s.contextNs);
+  const double W = std::max(0.0, X - F - E);
+  return std::max(0.0, (X + C) - std::max(std::max(F, E) + W, E + C));
+}
+
+namespace {
+
 class Planner {
  public:
   Planner(const analyzer::AppProfile& profile, const PlanOptions& options,
@@ -99,6 +113,12 @@ class Planner {
       return a.planned != b.planned ? a.planned : a.savingNs > b.savingNs;
     });
     m_d->overheadNs = kSiteCaptureNs * static_cast<double>(m_profile.trackedAllocations);
+    // One context, on one device (or by type): made by the shim at start-up and handed to the
+    // program, so that pinning starts while the program still reads and computes its input.
+    m_plan->earlyContext = !m_opt.directAllocation && m_opt.earlyContext &&
+                           m_profile.contextsCreated == 1 && m_profile.firstContextDevices <= 1;
+    if (!m_plan->sites.empty() || m_plan->hasRegistrations())
+      m_d->startupNs = startupSavingNs(m_profile, m_plan->earlyContext);
     return decide(whyNot) && sizePool(whyNot);
   }
 
@@ -208,7 +228,7 @@ class Planner {
   }
 
   bool decide(std::string* whyNot) {
-    const double net = m_d->savingNs - m_d->overheadNs;
+    const double net = m_d->savingNs + m_d->startupNs - m_d->overheadNs;
     const double minimum = std::max(kMinPlanSavingNs, kMinPlanShare * m_d->runNs);
     if (m_plan->sites.empty() && !m_plan->hasRegistrations()) {
       double best = 0;
@@ -225,9 +245,9 @@ class Planner {
     if (!forced() && !m_opt.force && net < minimum) {
       *whyNot = "pinning would save ~" + formatDuration(std::max(0.0, net)) + " (" +
                 percent(std::max(0.0, net), m_d->runNs) + " of the traced " +
-                formatDuration(m_d->runNs) + " run, after ~" + formatDuration(m_d->overheadNs) +
-                " of hetopt's own work); it must save " + formatDuration(minimum) +
-                " (`--force` optimizes anyway)";
+                formatDuration(m_d->runNs) + " run, start-up overlap included, after ~" +
+                formatDuration(m_d->overheadNs) + " of hetopt's own work); it must save " +
+                formatDuration(minimum) + " (`--force` optimizes anyway)";
       m_d->verdict = *whyNot;
       return false;
     }
@@ -238,7 +258,9 @@ class Planner {
                    std::to_string(sites - registered) + " from a pool)" +
                    (m_plan->hasRegistrations() ? " and untracked memory registered in place" : "") +
                    "; predicted saving ~" + formatDuration(net) + " (" + percent(net, m_d->runNs) +
-                   " of the traced " + formatDuration(m_d->runNs) + " run)";
+                   " of the traced " + formatDuration(m_d->runNs) + " run: pinning ~" +
+                   formatDuration(m_d->savingNs) + ", start-up overlapped ~" +
+                   formatDuration(m_d->startupNs) + ")";
     return true;
   }
 
@@ -247,10 +269,6 @@ class Planner {
     m_plan->programKey = m_profile.program.key();
     m_plan->device = m_profile.device;
     m_plan->directAllocation = m_opt.directAllocation;
-    // One context, on one device (or by type): made by the shim at start-up and handed to the
-    // program, so that pinning starts while the program still reads and computes its input.
-    m_plan->earlyContext = !m_opt.directAllocation && m_opt.earlyContext &&
-                           m_profile.contextsCreated == 1 && m_profile.firstContextDevices <= 1;
     if (m_gain) m_gain->registerCost(&m_plan->registerLatencyNs, &m_plan->registerNsPerMiB);
     if (m_opt.directAllocation && !m_plan->sites.empty()) {
       // The naive variant: every site's blocks made by one policy, as it was measured.
@@ -323,6 +341,14 @@ std::string describeDecision(const analyzer::AppProfile& profile, const Plan& pl
   if (planned && plan.earlyContext)
     s += "context: made by hetopt at start-up and handed to the program's clCreateContext (it makes "
          "one, on this device): pinning starts while it still prepares its input\n";
+  const analyzer::AppProfile::Startup& st = profile.startup;
+  if (st.known())
+    s += "start-up: traced first OpenCL call at " + formatDuration(static_cast<double>(st.firstCallNs)) +
+         " (drivers loaded in " + formatDuration(static_cast<double>(st.enumerateNs)) + ")" +
+         (st.firstContextNs ? ", first context at " + formatDuration(static_cast<double>(st.firstContextNs)) +
+                                  " (made in " + formatDuration(static_cast<double>(st.contextNs)) + ")"
+                            : std::string()) +
+         "; overlapped when optimized ~" + formatDuration(decision.startupNs) + "\n";
   s += (planned ? "plan:    " : "decline: ") + decision.verdict + "\n";
   return s;
 }

@@ -22,8 +22,8 @@ namespace hetopt::cli {
 /// background thread) would eat. A site must save both; so must the plan, after that overhead.
 inline constexpr double kMinSiteSavingNs = 0.5e6;
 inline constexpr double kMinSiteShare = 0.001;  ///< of the traced run
-inline constexpr double kMinPlanSavingNs = 2e6;
-inline constexpr double kMinPlanShare = 0.005;  ///< of the traced run
+inline constexpr double kMinPlanSavingNs = 5e6;
+inline constexpr double kMinPlanShare = 0.01;  ///< of the traced run
 /// What optimize mode adds per tracked allocation (unwinding to find its site).
 inline constexpr double kSiteCaptureNs = 2000;
 
@@ -55,12 +55,21 @@ struct SiteDecision {
 
 struct PlanDecision {
   std::vector<SiteDecision> sites;  ///< candidate sites (most valuable first), then untracked memory
-  double savingNs = 0;    ///< predicted saving of what is planned
+  double savingNs = 0;    ///< predicted saving of what is planned (pinning)
+  double startupNs = 0;   ///< predicted start-up saved beside it (startupSavingNs)
   double overheadNs = 0;  ///< the shim's own predicted cost
   double runNs = 0;       ///< the traced run's wall time
   std::string gainSource; ///< which curves, or the profile's stored predictions
   std::string verdict;    ///< one line: optimized and how, or why not
 };
+
+/// What an optimized run saves of the program's start-up, from the profile's start-up times: the
+/// shim enumerates the platforms at once (every optimized run), and with `earlyContext` makes the
+/// context right after, while the program still prepares its input; its own calls then find them
+/// done. Natively the context is ready at X + C (X: its first clCreateContext, C: what that took);
+/// optimized at max(max(F, E) + W, E + C), with F its first OpenCL call, E what the drivers took
+/// to load and W = X - F - E the work in between. 0 when the profile has no start-up times.
+double startupSavingNs(const analyzer::AppProfile& profile, bool earlyContext);
 
 /// Builds the plan for `profile`. With a `gain` model (this machine's characterization of the
 /// profile's device) every site is priced anew; without, the predictions stored with the profile

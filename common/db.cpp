@@ -41,10 +41,14 @@ constexpr Migration kMigrations[] = {
      "ALTER TABLE app_untracked ADD COLUMN gain_note TEXT NOT NULL DEFAULT ''; "
      "ALTER TABLE app_untracked ADD COLUMN standard_ns REAL NOT NULL DEFAULT 0; "
      "ALTER TABLE app_untracked ADD COLUMN optimized_ns REAL NOT NULL DEFAULT 0"},
-    // 2 -> 3: the program's contexts, for `hetopt run`'s early context.
+    // 2 -> 3: the program's contexts and start-up, for `hetopt run`'s early context.
     {2, "app_profiles",
      "ALTER TABLE app_profiles ADD COLUMN contexts INTEGER NOT NULL DEFAULT 0; "
-     "ALTER TABLE app_profiles ADD COLUMN first_context_devices INTEGER NOT NULL DEFAULT 0"},
+     "ALTER TABLE app_profiles ADD COLUMN first_context_devices INTEGER NOT NULL DEFAULT 0; "
+     "ALTER TABLE app_profiles ADD COLUMN first_call_ns INTEGER NOT NULL DEFAULT 0; "
+     "ALTER TABLE app_profiles ADD COLUMN first_context_ns INTEGER NOT NULL DEFAULT 0; "
+     "ALTER TABLE app_profiles ADD COLUMN enumerate_ns INTEGER NOT NULL DEFAULT 0; "
+     "ALTER TABLE app_profiles ADD COLUMN context_ns INTEGER NOT NULL DEFAULT 0"},
 };
 
 bool canMigrate(int64_t version) {

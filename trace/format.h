@@ -43,6 +43,7 @@ enum class RecordTag : uint8_t {
   End = 6,
   Time = 7,
   RecordingCost = 8,
+  Startup = 9,  ///< version 4
 };
 
 enum class NodeTag : uint8_t { Leaf = 1, Loop = 2 };

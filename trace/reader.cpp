@@ -157,6 +157,14 @@ class Parser {
           m_t->recordingSampledNs = ns;
           break;
         }
+        case RecordTag::Startup: {
+          if (m_t->formatVersion < 4) return fail(where() + "unknown record tag " + std::to_string(tag));
+          const uint64_t first = r.var(), context = r.var();
+          if (!r.ok()) break;
+          m_t->firstCallNs = first;
+          m_t->firstContextNs = context;
+          break;
+        }
         case RecordTag::Time: {
           uint64_t t = r.var();
           if (r.ok() && !m_t->complete) m_t->durationNs = t;

@@ -113,6 +113,9 @@ struct Trace {
   /// spent recording after `recordingSampledCalls` of the calls, about one in 64 (every call with
   /// HETOPT_DEBUG=1). Per call: recordingSampledNs / recordingSampledCalls.
   uint64_t recordingSampledCalls = 0, recordingSampledNs = 0;
+  /// When the program made its first OpenCL call and began its first context creation, in ns
+  /// since tracing started (format 4, complete traces; 0: unknown, or no context made).
+  uint64_t firstCallNs = 0, firstContextNs = 0;
   std::vector<TraceModule> modules;
   std::vector<TraceSite> sites;
   std::map<ObjectId, TraceObject> objects;

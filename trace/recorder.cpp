@@ -642,6 +642,11 @@ void Recorder::finish() {
     w.var(m_costCalls);
     w.var(m_costNs);
   }
+  if (m_firstCallNs) {
+    w.u8(static_cast<uint8_t>(RecordTag::Startup));
+    w.var(m_firstCallNs);
+    w.var(m_firstContextNs);
+  }
   w.u8(static_cast<uint8_t>(RecordTag::End));
   w.var(elapsedNs());
   w.var(m_events);

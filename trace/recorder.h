@@ -145,11 +145,19 @@ class Recorder {
     m_costCalls = sampledCalls;
     m_costNs = sampledNs;
   }
+  /// When (ns since tracing started) the program made its first OpenCL call and began its first
+  /// context creation (0: never): written in the Startup record at finish().
+  void noteStartup(uint64_t firstCallNs, uint64_t firstContextNs) {
+    m_firstCallNs = firstCallNs;
+    m_firstContextNs = firstContextNs;
+  }
   /// In a forked child: drops the parent's file, windows and pending timings (they are the
   /// parent's), keeps the object model, and starts `config.path`.
   bool restartInChild(const RecorderConfig& config, std::string* error);
 
   uint64_t eventsRecorded() const { return m_events; }
+  /// Nanoseconds since tracing started (the clock of Time, End and Startup records). No lock.
+  uint64_t elapsedNs() const;
   /// Changes when a forked child restarts: thread indices cached by callers become stale.
   uint32_t generation() const { return m_generation; }
 
@@ -180,7 +188,6 @@ class Recorder {
   void writeEntries(std::string* out, uint32_t thread, const Compressor& c,
                     const std::vector<NodeId>& roots, bool persistent);
   void classify(uint64_t address, ObjectInfo* info);
-  uint64_t elapsedNs() const;
 
   std::mutex m_mutex;
   RecorderConfig m_config;
@@ -201,6 +208,7 @@ class Recorder {
   uint64_t m_lastCheckpoint = 0;
   uint64_t m_events = 0;
   uint64_t m_costCalls = 0, m_costNs = 0;
+  uint64_t m_firstCallNs = 0, m_firstContextNs = 0;
   bool m_finished = false;
   uint32_t m_generation = 1;
 };

@@ -628,9 +628,22 @@ void TraceInterceptor::releaseTwin(uint64_t queue) {
 
 // ---- calls ---------------------------------------------------------------------------------------
 
+void TraceInterceptor::noteStartup(api::ApiId id) {
+  const uint64_t now = std::max<uint64_t>(m_recorder.elapsedNs(), 1);
+  uint64_t none = 0;
+  m_firstCallNs.compare_exchange_strong(none, now, std::memory_order_relaxed);
+  if (id == ApiId::clCreateContext || id == ApiId::clCreateContextFromType) {
+    none = 0;
+    m_firstContextNs.compare_exchange_strong(none, now, std::memory_order_relaxed);
+  }
+}
+
 void TraceInterceptor::callBegin(CallRecord& call) {
   if (!m_active) return;
   call.scratch[0] = reinterpret_cast<void*>(static_cast<uintptr_t>(trace::monotonicNs()));
+  // The program's start-up as `hetopt run` can overlap it: when its OpenCL use and its first
+  // context begin (the Startup record).
+  if (HETOPT_UNLIKELY(m_firstContextNs.load(std::memory_order_relaxed) == 0)) noteStartup(call.id);
   const api::ApiInfo& info = api::apiInfo(call.id);
   switch (call.id) {
     case ApiId::clCreateCommandQueue:
@@ -1166,6 +1179,8 @@ void TraceInterceptor::processExit() {
   m_pending.clear();
   m_recorder.noteRecordingCost(m_selfCalls.load(std::memory_order_relaxed),
                                m_selfNs.load(std::memory_order_relaxed));
+  m_recorder.noteStartup(m_firstCallNs.load(std::memory_order_relaxed),
+                         m_firstContextNs.load(std::memory_order_relaxed));
   m_recorder.finish();
   m_active = false;
   debug("trace written to %s (%llu events)", m_config.path.c_str(),

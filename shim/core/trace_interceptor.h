@@ -128,6 +128,10 @@ class TraceInterceptor final : public Interceptor {
   static constexpr uint32_t kSelfTimePeriod = 64;  ///< recording timed on about one call in this many
   bool m_measureSelf = false;  ///< HETOPT_DEBUG: time the recording after every call
   std::atomic<uint64_t> m_selfNs{0}, m_selfCalls{0};
+  /// The Startup record: ns since tracing started at the first OpenCL call and at the first
+  /// context creation (0: not yet).
+  std::atomic<uint64_t> m_firstCallNs{0}, m_firstContextNs{0};
+  void noteStartup(api::ApiId id);
   std::atomic<bool> m_active{true};  ///< false after exit or a failed restart; read lock-free by free()
 };
 

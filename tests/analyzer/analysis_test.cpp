@@ -209,6 +209,21 @@ TEST_F(Analysis, CandidatesAreTheTransferFeedingSitesOnly) {
   EXPECT_NE(c.gain.note.find("hetopt characterize"), std::string::npos);
 }
 
+TEST_F(Analysis, TheProgramsContextsAndStartUpAreKeptForTheRun) {
+  App app(m_trace);
+  ASSERT_TRUE(app.ok());
+  ObjectId device = app.rec().createHandle(ObjectKind::Device, 0xd0);
+  app.synth().startup(600'000'000, 365'000'000, 970'000'000, 276'000'000, device);
+  writeKernelRead(app, 1, 1000, 4000);
+  AppProfile p = analyze(app.read());
+  EXPECT_EQ(p.contextsCreated, 1u);
+  EXPECT_EQ(p.firstContextDevices, 1u);
+  EXPECT_EQ(p.startup.firstCallNs, 600'000'000u);
+  EXPECT_EQ(p.startup.firstContextNs, 970'000'000u);
+  EXPECT_EQ(p.startup.enumerateNs, 365'000'000u);
+  EXPECT_EQ(p.startup.contextNs, 276'000'000u);
+}
+
 TEST_F(Analysis, EligibleWhenCommunicationIsATenthOfComputation) {
   App app(m_trace);
   writeKernelRead(app, 5, 1000, 4000);  // 10 us of transfers / 20 us of kernels

@@ -43,6 +43,9 @@ void expectSameTransfers(const TransferStats& a, const TransferStats& b) {
 TEST_F(ProfileStore, RoundTrip) {
   auto db = open();
   AppProfile p = testing::sampleProfile();
+  p.contextsCreated = 1;
+  p.firstContextDevices = 1;
+  p.startup = {600'000'000, 970'000'000, 365'000'000, 276'000'000};
   std::string error;
   int64_t id = 0;
   ASSERT_TRUE(storeProfile(*db, p, &id, &error)) << error;
@@ -61,6 +64,12 @@ TEST_F(ProfileStore, RoundTrip) {
   EXPECT_EQ(q.breakdown.kernels, 25u);
   EXPECT_EQ(q.warnings, p.warnings);
   EXPECT_EQ(q.hostOnlyAllocations, 250u);
+  EXPECT_EQ(q.contextsCreated, 1u);
+  EXPECT_EQ(q.firstContextDevices, 1u);
+  EXPECT_EQ(q.startup.firstCallNs, 600'000'000u);
+  EXPECT_EQ(q.startup.firstContextNs, 970'000'000u);
+  EXPECT_EQ(q.startup.enumerateNs, 365'000'000u);
+  EXPECT_EQ(q.startup.contextNs, 276'000'000u);
   ASSERT_EQ(q.candidates.size(), 2u);
   const CandidateSite& c = q.candidates[0];
   EXPECT_EQ(c.siteKey, 0xfedcba9876543210ull);

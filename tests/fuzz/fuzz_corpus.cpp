@@ -6,6 +6,7 @@
  */
 #include <cstdio>
 #include <cstring>
+#include <unistd.h>
 #include <fstream>
 #include <string>
 
@@ -50,6 +51,7 @@ bool dbCorpus(const std::string& dir, std::string* error) {
   if (!fuzz::writeSampleDb(dir + "/sample.db", error)) return false;
   {
     // Only a characterization (what `hetopt characterize` leaves before any trace).
+    unlink((dir + "/platform.db").c_str());
     std::unique_ptr<Db> db = Db::open(dir + "/platform.db", Db::Mode::ReadWriteCreate, error);
     characterize::CharacterizationRun run = fuzz::sampleRun();
     if (!db || !characterize::storeRun(*db, &run, error)) return false;

@@ -5,6 +5,7 @@
  * sample profile, written into a DB by the real writers.
  */
 #pragma once
+#include <unistd.h>
 #include <string>
 
 #include "analyzer/profile_store.h"
@@ -60,6 +61,7 @@ inline analyzer::AppProfile sampleProfile() {
 
 /// Writes a DB holding the sample run and profile with hetopt's own writers. False with *error.
 inline bool writeSampleDb(const std::string& path, std::string* error) {
+  unlink(path.c_str());  // written anew by this hetopt's writers, never upgraded from an old one
   std::unique_ptr<Db> db = Db::open(path, Db::Mode::ReadWriteCreate, error);
   if (!db) return false;
   characterize::CharacterizationRun run = sampleRun();

@@ -39,6 +39,7 @@ std::string sampleTrace() {
     s.write(mem, 0x7fff0000, 256);  // untracked memory
     s.free(0x10000);
     s.recorder().noteRecordingCost(7, 7700);
+    s.recorder().noteStartup(123456, 654321);
     s.finish();
   }
   std::string data = slurp(path);
@@ -86,6 +87,8 @@ TEST(TraceFormat, RoundTrip) {
   EXPECT_TRUE(sawLabel);
   EXPECT_EQ(t.recordingSampledCalls, 7u);
   EXPECT_EQ(t.recordingSampledNs, 7700u);
+  EXPECT_EQ(t.firstCallNs, 123456u);  // the Startup record (format 4)
+  EXPECT_EQ(t.firstContextNs, 654321u);
 }
 
 // Format 3's RecordingCost record is unknown to format 2: a file that says 2 and holds one is
@@ -100,6 +103,18 @@ TEST(TraceFormat, RecordingCostNeedsFormatThree) {
   std::string error;
   EXPECT_FALSE(parseTrace(data.data(), data.size(), &t, &error));
   EXPECT_NE(error.find("unknown record tag 8"), std::string::npos) << error;
+}
+
+TEST(TraceFormat, StartupNeedsFormatFour) {
+  std::string data = sampleTrace();
+  auto* p = reinterpret_cast<unsigned char*>(data.data());
+  putU32(p + 8, 3);
+  const uint32_t headerBytes = getU32(p + 12);
+  putU32(p + headerBytes - 4, crc32(p, headerBytes - 4));
+  Trace t;
+  std::string error;
+  EXPECT_FALSE(parseTrace(data.data(), data.size(), &t, &error));
+  EXPECT_NE(error.find("unknown record tag 9"), std::string::npos) << error;
 }
 
 TEST(TraceFormat, EveryTruncationIsRejectedOrAnIncompletePrefix) {

@@ -116,6 +116,25 @@ class Synth {
     l.device = device;
     m_rec.append(m_thread, std::move(l));
   }
+  /// A program's start-up: its platform query (loading the drivers: `enumerateNs`) and one
+  /// context creation on `device` (`contextNs`), and when they began (the Startup record).
+  ObjectId startup(uint64_t firstCallNs, uint64_t enumerateNs, uint64_t firstContextNs,
+                   uint64_t contextNs, ObjectId device) {
+    Leaf q = call(ApiId::clGetPlatformIDs);
+    q.host = {};
+    q.host.add(enumerateNs);
+    m_rec.append(m_thread, std::move(q));
+    ObjectId context = m_rec.createHandle(ObjectKind::Context, 0xc0);
+    Leaf c = call(ApiId::clCreateContext);
+    c.host = {};
+    c.host.add(contextNs);
+    c.args[1] = ArgAgg::of(1);
+    c.refs.push_back(ref(device, 2, kRefRead));
+    c.refs.push_back(ref(context, kRefArgReturn, kRefCreate));
+    m_rec.append(m_thread, std::move(c));
+    m_rec.noteStartup(firstCallNs, firstContextNs);
+    return context;
+  }
   void finish() { m_rec.finish(); }
 
  private:
