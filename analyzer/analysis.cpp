@@ -94,6 +94,12 @@ struct SiteAcc {
   std::string allocator;
   TransferStats h2d, d2h;
   bool candidate = false;
+  // program order (orderSites): the first block before any OpenCL call; the OpenCL host time
+  // between the first context and the first transfer
+  bool allocSeen = false, transferSeen = false, allocatedBeforeOpenCL = false;
+  uint64_t leadNs = 0;
+  double leadAtAlloc = 0;       ///< the thread's lead when the first block came
+  uint32_t allocThread = UINT32_MAX;  ///< trace thread index
   // replay of allocations and frees
   int64_t live = 0, liveBlocks = 0;
   int64_t peak = 0, peakBlocks = 0;
@@ -108,6 +114,7 @@ class Analyzer {
     scanCalls();
     scanAllocations();
     replay();
+    orderSites();
     buildCandidates();
     buildUntracked();
     eligibilityAndBreakdown();
@@ -365,6 +372,64 @@ class Analyzer {
     }
   }
 
+  // ---- program order: how early a site's first block could be pinned ----
+  struct OrderState {
+    uint32_t thread = 0;
+    bool called = false, contextMade = false;
+    double leadNs = 0;
+    std::vector<uint32_t> allocatedBefore;  ///< sites whose first block came before any call
+  };
+
+  void orderSites() {
+    for (const trace::TraceThread& th : m_t.threads) {
+      OrderState st;
+      st.thread = th.index;
+      for (uint32_t e : th.entries) orderNode(e, 1, &st, 0);
+      // Allocations in a thread that never calls OpenCL say nothing about the program's start-up.
+      if (st.called)
+        for (uint32_t site : st.allocatedBefore) m_sites[site].allocatedBeforeOpenCL = true;
+    }
+  }
+
+  void orderNode(uint32_t id, uint64_t enclosingIterations, OrderState* st, int depth) {
+    if (id >= m_t.nodes.size() || depth > 64) return;
+    const TraceNode& n = m_t.nodes[id];
+    if (n.loop) {
+      // The first iteration is what comes first; a leaf's time in a loop is its mean per iteration.
+      for (uint32_t b : n.body) orderNode(b, std::max<uint64_t>(n.iterations, 1), st, depth + 1);
+      return;
+    }
+    if (n.type == trace::LeafType::Alloc || n.type == trace::LeafType::Realloc) {
+      if (n.site == 0 || n.site > m_t.sites.size()) return;
+      SiteAcc& s = m_sites[n.site];
+      if (s.allocSeen) return;
+      if (!st->called) st->allocatedBefore.push_back(n.site);
+      s.allocSeen = true;
+      s.leadAtAlloc = st->leadNs;  // the lead counts from the context or the block, the later
+      s.allocThread = st->thread;
+      return;
+    }
+    if (n.type != trace::LeafType::Call) return;
+    st->called = true;
+    for (const trace::Ref& r : n.refs) {
+      const TraceObject* o = m_t.object(r.obj);
+      Dir dir;
+      if (!o || o->kind != ObjectKind::Segment || !hostRefDirection(r, o->kind, &dir)) continue;
+      SiteAcc& s = m_sites[siteOf(root(o))];
+      if (s.transferSeen) continue;
+      s.transferSeen = true;
+      // Only where this thread made the context and the block (else nothing is known: 0).
+      if (st->contextMade && s.allocThread == st->thread)
+        s.leadNs = static_cast<uint64_t>(std::max(0.0, st->leadNs - s.leadAtAlloc));
+    }
+    const auto api = static_cast<api::ApiId>(n.code);
+    if (!st->contextMade) {
+      st->contextMade = api == api::ApiId::clCreateContext || api == api::ApiId::clCreateContextFromType;
+      return;
+    }
+    st->leadNs += static_cast<double>(n.host.total) / static_cast<double>(enclosingIterations);
+  }
+
   // ---- results ----
   std::vector<ModulePc> framesOf(uint32_t site) const {
     std::vector<ModulePc> frames;
@@ -427,6 +492,8 @@ class Analyzer {
       c.peakLiveBlocks = static_cast<uint64_t>(s.peakBlocks);
       c.h2d = s.h2d;
       c.d2h = s.d2h;
+      c.allocatedBeforeOpenCL = s.allocatedBeforeOpenCL;
+      c.leadNs = s.leadNs;
       c.h2d.finish();
       c.d2h.finish();
       if (m_opt.gain) {

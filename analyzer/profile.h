@@ -69,6 +69,13 @@ struct CandidateSite {
   uint64_t peakLiveBytes = 0;      ///< most bytes from this site alive at once (sizes the pool)
   uint64_t peakLiveBlocks = 0;
   TransferStats h2d, d2h;
+  /// When its first block could be pinned off the critical path, in program order (the trace
+  /// keeps no timestamps between calls): the first block was allocated before the program's first
+  /// OpenCL call (so while the early context is made), and leadNs is the host time of the
+  /// program's OpenCL calls between its first context and the site's first transfer (program
+  /// builds, buffer creation: time a registration on hetopt's thread runs beside). Schema 4.
+  bool allocatedBeforeOpenCL = false;
+  uint64_t leadNs = 0;
   GainPrediction gain;
 };
 

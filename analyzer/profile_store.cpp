@@ -42,6 +42,7 @@ CREATE TABLE IF NOT EXISTS app_sites (
   d2h_max INTEGER NOT NULL, d2h_ns REAL NOT NULL,
   gain_known INTEGER NOT NULL, gain_note TEXT NOT NULL, policy TEXT NOT NULL,
   alloc_mode TEXT NOT NULL, standard_ns REAL NOT NULL, optimized_ns REAL NOT NULL,
+  allocated_before_opencl INTEGER NOT NULL DEFAULT 0, lead_ns INTEGER NOT NULL DEFAULT 0,
   PRIMARY KEY (profile_id, rank));
 CREATE INDEX IF NOT EXISTS app_sites_by_key ON app_sites(site_key);
 CREATE TABLE IF NOT EXISTS app_site_frames (
@@ -213,8 +214,9 @@ bool storeProfile(Db& db, const AppProfile& p, int64_t* idOut, std::string* erro
                    "feeding_allocations, min_alloc_bytes, max_alloc_bytes, typical_alloc_bytes, "
                    "peak_live_bytes, peak_live_blocks, h2d_transfers, h2d_bytes, h2d_typical, "
                    "h2d_max, h2d_ns, d2h_transfers, d2h_bytes, d2h_typical, d2h_max, d2h_ns, "
-                   "gain_known, gain_note, policy, alloc_mode, standard_ns, optimized_ns) VALUES "
-                   "(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
+                   "gain_known, gain_note, policy, alloc_mode, standard_ns, optimized_ns, "
+                   "allocated_before_opencl, lead_ns) VALUES "
+                   "(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
   DbStatement frame(db,
                     "INSERT INTO app_site_frames (profile_id, rank, depth, module, build_id, "
                     "module_offset) VALUES (?,?,?,?,?,?)");
@@ -233,6 +235,7 @@ bool storeProfile(Db& db, const AppProfile& p, int64_t* idOut, std::string* erro
     bindTransfers(site, 24, c.d2h);
     site.bind(29, int64_t{c.gain.known}).bind(30, c.gain.note).bind(31, c.gain.policy);
     site.bind(32, c.gain.allocMode).bind(33, c.gain.standardNs).bind(34, c.gain.optimizedNs);
+    site.bind(35, int64_t{c.allocatedBeforeOpenCL}).bind(36, asInt(c.leadNs));
     if (!site.run()) return fail(error, "storing a candidate site", site.error());
     for (size_t d = 0; d < c.frames.size(); ++d) {
       frame.reset();
@@ -347,7 +350,8 @@ bool loadProfile(Db& db, const ProgramIdentity& identity, AppProfile* out, Profi
                   "max_alloc_bytes, typical_alloc_bytes, peak_live_bytes, peak_live_blocks, "
                   "h2d_transfers, h2d_bytes, h2d_typical, h2d_max, h2d_ns, d2h_transfers, "
                   "d2h_bytes, d2h_typical, d2h_max, d2h_ns, gain_known, gain_note, policy, "
-                  "alloc_mode, standard_ns, optimized_ns FROM app_sites WHERE profile_id=? "
+                  "alloc_mode, standard_ns, optimized_ns, allocated_before_opencl, lead_ns "
+                  "FROM app_sites WHERE profile_id=? "
                   "ORDER BY rank");
     q.bind(1, lookup->id);
     DbStatement::Step st;
@@ -377,6 +381,8 @@ bool loadProfile(Db& db, const ProgramIdentity& identity, AppProfile* out, Profi
       c.gain.allocMode = q.columnText(30);
       c.gain.standardNs = q.columnDouble(31);
       c.gain.optimizedNs = q.columnDouble(32);
+      c.allocatedBeforeOpenCL = q.columnInt(33) != 0;
+      c.leadNs = asUnsigned(q.columnInt(34));
       p.candidates.push_back(std::move(c));
     }
     if (st != DbStatement::Step::Done) return fail(error, "loading candidate sites", q.error());

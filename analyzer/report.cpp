@@ -262,6 +262,7 @@ std::string profileToJson(const AppProfile& p) {
     j.member("min_alloc_bytes", c.minAllocBytes).member("max_alloc_bytes", c.maxAllocBytes);
     j.member("typical_alloc_bytes", c.typicalAllocBytes);
     j.member("peak_live_bytes", c.peakLiveBytes).member("peak_live_blocks", c.peakLiveBlocks);
+    j.member("allocated_before_opencl", c.allocatedBeforeOpenCL).member("lead_ns", c.leadNs);
     writeTransfers(j, "h2d", c.h2d);
     writeTransfers(j, "d2h", c.d2h);
     j.key("gain").beginObject();

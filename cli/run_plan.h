@@ -71,6 +71,15 @@ struct PlanDecision {
 /// to load and W = X - F - E the work in between. 0 when the profile has no start-up times.
 double startupSavingNs(const analyzer::AppProfile& profile, bool earlyContext);
 
+/// How long a registered site's first block can be pinned on hetopt's thread before the program's
+/// first transfer from it needs it: the program's OpenCL time between the later of its context
+/// and the block and that transfer (the profile's leadNs); with the early context, a block the
+/// program made before any OpenCL call is pinned from the moment that context is ready (E + C),
+/// while the program still prepares its input. An estimate in program order: the trace keeps no
+/// timestamps between calls, and the program's own computing in between only adds slack.
+double registrationSlackNs(const analyzer::AppProfile& profile, const analyzer::CandidateSite& site,
+                           bool earlyContext);
+
 /// Builds the plan for `profile`. With a `gain` model (this machine's characterization of the
 /// profile's device) every site is priced anew; without, the predictions stored with the profile
 /// are used. False with *whyNot (one line, the deciding number) when the program should run

@@ -49,6 +49,10 @@ constexpr Migration kMigrations[] = {
      "ALTER TABLE app_profiles ADD COLUMN first_context_ns INTEGER NOT NULL DEFAULT 0; "
      "ALTER TABLE app_profiles ADD COLUMN enumerate_ns INTEGER NOT NULL DEFAULT 0; "
      "ALTER TABLE app_profiles ADD COLUMN context_ns INTEGER NOT NULL DEFAULT 0"},
+    // 3 -> 4: how early each site's first block can be pinned, for `hetopt run`'s pricing.
+    {3, "app_sites",
+     "ALTER TABLE app_sites ADD COLUMN allocated_before_opencl INTEGER NOT NULL DEFAULT 0; "
+     "ALTER TABLE app_sites ADD COLUMN lead_ns INTEGER NOT NULL DEFAULT 0"},
 };
 
 bool canMigrate(int64_t version) {

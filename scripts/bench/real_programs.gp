@@ -33,11 +33,23 @@ set xtics rotate by -35 noenhanced
 set rmargin 14
 set arrow from graph 0, first 1 to graph 1, first 1 nohead dt 2 lc rgb "#808080" front
 
-plotit = "plot datafile using 12:16:17:xtic(1) title 'hetopt run' lc rgb '#d55e00', \
-  '' using 13:18:19 title 'baseline (register at first transfer)' lc rgb '#0072b2', \
-  '' using 14:20:21 title 'hetopt run --no-pool' lc rgb '#009e73', \
-  '' using 15:22:23 title 'declined (untouched)' lc rgb '#999999', \
-  '' using 0:27 with points pt 6 ps 1.6 lw 2 lc rgb 'black' title sprintf('ceiling: native / (native - copy time), at most %.2gx', cap)"
+# One bar series per variant that was run (`variants`, default all four); the .dat keeps every
+# column, NaN where a variant was not run.
+if (!exists("variants")) variants = "hetopt baseline nopool declined"
+all = "hetopt baseline nopool declined"
+titles = "'hetopt run'|'baseline (register at first transfer)'|'hetopt run --no-pool'|'declined (untouched)'"
+colors = "#d55e00 #0072b2 #009e73 #999999"
+series = ""
+do for [i = 1:4] {
+  if (strstrt(" " . variants . " ", " " . word(all, i) . " ") > 0) {
+    t = titles
+    do for [k = 1:i-1] { t = t[strstrt(t, "|") + 1:] }
+    if (strstrt(t, "|") > 0) { t = t[1:strstrt(t, "|") - 1] }
+    series = series . sprintf("%s using %d:%d:%d%s title %s lc rgb '%s', ", (series eq "" ? "datafile" : "''"), \
+                              11 + i, 14 + 2 * i, 15 + 2 * i, (series eq "" ? ":xtic(1)" : ""), t, word(colors, i))
+  }
+}
+plotit = "plot " . series . "'' using 0:27 with points pt 6 ps 1.6 lw 2 lc rgb 'black' title sprintf('ceiling: native / (native - copy time), at most %.2gx', cap)"
 
 set terminal pngcairo size width,620 font "sans,10"
 set output outbase . ".png"

@@ -22,6 +22,9 @@ import time
 
 VARIANTS = ["native", "hetopt", "baseline", "nopool", "declined"]
 MEASURED = VARIANTS[1:]
+# The .dat always has every variant's columns (NaN where one was not run): the chart's columns are fixed.
+ALL_VARIANTS = list(VARIANTS)
+ALL_MEASURED = ALL_VARIANTS[1:]
 # Lines the tools under test add to a program's stderr: not the program's output.
 TOOL_LINE = re.compile(r"^(hetopt|register_first_transfer): ")
 
@@ -144,7 +147,7 @@ def main():
     opts = shlex.split(os.environ.get("RUN_OPTIONS", ""))  # e.g. --policy opencl --force (PoCL checks)
     rng = random.Random(seed)
     filters, configs = parse_manifest(os.environ["MANIFEST"])
-    if os.environ.get("VARIANTS"):  # a quick look (e.g. "hetopt"): native and these only; no chart
+    if os.environ.get("VARIANTS"):  # a quick look (e.g. "hetopt"): native and these only
         wanted = os.environ["VARIANTS"].split()
         VARIANTS[:] = ["native"] + [v for v in MEASURED if v in wanted]
         MEASURED[:] = VARIANTS[1:]
@@ -342,12 +345,16 @@ def main():
                      + f" {fmt(r['copy_ms'], '9.1f'):>9} {fmt(r['copy_pct'], '5.1f'):>6} "
                      + f"{fmt(r['ceiling'], '7.3f'):>7}  {r['status']:<10} {r['decision']}")
         ceil = r["ceiling"] if r["ceiling"] is not None else float("nan")
-        dat.append(" ".join([r["name"], r["size"]] + [f"{m[v]:.3f}" for v in VARIANTS]
-                            + [f"{x[v]:.4f}" for v in MEASURED] + [f"{p[v]:.4f}" for v in MEASURED]
-                            + [f"{s[v][i]:.4f}" for v in MEASURED for i in (0, 1)]
+        def col(table, v, i=None, spec=".4f"):
+            if v not in table:
+                return "NaN"
+            return format(table[v] if i is None else table[v][i], spec)
+        dat.append(" ".join([r["name"], r["size"]] + [col(m, v, spec=".3f") for v in ALL_VARIANTS]
+                            + [col(x, v) for v in ALL_MEASURED] + [col(p, v) for v in ALL_MEASURED]
+                            + [col(s, v, i) for v in ALL_MEASURED for i in (0, 1)]
                             + [fmt(r["copy_ms"], ".3f", "NaN"), fmt(r["copy_pct"], ".2f", "NaN"),
                                f"{ceil:.4f}", f"{min(ceil, cap):.4f}", r["status"]]
-                            + [f"{r['best'][v]:.4f}" for v in MEASURED]))
+                            + [col(r["best"], v) for v in ALL_MEASURED]))
     lines.append("")
     for r in rows:
         lines.append(f"# {r['name']}: device {r.get('device') or '?'}; --dry-run: {r.get('dry_run', 'n/a')}; "

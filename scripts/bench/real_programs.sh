@@ -37,8 +37,8 @@
 #                      case-insensitive substring of "platform / device", e.g. NVIDIA)
 #   RUN_OPTIONS="..." options for `hetopt run` in the hetopt and nopool variants, e.g. "--policy opencl
 #                      --force" to exercise optimize mode where the curves decline (PoCL)
-#   VARIANTS="..."     only native and these variants (a quick look; the .dat then has other columns
-#                      and no chart is drawn)
+#   VARIANTS="..."     only native and these variants (the .dat keeps every column, NaN for the
+#                      variants not run, and the chart leaves their bars out)
 #   SEED, RUN_TIMEOUT (seconds per run, default 600), MANIFEST (default scripts/realprogs/programs.txt),
 #   KEEP_STATE=1 (keep the private DB, plans and traces; printed)
 # Everything the script writes goes to a private DB, cache and trace folder (mktemp), never to
@@ -88,11 +88,12 @@ PYTHONUNBUFFERED=1 HETOPT_DB=$state/hetopt.db RP_EMPTY_DB=$state/empty/hetopt.db
 status=$?
 echo "real_programs: load average after $(cut -d' ' -f1-3 /proc/loadavg) (other work on the machine makes the numbers noisy)"
 
-if [[ -z ${VARIANTS:-} && -s $outdir/real_programs.dat ]] && grep -qv '^#' "$outdir/real_programs.dat"; then
+if [[ -s $outdir/real_programs.dat ]] && grep -qv '^#' "$outdir/real_programs.dat"; then
   if command -v gnuplot >/dev/null; then
     device=$(head -n1 "$outdir/devices.txt")
     (cd "$outdir" && gnuplot -e "datafile='real_programs.dat'; outbase='real_programs'; \
-      device='${device//\'/}'; date='$(date -u +%F)'; rounds='$rounds'; cap=$(cat ceiling_cap.txt)" \
+      device='${device//\'/}'; date='$(date -u +%F)'; rounds='$rounds'; cap=$(cat ceiling_cap.txt); \
+      variants='${VARIANTS:-hetopt baseline nopool declined}'" \
       "$root/scripts/bench/real_programs.gp") &&
       echo "real_programs: chart $outdir/real_programs.png and .svg" ||
       echo "real_programs: gnuplot failed" >&2

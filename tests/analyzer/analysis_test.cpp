@@ -60,6 +60,14 @@ class App {
     rec().recordRealloc(m_thread, oldPtr, newPtr, size, site, 40);
   }
 
+  /// A call that takes `hostNs` on the host and refers to nothing (set-up: builds, contexts).
+  void hostCall(ApiId id, uint64_t hostNs) {
+    Leaf l = m_synth.call(id);
+    l.host = {};
+    l.host.add(hostNs);
+    rec().append(m_thread, std::move(l));
+  }
+
   /// Later commands are timed as the shim's sampler decides (HETOPT_TIME_SAMPLE=period).
   void sample(uint64_t period, uint64_t seed = 1) { m_sampler = trace::TimeSampler(period, seed); }
 
@@ -222,6 +230,47 @@ TEST_F(Analysis, TheProgramsContextsAndStartUpAreKeptForTheRun) {
   EXPECT_EQ(p.startup.firstContextNs, 970'000'000u);
   EXPECT_EQ(p.startup.enumerateNs, 365'000'000u);
   EXPECT_EQ(p.startup.contextNs, 276'000'000u);
+}
+
+// How early each site's first block could be pinned, in program order: before any OpenCL call,
+// and the OpenCL time between the later of the context and the block and the first transfer.
+TEST_F(Analysis, EachSitesLeadBeforeItsFirstTransferIsMeasuredInProgramOrder) {
+  App app(m_trace);
+  ASSERT_TRUE(app.ok());
+  const uint64_t n = 1 << 20;
+  app.malloc(0x10000000, n, kSiteA);  // made and filled before any OpenCL call
+  app.hostCall(ApiId::clGetPlatformIDs, 100'000'000);
+  app.hostCall(ApiId::clCreateContext, 50'000'000);
+  app.hostCall(ApiId::clBuildProgram, 200'000'000);
+  ObjectId dev = app.buffer(0x7000, n);  // 1 us (every synthesized call's host time)
+  app.malloc(0x30000000, n, kSiteC);  // made after the build: the build cannot hide its pinning
+  app.write(dev, 0x10000000, n, 1000);
+  app.hostCall(ApiId::clFinish, 30'000'000);
+  app.write(dev, 0x30000000, n, 1000);
+  app.write(dev, 0x10000000, n, 1000);  // later transfers change nothing
+  app.finish();
+  AppProfile p = analyze(app.read());
+  const CandidateSite* a = siteAt(p, kSiteA);
+  const CandidateSite* c = siteAt(p, kSiteC);
+  ASSERT_TRUE(a && c);
+  EXPECT_TRUE(a->allocatedBeforeOpenCL);
+  EXPECT_FALSE(c->allocatedBeforeOpenCL);
+  EXPECT_EQ(a->leadNs, 200'001'000u);  // the build and the buffer, after the context
+  EXPECT_EQ(c->leadNs, 30'001'000u);   // the first site's write and the finish
+  // The profile keeps them.
+  std::string error;
+  const std::string db = m_dir + "/hetopt.db";
+  auto handle = Db::open(db, Db::Mode::ReadWriteCreate, &error);
+  ASSERT_TRUE(handle) << error;
+  ASSERT_TRUE(storeProfile(*handle, p, nullptr, &error)) << error;
+  AppProfile back;
+  ProfileLookup lookup;
+  ASSERT_TRUE(loadProfile(*handle, p.program, &back, &lookup, &error)) << error;
+  ASSERT_EQ(lookup.status, ProfileLookup::Status::Found);
+  const CandidateSite* b = siteAt(back, kSiteA);
+  ASSERT_TRUE(b);
+  EXPECT_TRUE(b->allocatedBeforeOpenCL);
+  EXPECT_EQ(b->leadNs, 200'001'000u);
 }
 
 TEST_F(Analysis, EligibleWhenCommunicationIsATenthOfComputation) {

@@ -215,6 +215,32 @@ TEST(Db, Version2ProfilesAreUpgradedWithNoContextsKnown) {
   EXPECT_EQ(q.columnInt(2), 0);
 }
 
+// Schema 3 -> 4 adds how early each site's first block can be pinned to app_sites: stored sites
+// are kept, with nothing known (priced as before: every registration on the critical path).
+TEST(Db, Version3SitesAreUpgradedWithNoLeadKnown) {
+  TempDir tmp;
+  std::string path = tmp.file("v3.db");
+  std::string error;
+  {
+    auto db = Db::open(path, Db::Mode::ReadWriteCreate, &error);
+    ASSERT_TRUE(db) << error;
+    ASSERT_TRUE(db->exec("UPDATE hetopt_meta SET value = '3' WHERE key = 'schema_version'; "
+                         "CREATE TABLE app_sites (profile_id INTEGER, rank INTEGER, site_key INTEGER); "
+                         "INSERT INTO app_sites VALUES (3, 0, 77)",
+                         &error))
+        << error;
+  }
+  EXPECT_FALSE(Db::open(path, Db::Mode::ReadOnly, &error));
+  auto db = Db::open(path, Db::Mode::ReadWriteCreate, &error);
+  ASSERT_TRUE(db) << error;
+  DbStatement q(*db, "SELECT site_key, allocated_before_opencl, lead_ns FROM app_sites");
+  ASSERT_TRUE(q.ok()) << q.error();
+  ASSERT_EQ(q.step(), DbStatement::Step::Row);
+  EXPECT_EQ(q.columnInt(0), 77);
+  EXPECT_EQ(q.columnInt(1), 0);
+  EXPECT_EQ(q.columnInt(2), 0);
+}
+
 // A v1 DB with only a characterization (no profile tables yet) is upgraded too.
 TEST(Db, Version1WithoutProfilesIsUpgraded) {
   TempDir tmp;

@@ -221,6 +221,54 @@ TEST(RunPlan, TheStartUpAnOptimizedRunOverlapsCountsOncePinningPays) {
   EXPECT_FALSE(::plan(p, {}, &plan, &why, &curves, &d));
 }
 
+TEST(RunPlan, RegistrationBeforeTheFirstTransferNeedsItIsOffTheCriticalPath) {
+  // PolyBench's shape: a 1 GiB array allocated and filled before any OpenCL call, sent once.
+  // Registering it (86 ms) on the program's path costs more than it saves (100 ms - 21.5 ms).
+  analyzer::AppProfile p = eligibleProfile();
+  p.breakdown.totalNs = 2.2e9;
+  p.contextsCreated = 1;
+  p.firstContextDevices = 1;
+  p.candidates = {traced(0x81, 1, 1 << 30, 1, 100e6)};
+  LineGain curves;
+  Plan plan;
+  PlanDecision d;
+  std::string why;
+  EXPECT_FALSE(::plan(p, {}, &plan, &why, &curves, &d)) << why;
+  EXPECT_NE(why.find("does not pay"), std::string::npos) << why;
+  // The first call at 514 ms, drivers loaded in 124 ms, the context at 638 ms in 112 ms: the early
+  // context is ready at 236 ms and the program's first transfer comes at ~514 ms, so hetopt's
+  // thread registers the array while the program still fills it.
+  p.startup = {514'000'000, 638'000'000, 124'000'000, 112'000'000};
+  p.candidates[0].allocatedBeforeOpenCL = true;
+  EXPECT_NEAR(registrationSlackNs(p, p.candidates[0], true), 278e6, 1e3);
+  EXPECT_NEAR(registrationSlackNs(p, p.candidates[0], false), 0, 1e3);
+  ASSERT_TRUE(::plan(p, {}, &plan, &why, &curves, &d)) << why;
+  ASSERT_EQ(plan.sites.size(), 1u);
+  EXPECT_EQ(plan.sites[0].strategy, SiteStrategy::Register);
+  EXPECT_NEAR(d.savingNs, 100e6 - 0.02 * (1 << 30), 1e5);  // all of the registration hidden
+  EXPECT_NE(d.sites[0].why.find("before the program needs it"), std::string::npos) << d.sites[0].why;
+  // Two contexts: nothing made early, and no OpenCL work between the context and the transfer.
+  p.contextsCreated = 2;
+  EXPECT_FALSE(::plan(p, {}, &plan, &why, &curves, &d)) << why;
+  // ... but 50 ms of program builds between them hide that much of it.
+  p.candidates[0].leadNs = 50'000'000;
+  ASSERT_TRUE(::plan(p, {}, &plan, &why, &curves, &d)) << why;
+  EXPECT_NEAR(d.savingNs, 100e6 - 0.02 * (1 << 30) - (0.08 * (1 << 30) - 50e6), 1e5);
+  // Two such sites share hetopt's one thread: the earlier-needed block first, the second gets
+  // what is left of the slack (100 ms - 86 ms).
+  p.candidates = {traced(0x82, 1, 1 << 30, 1, 100e6), traced(0x83, 1, 1 << 30, 1, 100e6)};
+  p.candidates[0].leadNs = p.candidates[1].leadNs = 100'000'000;
+  ASSERT_TRUE(::plan(p, {}, &plan, &why, &curves, &d)) << why;
+  const double pinned = 0.02 * (1 << 30), reg = 0.08 * (1 << 30);
+  EXPECT_NEAR(d.savingNs, (100e6 - pinned) + (100e6 - pinned - (reg - (100e6 - reg))), 1e5);
+  // Forced policies and --no-pool price as before.
+  PlanOptions noPool;
+  noPool.directAllocation = true;
+  p.candidates = {traced(0x84, 1, 1 << 30, 1, 100e6)};
+  p.candidates[0].leadNs = 100'000'000;
+  EXPECT_FALSE(::plan(p, noPool, &plan, &why, &curves, &d)) << why;
+}
+
 TEST(RunPlan, SitesThatDoNotRepayTheirPinningStayWithMalloc) {
   analyzer::AppProfile p = eligibleProfile();
   analyzer::CandidateSite once = site(0x44, "hybrid", 64 << 20);
