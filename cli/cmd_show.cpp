@@ -463,7 +463,7 @@ int cmdShow(int argc, char** argv) {
   options.salvage = salvage;
   if (!readTraceFile(file, &t, &error, options)) {
     warn("show: %s", error.c_str());
-    return 1;
+    return 2;  // like analyze: the input is the problem
   }
   if (json)
     fputs(toJson(t).c_str(), stdout);

@@ -23,6 +23,7 @@
 #include "common/log.h"
 #include "common/paths.h"
 #include "common/private_file.h"
+#include "trace/format.h"
 #include "trace/reader.h"
 
 namespace hetopt::cli {
@@ -44,17 +45,28 @@ std::vector<std::string> childTraces(const std::string& file) {
   return out;
 }
 
+/// Whether `path` holds something other than a hetopt trace (an empty file holds nothing).
+bool holdsOtherData(const std::string& path) {
+  int fd = open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) return false;
+  char magic[sizeof trace::kFileMagic];
+  ssize_t n = read(fd, magic, sizeof magic);
+  close(fd);
+  return n > 0 && (n != static_cast<ssize_t>(sizeof magic) || memcmp(magic, trace::kFileMagic, sizeof magic) != 0);
+}
+
 }  // namespace
 
 int cmdTrace(int argc, char** argv) {
   std::string output, device, dbPath, error;
-  bool help = false, analyze = true;
+  bool help = false, analyze = true, force = false;
   std::vector<std::string> program = splitProgram(
       argc, argv,
       [&](int i) -> int {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) return help = true, 1;
         if ((!strcmp(argv[i], "-o") || !strcmp(argv[i], "--output")) && i + 1 < argc) return output = argv[i + 1], 2;
         if (!strcmp(argv[i], "--device") && i + 1 < argc) return device = argv[i + 1], 2;
+        if (!strcmp(argv[i], "--force")) return force = true, 1;
         if (!strcmp(argv[i], "--db") && i + 1 < argc) return dbPath = argv[i + 1], 2;
         if (!strcmp(argv[i], "--no-analyze")) return analyze = false, 1;
         return 0;
@@ -69,7 +81,9 @@ int cmdTrace(int argc, char** argv) {
         "traces, FILE.<pid>. The program's exit status and signals pass through; a summary goes to\n"
         "stderr at the end, followed by the analysis (`hetopt analyze`), whose profile `hetopt run`\n"
         "uses. Read the trace with `hetopt show FILE`.\n\n"
-        "  -o FILE          trace file (default ./hetopt-<program>-<pid>.trace), created 0600\n"
+        "  -o FILE          trace file (default ./hetopt-<program>-<pid>.trace), created 0600;\n"
+        "                   a FILE that cannot be created stops hetopt before the program runs\n"
+        "  --force          overwrite a FILE that holds something other than a hetopt trace\n"
         "  --device FILTER  OpenCL device ('gpu', 'cpu' or a name substring); sets HETOPT_DEVICE\n"
         "  --db PATH        where the profile is stored (default $HETOPT_DB, else ~/.local/share)\n"
         "  --no-analyze     only record the trace\n");
@@ -84,14 +98,23 @@ int cmdTrace(int argc, char** argv) {
     warn("trace: -o FILE may not contain %%p (children's traces are named FILE.<pid>)");
     return 2;
   }
-  // A stale trace from an earlier run must not be summarized as this one's.
+  // A stale trace from an earlier run must not be summarized as this one's; anything else at the
+  // path (a mistyped -o naming a source file) is not hetopt's to delete.
   struct stat st;
-  if (lstat(output.c_str(), &st) == 0 && S_ISREG(st.st_mode)) unlink(output.c_str());
-  for (const std::string& old : childTraces(output)) unlink(old.c_str());
+  if (lstat(output.c_str(), &st) == 0 && S_ISREG(st.st_mode)) {
+    if (!force && holdsOtherData(output)) {
+      warn("trace: %s exists and is not a hetopt trace; not overwriting it (--force does); nothing "
+           "was run", output.c_str());
+      return 2;
+    }
+    unlink(output.c_str());
+  }
+  for (const std::string& old : childTraces(output))
+    if (force || !holdsOtherData(old)) unlink(old.c_str());
 
-  // A trace path that cannot be created: one line, and the program runs untouched (no shim, so no
-  // second complaint from it), its exit status being hetopt's. The probe has the shim writer's
-  // rules (openPrivateFile: no symbolic link, no file of another user's).
+  // A trace path that cannot be created: one line, exit 2, and the program is not run (a long run
+  // without its trace is wasted). The probe has the shim writer's rules (openPrivateFile: no
+  // symbolic link, no file of another user's).
   const char* why = nullptr;
   int probe = openPrivateFile(output.c_str(), false, false, &why);
   if (probe >= 0 && (fstat(probe, &st) != 0 || !S_ISREG(st.st_mode))) {
@@ -100,11 +123,8 @@ int cmdTrace(int argc, char** argv) {
     why = "not a regular file";
   }
   if (probe < 0) {
-    warn("trace: cannot create %s: %s; running the program untraced", output.c_str(), why);
-    Launch plain;
-    plain.argv = program;
-    plain.preloadShim = false;
-    return execProgram(plain);
+    warn("trace: cannot create %s: %s; nothing was run", output.c_str(), why);
+    return 2;
   }
   close(probe);
   unlink(output.c_str());

@@ -7,7 +7,8 @@
 #   - a pool too small for the sites (fallbacks counted);
 #   - corrupt, truncated, foreign-version, world-writable, missing plan files; a plan whose file
 #     stamp is another file's; a plan for another program;
-#   - bogus HETOPT_* values; a corrupt or missing DB; a trace path that cannot be created;
+#   - bogus HETOPT_* values; a corrupt or missing DB; a trace path that cannot be created, or
+#     that holds another file (hetopt trace stops before the program: exit 2);
 #   - another user's plants: a symbolic link at the plan, trace or DB path (nothing is written
 #     through it), a group/world-writable DB or DB directory.
 #   faults.sh HETOPT SHIM EXIT3_APP
@@ -44,6 +45,24 @@ check() {
     echo "FAIL: $name:$why"; sed 's/^/    /' "$work/$name.err"; failed=1
   else
     echo "ok: $name: $(grep -E "$pattern" "$work/$name.err" | head -n 1 | cut -c1-200)"
+  fi
+}
+# refused NAME PATTERN -- CMD...: hetopt stops before the program: exit 2, no program output, one
+# line of hetopt's matching PATTERN.
+refused() {
+  local name=$1 pattern=$2 rc n why=''
+  shift 3
+  "$@" >"$work/$name.out" 2>"$work/$name.err"
+  rc=$?
+  n=$(grep -c '^hetopt' "$work/$name.err")
+  [[ $rc -eq 2 ]] || why+=" exit status $rc;"
+  [[ -s $work/$name.out ]] && why+=" the program ran;"
+  [[ $n -eq 1 ]] || why+=" $n lines from hetopt, expected 1;"
+  grep -Eq "$pattern" "$work/$name.err" || why+=" no line matching '$pattern';"
+  if [[ -n $why ]]; then
+    echo "FAIL: $name:$why"; sed 's/^/    /' "$work/$name.err"; failed=1
+  else
+    echo "ok: $name: $(head -n 1 "$work/$name.err" | cut -c1-200)"
   fi
 }
 shimmed() { env LD_PRELOAD="$shim" OPENCL_LAYERS="$shim" "$@"; }
@@ -137,10 +156,22 @@ check run_db_corrupt 'not a readable hetopt DB.*running unoptimized' -- \
 check run_db_missing 'no hetopt DB at .*running unoptimized' -- \
   "$hetopt" run --db "$work/nodir/none.db" -- "$app"
 touch "$work/afile"
-check trace_not_a_dir 'cannot create .*running the program untraced' -- \
+refused trace_not_a_dir 'cannot create .*; nothing was run$' -- \
   "$hetopt" trace -o "$work/afile/x.trace" -- "$app"
-check trace_no_dir 'cannot create .*running the program untraced' -- \
+refused trace_no_dir 'cannot create .*; nothing was run$' -- \
   "$hetopt" trace -o "$work/nodir/x.trace" -- "$app"
+# -o naming a file that is not a trace: kept, unless --force.
+printf 'int main() { return 0; }\n' >"$work/main.c"
+refused trace_not_a_trace 'main.c exists and is not a hetopt trace; not overwriting it \(--force does\)' -- \
+  "$hetopt" trace --no-analyze -o "$work/main.c" -- "$app"
+grep -q 'int main' "$work/main.c" || { echo "FAIL: trace_not_a_trace: main.c was changed"; failed=1; }
+check trace_force_overwrites 'hetopt: trace .*main.c' 7 -- \
+  "$hetopt" trace --no-analyze --force -o "$work/main.c" -- "$app"
+"$hetopt" show "$work/main.c" >/dev/null 2>&1 || { echo "FAIL: trace_force_overwrites: no trace in main.c"; failed=1; }
+# show on a file that is missing or not a trace: exit 2, like analyze.
+"$hetopt" show "$work/none.trace" >/dev/null 2>&1
+rc=$?
+[[ $rc -eq 2 ]] && echo "ok: show_missing: exit 2" || { echo "FAIL: show_missing: exit $rc"; failed=1; }
 # The trace is written and analyzed; only storing the profile fails, and says so.
 "$hetopt" trace --db "$work/corrupt.db" -o "$work/c.trace" -- "$app" >"$work/trace_db.out" \
   2>"$work/trace_db.err"
@@ -173,7 +204,7 @@ else
   rm -f "$planfile"
 fi
 ln -s "$work/victim" "$work/link.trace"
-check trace_symlink 'cannot create .*link.trace: is a symbolic link; refusing to write through it; running the program untraced' -- \
+refused trace_symlink 'cannot create .*link.trace: is a symbolic link; refusing to write through it; nothing was run' -- \
   "$hetopt" trace -o "$work/link.trace" -- "$app"
 check shim_trace_symlink 'trace mode: cannot create .*link.trace: is a symbolic link.*running untraced' -- \
   shimmed env HETOPT_MODE=trace HETOPT_TRACE_FILE="$work/link.trace" "$app"

@@ -401,7 +401,10 @@ def main():
              'fork': check_fork, 'sampled': check_sampled, 'agreement': check_agreement}
     if len(sys.argv) < 2 or sys.argv[1] not in modes:
         sys.exit(__doc__)
-    modes[sys.argv[1]](sys.argv[2:])
+    # `hetopt trace` stores a profile: in a DB of this test's own, never the user's.
+    with tempfile.TemporaryDirectory(prefix='hetopt-trace-db.') as db:
+        os.environ['HETOPT_DB'] = os.path.join(db, 'hetopt.db')
+        modes[sys.argv[1]](sys.argv[2:])
     if failures:
         sys.exit(1)
     print('OK')
