@@ -88,6 +88,7 @@ std::string preparePlan(const std::string& program, const std::string& dbPath,
   if (!makePrivateDirs(dir, &error)) return error;
   *planPath = dir + "/" + identity.key().substr(identity.key().find(':') + 1) + ".plan";
   if (!writePlanFile(*planPath, plan, &error)) return error;
+  warn("%s", planSummary(plan, decision).c_str());
   return {};
 #endif
 }

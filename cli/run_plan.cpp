@@ -371,6 +371,34 @@ bool buildPlan(const analyzer::AppProfile& profile, const PlanOptions& options,
   return Planner(profile, options, gain, plan, d).run(whyNot);
 }
 
+std::string planSummary(const Plan& plan, const PlanDecision& decision) {
+  size_t registered = 0;
+  uint64_t registeredBytes = 0;
+  for (const PlanSite& s : plan.sites)
+    if (s.strategy == SiteStrategy::Register) {
+      ++registered;
+      registeredBytes += s.profiled ? s.profile.peakLiveBytes : 0;
+    }
+  for (const PlanStaticRange& r : plan.staticRanges) registeredBytes += r.bytes;
+  const size_t pooled = plan.sites.size() - registered;
+  std::string s = "optimizing: ";
+  std::string what;
+  if (registered)
+    what = std::to_string(registered) + (registered == 1 ? " site" : " sites") + " registered in place (~" +
+           formatBytes(registeredBytes) + " at the traced peak)";
+  if (pooled)
+    what += (what.empty() ? "" : ", ") + std::to_string(pooled) + (pooled == 1 ? " site" : " sites") +
+            (plan.directAllocation ? " allocated by the " + plan.poolPolicy + " policy (no pool)"
+                                   : " from a pool (" + plan.poolPolicy + ", " + formatBytes(plan.poolBytes) + ")");
+  if (plan.hasRegistrations()) what += std::string(what.empty() ? "" : ", ") + "untracked memory registered in place";
+  s += what.empty() ? "nothing pinned" : what;
+  if (plan.earlyContext) s += ", the context made early";
+  const double net = decision.savingNs + decision.startupNs - decision.overheadNs;
+  s += "; predicted saving ~" + formatDuration(std::max(0.0, net)) + " (" + percent(std::max(0.0, net), decision.runNs) +
+       " of the traced run); --stats shows what was done";
+  return s;
+}
+
 std::string describeDecision(const analyzer::AppProfile& profile, const Plan& plan,
                              const PlanDecision& decision, bool planned) {
   std::string s = "program: " + profile.program.path + " (" + profile.program.key() + ")\n";

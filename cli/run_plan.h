@@ -80,6 +80,10 @@ double startupSavingNs(const analyzer::AppProfile& profile, bool earlyContext);
 double registrationSlackNs(const analyzer::AppProfile& profile, const analyzer::CandidateSite& site,
                            bool earlyContext);
 
+/// The one line `hetopt run` prints when it optimizes: what is pinned how, about how much memory,
+/// the predicted saving, and where to see what was done.
+std::string planSummary(const Plan& plan, const PlanDecision& decision);
+
 /// Builds the plan for `profile`. With a `gain` model (this machine's characterization of the
 /// profile's device) every site is priced anew; without, the predictions stored with the profile
 /// are used. False with *whyNot (one line, the deciding number) when the program should run

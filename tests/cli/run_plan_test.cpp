@@ -269,6 +269,25 @@ TEST(RunPlan, RegistrationBeforeTheFirstTransferNeedsItIsOffTheCriticalPath) {
   EXPECT_FALSE(::plan(p, noPool, &plan, &why, &curves, &d)) << why;
 }
 
+TEST(RunPlan, TheSummaryLineSaysWhatIsPinnedHowAndThePredictedSaving) {
+  analyzer::AppProfile p = eligibleProfile();
+  p.breakdown.totalNs = 1.4e9;
+  p.candidates = {traced(0x51, 1, 256 << 20, 1, 221e6), traced(0x52, 50, 16 << 20, 50, 50 * 14e6)};
+  LineGain curves;
+  Plan plan;
+  PlanDecision d;
+  std::string why;
+  ASSERT_TRUE(::plan(p, {}, &plan, &why, &curves, &d)) << why;
+  const std::string line = planSummary(plan, d);
+  EXPECT_NE(line.find("optimizing: 1 site registered in place (~256 MiB at the traced peak), 1 site "
+                      "from a pool (hybrid, "),
+            std::string::npos)
+      << line;
+  EXPECT_NE(line.find("predicted saving ~"), std::string::npos) << line;
+  EXPECT_NE(line.find("--stats shows what was done"), std::string::npos) << line;
+  EXPECT_EQ(line.find('\n'), std::string::npos);  // one line
+}
+
 TEST(RunPlan, SitesThatDoNotRepayTheirPinningStayWithMalloc) {
   analyzer::AppProfile p = eligibleProfile();
   analyzer::CandidateSite once = site(0x44, "hybrid", 64 << 20);

@@ -100,8 +100,11 @@ done
 # Through `hetopt run --policy hybrid` (profile from `hetopt trace`): the same, end to end.
 "$hetopt" trace -o "$work/app.trace" -- "$app" >/dev/null 2>"$work/trace.err"
 grep -q "profile stored" "$work/trace.err" || { echo "FAIL: hetopt trace stored no profile"; exit 1; }
-check memlock_run 'stats: no pool \(mlock of' 2 -- \
+# Three lines: what hetopt run pins (optimizing: ...), the pool's failure, the stats.
+check memlock_run 'stats: no pool \(mlock of' 3 -- \
   "${nolock[@]}" "$hetopt" run --stats --policy hybrid -- "$app"
+grep -Eq '^hetopt: optimizing: [0-9]+ sites? from a pool \(hybrid, [0-9.]+ [KMG]iB\).*predicted saving ~.*--stats shows what was done$' \
+  "$work/memlock_run.err" || { echo "FAIL: memlock_run: no 'optimizing:' line saying what is pinned"; failed=1; }
 
 # ---- (b) a pool too small for the sites: every block that does not fit falls back -------------
 plan "$work/small.plan" opencl 65536
