@@ -42,7 +42,9 @@ std::string percent(double fraction) {
 std::string transferLine(const char* dir, const TransferStats& t) {
   if (t.transfers == 0) return std::string(dir) + " none";
   std::string s = std::string(dir) + " " + std::to_string(t.transfers) + " x ";
-  s += t.sizes.size() <= 1 ? formatBytes(t.typicalBytes) : "~" + formatBytes(t.typicalBytes);
+  // Several sizes: the one that carries the most bytes, said so (not an average).
+  s += t.sizes.size() <= 1 ? formatBytes(t.typicalBytes)
+                           : formatBytes(t.typicalBytes) + " mostly, " + std::to_string(t.sizes.size()) + " sizes";
   s += " (" + formatBytes(t.bytes);
   if (t.deviceNs > 0) s += ", " + formatDuration(t.deviceNs);
   return s + ")";
