@@ -248,17 +248,6 @@ const char* policyName(PolicyKind p) {
   return "unknown";
 }
 
-const char* policyDescription(PolicyKind p) {
-  switch (p) {
-    case PolicyKind::Standard: return "malloc (pageable)";
-    case PolicyKind::Locked: return "malloc + mlock";
-    case PolicyKind::OpenCL: return "CL_MEM_ALLOC_HOST_PTR buffer, mapped";
-    case PolicyKind::Hybrid: return "malloc + mlock + CL_MEM_USE_HOST_PTR buffer, mapped";
-    case PolicyKind::Register: return "existing memory covered by a CL_MEM_USE_HOST_PTR buffer";
-  }
-  return "unknown";
-}
-
 bool policyFromName(const char* name, PolicyKind* out) {
   for (PolicyKind p : kAllPolicies) {
     if (strcmp(name, policyName(p)) == 0) {
@@ -271,10 +260,6 @@ bool policyFromName(const char* name, PolicyKind* out) {
 
 bool allocationOverlapsContextCreation(PolicyKind p) {
   return p == PolicyKind::Standard || p == PolicyKind::Locked || p == PolicyKind::Hybrid;
-}
-
-bool policyNeedsOpenCL(PolicyKind p) {
-  return p == PolicyKind::OpenCL || p == PolicyKind::Hybrid || p == PolicyKind::Register;
 }
 
 PolicyStatus AllocationPolicy::release(Allocation* a) {

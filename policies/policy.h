@@ -36,16 +36,12 @@ inline constexpr PolicyKind kAllPolicies[kPolicyCount] = {
 
 /// "standard", "locked", "opencl", "hybrid", "register" (the names in the DB and on the CLI).
 const char* policyName(PolicyKind p);
-/// One line: what the policy does.
-const char* policyDescription(PolicyKind p);
 /// Inverse of policyName(); false for unknown names.
 bool policyFromName(const char* name, PolicyKind* out);
 /// True when the policy's allocation cost can be paid before (in parallel with) OpenCL context
 /// creation: standard and locked need no context at all, hybrid's expensive part is its mlock. The
 /// source prefers such policies for pools, which are prepared while the application starts up.
 bool allocationOverlapsContextCreation(PolicyKind p);
-/// True when the policy needs an OpenCL context (and, for mapping ones, a queue).
-bool policyNeedsOpenCL(PolicyKind p);
 
 /// The OpenCL entry points the policies call. linked() is inline so that only the callers that use
 /// it (tools, tests) reference the loader's symbols; the shim passes its own resolved pointers.

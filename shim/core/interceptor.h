@@ -37,7 +37,6 @@ enum class AllocFn : unsigned char {
   Valloc,
   Pvalloc
 };
-const char* allocFnName(AllocFn fn);
 
 /// An application allocation the shim saw complete.
 struct AllocEvent {

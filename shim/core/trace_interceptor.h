@@ -122,7 +122,6 @@ class TraceInterceptor final : public Interceptor {
   }
   std::map<uint64_t, uint64_t> m_twinToApp;  ///< twin queue -> the application's queue; recorder lock
   std::map<trace::ObjectId, std::vector<trace::ObjectId>> m_kernelArgs;  ///< bound objects
-  std::map<trace::ObjectId, uint64_t> m_mapFlags;  ///< mapped pointer object -> last map flags
   std::vector<Pending> m_pending;  ///< recorder lock
   size_t m_resolveAt = 64;
   static constexpr uint32_t kSelfTimePeriod = 64;  ///< recording timed on about one call in this many
