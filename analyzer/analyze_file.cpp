@@ -181,6 +181,14 @@ int showStoredProfile(const std::string& program, const AnalyzeRequest& req, FIL
          lookup.storedCreatedUtc.c_str(), id.key().c_str());
     return 1;
   }
+  // Priced with the curves as they are now, as `hetopt run` prices it: a characterization made
+  // after the trace counts without a re-trace (the stored predictions say what was known then).
+  std::string noCurves;
+  if (std::unique_ptr<GainModel> gain = loadGainModel(*db, p.device, &noCurves)) {
+    for (CandidateSite& c : p.candidates) gain->predict(c, &c.gain);
+    for (UntrackedMemory& u : p.untracked)
+      if (u.registrable()) gain->predictRegistration(u, &u.gain);
+  }
   std::string text = req.json ? profileToJson(p) : formatReport(p);
   fwrite(text.data(), 1, text.size(), out);
   fflush(out);

@@ -6,7 +6,10 @@
 
 #include <cstdint>
 
+#include "analyzer/analyze_file.h"
+#include "analyzer/profile_store.h"
 #include "characterize/records.h"
+#include "common/program_identity.h"
 #include "tests/analyzer/test_util.h"
 
 namespace hetopt::analyzer {
@@ -194,6 +197,34 @@ TEST_F(Gain, DirectAllocationIsChargedPerAllocation) {
   ASSERT_TRUE(g.known) << g.note;
   const double mib = 1 << 20;
   EXPECT_DOUBLE_EQ(g.optimizedNs, 20 * (10000 + 0.02 * mib) + 2 * (0.5 * mib));
+}
+
+// A profile stored before the device was characterized: `analyze --profile` prices it with the
+// curves there are now, and no longer says to run `hetopt characterize`.
+TEST_F(Gain, AStoredProfileIsPricedWithTheCurvesOfNow) {
+  AppProfile p;
+  std::string error;
+  ASSERT_TRUE(programIdentity("/proc/self/exe", &p.program, &error)) << error;
+  p.device = "Fake GPU 9000";
+  p.candidates = {site()};
+  p.candidates[0].siteKey = 0x77;
+  p.candidates[0].gain.note = "no characterization for Fake GPU 9000; run `hetopt characterize`";
+  ASSERT_TRUE(storeProfile(*m_db, p, nullptr, &error)) << error;
+  AnalyzeRequest req;
+  req.dbPath = m_dir + "/hetopt.db";
+  auto report = [&] {
+    const std::string path = m_dir + "/report.txt";
+    FILE* out = fopen(path.c_str(), "w");
+    EXPECT_EQ(showStoredProfile("/proc/self/exe", req, out), 0);
+    fclose(out);
+    return testing::readFile(path);
+  };
+  std::string before = report();
+  EXPECT_NE(before.find("hetopt characterize"), std::string::npos) << before;
+  store(characterize::AllocMode::Pool);
+  std::string after = report();
+  EXPECT_EQ(after.find("no characterization"), std::string::npos) << after;
+  EXPECT_NE(after.find("saves"), std::string::npos) << after;
 }
 
 TEST_F(Gain, OtherDeviceOrEmptyDbSaysWhatToRun) {
