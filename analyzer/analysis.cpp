@@ -647,9 +647,9 @@ class Analyzer {
                  ": compute-bound, faster transfers would hardly change the run time";
     }
     if (!m_t.complete)
-      m_out->warnings.push_back(
-          "the trace is incomplete (the program was killed or crashed, or the trace could not be "
-          "written to its end): analysed up to its last checkpoint");
+      m_out->warnings.push_back(std::string(kIncompleteTraceWarning) +
+                                " (the program was killed or crashed, or the trace could not be "
+                                "written to its end): analysed up to its last checkpoint");
   }
 
   struct UntrackedAcc {

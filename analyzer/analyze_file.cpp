@@ -87,6 +87,21 @@ void plotBreakdown(const AnalyzeRequest& req, Db* db, int64_t profileId, const A
     notes->push_back("breakdown plot data: " + out.data + " (" + out.note + ")");
 }
 
+/// Whether the stored profile of `fresh`'s program came from a complete trace (then an incomplete
+/// one does not replace it); *what says which profile that is.
+bool keepsCompleteProfile(Db& db, const AppProfile& fresh, std::string* what) {
+  AppProfile stored;
+  ProfileLookup lookup;
+  std::string err;
+  if (!loadProfile(db, fresh.program, &stored, &lookup, &err) ||
+      lookup.status != ProfileLookup::Status::Found)
+    return false;
+  for (const std::string& w : stored.warnings)
+    if (w.rfind(kIncompleteTraceWarning, 0) == 0) return false;  // incomplete too: the newer wins
+  *what = "analysed " + stored.createdUtc + " from a complete trace (" + stored.traceFile + ")";
+  return true;
+}
+
 }  // namespace
 
 bool analyzeTraceFile(const AnalyzeRequest& req, AnalyzeResult* r, std::string* error) {
@@ -130,6 +145,11 @@ bool analyzeTraceFile(const AnalyzeRequest& req, AnalyzeResult* r, std::string* 
   }
   analyzeTrace(t, opt, &p);
 
+  if (db && !t.complete && keepsCompleteProfile(*db, p, &err)) {
+    // A crash or a kill must not cost the profile of an earlier run that went to its end.
+    r->notes.push_back("profile not stored: this trace is incomplete; kept the stored one, " + err);
+    db.reset();
+  }
   if (db) {
     if (storeProfile(*db, p, &r->profileId, &err)) {
       r->notes.push_back("profile stored in " + db->path() + " for " + p.program.key());

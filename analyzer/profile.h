@@ -138,6 +138,10 @@ struct Eligibility {
   std::string reason;          ///< one line: the numbers and the verdict
 };
 
+/// The warning an analysis of an incomplete trace carries (a profile made from one may be replaced
+/// by any later analysis; one from a complete trace only by another complete one).
+inline constexpr const char* kIncompleteTraceWarning = "the trace is incomplete";
+
 struct AppProfile {
   ProgramIdentity program;
   std::string traceFile;

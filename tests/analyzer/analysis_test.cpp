@@ -6,6 +6,8 @@
 #include "analyzer/analysis.h"
 
 #include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <cstdio>
@@ -36,7 +38,10 @@ constexpr uint64_t kSiteC = 0x401400;
 /// A recorder with device timings: each command gets `exec` ns on the device.
 class App {
  public:
-  explicit App(const std::string& path) : m_synth(path), m_path(path) {
+  /// `checkpointNs` 1: a checkpoint after every event, so that a trace never finished reads back
+  /// (incomplete) up to its last event.
+  explicit App(const std::string& path, uint64_t checkpointNs = ~0ull >> 1)
+      : m_synth(path, checkpointNs), m_path(path) {
     m_thread = rec().thread(1000);
     m_queue = rec().createHandle(ObjectKind::Queue, 0x9000);
     m_kernel = rec().createHandle(ObjectKind::Kernel, 0x9100);
@@ -673,6 +678,85 @@ TEST_F(Analysis, FileToStoredProfileKeyedByTheTracedBuild) {
   rebuilt.buildId = "ffffffffffffffffffffffffffffffffffffffff";
   ASSERT_TRUE(loadProfile(*db, rebuilt, &stored, &lookup, &error)) << error;
   EXPECT_EQ(lookup.status, ProfileLookup::Status::Stale);
+}
+
+TEST_F(Analysis, AnIncompleteTraceNeverReplacesAProfileFromACompleteOne) {
+  AnalyzeRequest req;
+  req.tracePath = m_trace;
+  req.dbPath = m_dir + "/hetopt.db";
+  req.symbolize = false;
+  auto analyze = [&](AnalyzeResult* r) {
+    std::string error;
+    ASSERT_TRUE(analyzeTraceFile(req, r, &error)) << error;
+  };
+  ProgramIdentity program;  // the fake app's, as the first analysis names it
+  auto storedWrites = [&] {
+    std::string error;
+    std::unique_ptr<Db> db = Db::open(req.dbPath, Db::Mode::ReadOnly, &error);
+    AppProfile stored;
+    ProfileLookup lookup;
+    EXPECT_TRUE(db && loadProfile(*db, program, &stored, &lookup, &error)) << error;
+    EXPECT_EQ(lookup.status, ProfileLookup::Status::Found);
+    return stored.candidates.empty() ? uint64_t{0} : stored.candidates[0].h2d.transfers;
+  };
+  {
+    App app(m_trace);
+    writeKernelRead(app, 5, 1000, 4000);  // complete: 5 writes
+  }
+  AnalyzeResult complete;
+  analyze(&complete);
+  ASSERT_GT(complete.profileId, 0);
+  program = complete.profile.program;
+  EXPECT_EQ(storedWrites(), 5u);
+  // The program killed after 40 writes (the recorder checkpoints every 16 events): its trace is
+  // read up to its last checkpoint, and the profile stays.
+  auto killedAfter = [&](int writes) {
+    // In a child that ends without finishing the trace or closing its file, as a killed one does.
+    pid_t pid = fork();
+    if (pid == 0) {
+      App app(m_trace, 1);
+      ObjectId dev = app.buffer(0x7000, 256 << 10);
+      app.malloc(0x10000000, 256 << 10, kSiteA);
+      for (int i = 0; i < writes; ++i) app.write(dev, 0x10000000, 256 << 10, 1000);
+      _exit(0);
+    }
+    int status = 0;
+    ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  };
+  killedAfter(40);
+  AnalyzeResult killed;
+  analyze(&killed);
+  ASSERT_EQ(killed.profile.candidates.size(), 1u);
+  // The report shows what was recorded.
+  EXPECT_GE(killed.profile.candidates[0].h2d.transfers, 1u);
+  EXPECT_LE(killed.profile.candidates[0].h2d.transfers, 40u);
+  EXPECT_EQ(killed.profileId, 0);
+  bool said = false;
+  for (const std::string& n : killed.notes) said |= n.find("incomplete; kept the stored one") != std::string::npos;
+  EXPECT_TRUE(said);
+  EXPECT_FALSE(killed.storeFailed);
+  EXPECT_EQ(storedWrites(), 5u);
+  // A complete trace replaces it; an incomplete one replaces one from an incomplete trace.
+  {
+    App app(m_trace);
+    writeKernelRead(app, 3, 1000, 4000);
+  }
+  AnalyzeResult again;
+  analyze(&again);
+  EXPECT_EQ(storedWrites(), 3u);
+  {
+    std::string error;
+    std::unique_ptr<Db> db = Db::open(req.dbPath, Db::Mode::ReadWriteCreate, &error);
+    ASSERT_TRUE(db) << error;
+    AppProfile p = killed.profile;
+    ASSERT_TRUE(storeProfile(*db, p, nullptr, &error)) << error;  // now the stored one is incomplete
+  }
+  killedAfter(40);
+  AnalyzeResult killedAgain;
+  analyze(&killedAgain);
+  EXPECT_GT(killedAgain.profileId, 0);
+  ASSERT_EQ(killedAgain.profile.candidates.size(), 1u);
+  EXPECT_EQ(storedWrites(), killedAgain.profile.candidates[0].h2d.transfers);
 }
 
 TEST_F(Analysis, StoredProfileOfTheCurrentBinaryWithStandardAndOptimizedBars) {
