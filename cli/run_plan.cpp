@@ -163,6 +163,10 @@ class Planner {
       m_gain->predict(site, &g);
       const double slack = registrationSlackNs(m_profile, site, m_plan->earlyContext);
       if (!g.known || !g.registers() || slack <= 0) continue;
+      // Hidden time is not free memory: a block most of which never crosses stays priced in full
+      // (registering it locks every page of it).
+      const uint64_t moved = std::max(site.h2d.maxBytes, site.d2h.maxBytes);
+      if (moved < site.maxAllocBytes / 2) continue;
       const double first = static_cast<double>(latencyNs) +
                            static_cast<double>(nsPerMiB) * static_cast<double>(site.typicalAllocBytes) / (1 << 20);
       jobs.push_back({site.siteKey, slack, std::min(first, g.costNs)});

@@ -76,7 +76,9 @@ double startupSavingNs(const analyzer::AppProfile& profile, bool earlyContext);
 /// and the block and that transfer (the profile's leadNs); with the early context, a block the
 /// program made before any OpenCL call is pinned from the moment that context is ready (E + C),
 /// while the program still prepares its input. An estimate in program order: the trace keeps no
-/// timestamps between calls, and the program's own computing in between only adds slack.
+/// timestamps between calls, and the program's own computing in between only adds slack. The
+/// planner uses it only for blocks at least half of which crosses in one transfer (a block mostly
+/// never sent stays priced in full: registering it locks all of it).
 double registrationSlackNs(const analyzer::AppProfile& profile, const analyzer::CandidateSite& site,
                            bool earlyContext);
 

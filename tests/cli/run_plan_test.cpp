@@ -83,7 +83,7 @@ analyzer::CandidateSite traced(uint64_t key, uint64_t allocations, uint64_t bloc
   s.peakLiveBlocks = 1;
   s.d2h.transfers = transfers;
   s.d2h.bytes = transfers * blockBytes;
-  s.d2h.typicalBytes = blockBytes;
+  s.d2h.typicalBytes = s.d2h.maxBytes = blockBytes;
   s.d2h.deviceNs = measuredNs;
   return s;
 }
@@ -261,6 +261,12 @@ TEST(RunPlan, RegistrationBeforeTheFirstTransferNeedsItIsOffTheCriticalPath) {
   ASSERT_TRUE(::plan(p, {}, &plan, &why, &curves, &d)) << why;
   const double pinned = 0.02 * (1 << 30), reg = 0.08 * (1 << 30);
   EXPECT_NEAR(d.savingNs, (100e6 - pinned) + (100e6 - pinned - (reg - (100e6 - reg))), 1e5);
+  // A block only a small part of which crosses is priced in full: hiding its registration would
+  // lock memory the program never sends.
+  p.candidates = {traced(0x85, 1, 1 << 30, 1, 100e6)};
+  p.candidates[0].leadNs = 100'000'000;
+  p.candidates[0].d2h.maxBytes = 64 << 20;
+  EXPECT_FALSE(::plan(p, {}, &plan, &why, &curves, &d)) << why;
   // Forced policies and --no-pool price as before.
   PlanOptions noPool;
   noPool.directAllocation = true;
