@@ -545,7 +545,7 @@ void OptimizeInterceptor::processExit() {
            " in " + contextOrigin();
   else if (st == static_cast<int>(PoolState::Failed))
     pool = std::string(m_direct ? "no direct allocation (" : "no pool (") + m_failure + ")";
-  else if (st != static_cast<int>(PoolState::Ready) && !contextChosen())
+  else if (st != static_cast<int>(PoolState::Ready) && !contextExists())
     pool = "nothing pinned: the program made no OpenCL context on the planned device";
   else if (st != static_cast<int>(PoolState::Ready))
     pool = m_direct ? "context still preparing" : "pool still preparing";

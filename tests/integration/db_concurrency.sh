@@ -95,7 +95,9 @@ print(c.execute("PRAGMA integrity_check").fetchone()[0],
   fail "DB afterwards: integrity, profiles, programs, characterizations = $check, expected ok 2 2 1"
 for app in "$app_a" "$app_b"; do
   out=$("$hetopt" run --force --policy opencl --stats -- "$app" 2>&1 >/dev/null)
-  grep -q 'stats: opencl pool' <<<"$out" ||
+  # Its plan came from the stored profile: it says what it pins (whether the pool is ready before
+  # this short program ends depends on the machine's load, and is not what this test is about).
+  grep -Eq '^hetopt: optimizing: [0-9]+ sites? from a pool \(opencl' <<<"$out" ||
     { fail "hetopt run did not use the stored profile of $app"; sed 's/^/    /' <<<"$out"; }
 done
 
