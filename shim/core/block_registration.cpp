@@ -9,6 +9,7 @@
 
 #include "common/log.h"
 #include "shim/core/state.h"
+#include "shim/core/stats_text.h"
 
 namespace hetopt::shim {
 namespace {
@@ -17,18 +18,6 @@ uint64_t nowNs() {
   using namespace std::chrono;
   return static_cast<uint64_t>(
       duration_cast<nanoseconds>(steady_clock::now().time_since_epoch()).count());
-}
-
-std::string mib(uint64_t bytes) {
-  char buf[32];
-  snprintf(buf, sizeof buf, "%.1f MiB", static_cast<double>(bytes) / (1 << 20));
-  return buf;
-}
-
-std::string ms(uint64_t ns) {
-  char buf[32];
-  snprintf(buf, sizeof buf, "%.1f ms", static_cast<double>(ns) / 1e6);
-  return buf;
 }
 
 // The process's registration (one optimize interceptor per process), for the exit handler.

@@ -14,6 +14,7 @@
 #include "policies/os_memory.h"
 #include "shim/core/callsite.h"
 #include "shim/core/state.h"
+#include "shim/core/stats_text.h"
 
 namespace hetopt::shim {
 namespace {
@@ -21,12 +22,6 @@ namespace {
 // Set while this thread is inside the OpenCL call that registers a range: a driver that unmapped
 // or discarded memory from inside it must not wait for that very registration.
 HETOPT_TLS bool t_registering = false;
-
-std::string mib(uint64_t bytes) {
-  char buf[32];
-  snprintf(buf, sizeof buf, "%.1f MiB", static_cast<double>(bytes) / (1 << 20));
-  return buf;
-}
 
 }  // namespace
 

@@ -19,6 +19,7 @@
 #include "shim/core/callsite.h"
 #include "shim/core/host_ranges.h"
 #include "shim/core/state.h"
+#include "shim/core/stats_text.h"
 
 namespace hetopt::shim {
 namespace {
@@ -47,12 +48,6 @@ bool planIsForThisProgram(const Plan& plan, std::string* why) {
     return false;
   }
   return true;
-}
-
-std::string mib(uint64_t bytes) {
-  char buf[32];
-  snprintf(buf, sizeof buf, "%.1f MiB", static_cast<double>(bytes) / (1 << 20));
-  return buf;
 }
 
 }  // namespace
