@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "shim/core/callsite.h"
+#include "tests/shim/fake_register_driver.h"
 
 namespace hetopt::shim {
 namespace {
@@ -52,22 +53,7 @@ cl_int CL_API_CALL fakeRelease(cl_mem m) {
   delete b;
   return CL_SUCCESS;
 }
-void* CL_API_CALL fakeMap(cl_command_queue, cl_mem, cl_bool, cl_map_flags, size_t, size_t, cl_uint,
-                          const cl_event*, cl_event*, cl_int* err) {
-  *err = CL_INVALID_OPERATION;
-  return nullptr;
-}
-cl_int CL_API_CALL fakeUnmap(cl_command_queue, cl_mem, void*, cl_uint, const cl_event*, cl_event*) {
-  return CL_INVALID_OPERATION;
-}
-cl_int CL_API_CALL fakeFinish(cl_command_queue) { return CL_SUCCESS; }
-
-PolicyEnv fakeEnv() {
-  PolicyEnv env;
-  env.cl = {&fakeCreateBuffer, &fakeRelease, &fakeMap, &fakeUnmap, &fakeFinish};
-  env.context = reinterpret_cast<cl_context>(0x1);
-  return env;
-}
+PolicyEnv fakeEnv() { return testing::fakeRegisterEnv(&fakeCreateBuffer, &fakeRelease); }
 
 class Registry : public ::testing::Test {
  protected:
