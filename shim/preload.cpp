@@ -35,20 +35,15 @@ namespace {
 
 using namespace hetopt::shim;
 
-struct RealAllocator {
-  void* (*malloc)(size_t);
-  void (*free)(void*);
-  void* (*calloc)(size_t, size_t);
-  void* (*realloc)(void*, size_t);
-  int (*posix_memalign)(void**, size_t, size_t);
+// The system allocator: what shim_core uses too (g_systemAllocator points at its base), and the
+// entry points only the preloaded library forwards.
+struct RealAllocator : SystemAllocator {
   void* (*aligned_alloc)(size_t, size_t);
   void* (*memalign)(size_t, size_t);
   void* (*valloc)(size_t);
   void* (*pvalloc)(size_t);
-  size_t (*malloc_usable_size)(void*);
 };
 RealAllocator s_real;
-SystemAllocator s_system;  // s_real as shim_core sees it (g_systemAllocator)
 
 // The mmap family: watched in optimize mode so that memory registered in place is released before
 // the program gives it back (shim/core/inplace_registry.h). Until resolved, the raw system calls.
@@ -120,19 +115,17 @@ bool ensureResolved() {
   resolveOne(s_real.free, "free");
   resolveOne(s_real.calloc, "calloc");
   resolveOne(s_real.realloc, "realloc");
-  resolveOne(s_real.posix_memalign, "posix_memalign");
+  resolveOne(s_real.posixMemalign, "posix_memalign");
   resolveOne(s_real.aligned_alloc, "aligned_alloc");
   resolveOne(s_real.memalign, "memalign");
   resolveOne(s_real.valloc, "valloc");
   resolveOne(s_real.pvalloc, "pvalloc");
-  resolveOne(s_real.malloc_usable_size, "malloc_usable_size");
+  resolveOne(s_real.usableSize, "malloc_usable_size");
   resolveOne(s_realMap.mmap, "mmap");
   resolveOne(s_realMap.munmap, "munmap");
   resolveOne(s_realMap.mremap, "mremap");
   resolveOne(s_realMap.madvise, "madvise");
-  s_system = {s_real.malloc, s_real.free, s_real.calloc, s_real.realloc, s_real.posix_memalign,
-              s_real.malloc_usable_size};
-  g_systemAllocator = &s_system;
+  g_systemAllocator = &s_real;
   s_state.store(kReady, std::memory_order_release);
   return true;
 }
@@ -287,7 +280,7 @@ HETOPT_EXPORT void* realloc(void* ptr, size_t size) {
     // A candidate site growing a system block (or realloc(NULL)): move it into served memory.
     if (void* served = serveAllocation(AllocFn::Realloc, size, 0)) {
       if (ptr) {
-        memcpy(served, ptr, std::min(size, s_real.malloc_usable_size(ptr)));
+        memcpy(served, ptr, std::min(size, s_real.usableSize(ptr)));
         noteFree(ptr);
         s_real.free(ptr);
       }
@@ -315,7 +308,7 @@ HETOPT_EXPORT int posix_memalign(void** out, size_t alignment, size_t size) {
       return 0;
     }
   }
-  int rc = s_real.posix_memalign(out, alignment, size);
+  int rc = s_real.posixMemalign(out, alignment, size);
   if (rc == 0 && tracked(size)) noteAllocation(AllocFn::PosixMemalign, *out, size, alignment, nullptr);
   return rc;
 }
@@ -364,7 +357,7 @@ HETOPT_EXPORT size_t malloc_usable_size(void* ptr) {
   if (HETOPT_UNLIKELY(interceptActive())) {
     if (Interceptor* owner = ownerOf(ptr)) return owner->usableSize(ptr);
   }
-  return s_real.malloc_usable_size(ptr);
+  return s_real.usableSize(ptr);
 }
 
 HETOPT_EXPORT void* mmap(void* addr, size_t len, int prot, int flags, int fd, off_t offset) {
