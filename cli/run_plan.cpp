@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <cstdio>
 #include <string>
-#include <unordered_map>
 
 #include "analyzer/report.h"
 
@@ -127,8 +126,15 @@ class Planner {
     // program, so that pinning starts while the program still reads and computes its input.
     m_plan->earlyContext = !m_opt.directAllocation && m_opt.earlyContext &&
                            m_profile.contextsCreated == 1 && m_profile.firstContextDevices <= 1;
-    priceOffCriticalPath();
-    for (const analyzer::CandidateSite& site : m_profile.candidates) planSite(site);
+    // Each site priced once: with this machine's curves now, else as stored with the profile.
+    std::vector<analyzer::GainPrediction> priced;
+    for (const analyzer::CandidateSite& site : m_profile.candidates) {
+      priced.push_back(site.gain);
+      if (m_gain) m_gain->predict(site, &priced.back());
+    }
+    const std::vector<double> hidden = offCriticalPathNs(priced);
+    for (size_t i = 0; i < m_profile.candidates.size(); ++i)
+      planSite(m_profile.candidates[i], priced[i], hidden[i]);
     for (const analyzer::UntrackedMemory& u : m_profile.untracked) planUntracked(u);
     std::stable_sort(m_d->sites.begin(), m_d->sites.end(), [](const SiteDecision& a, const SiteDecision& b) {
       return a.planned != b.planned ? a.planned : a.savingNs > b.savingNs;
@@ -148,19 +154,20 @@ class Planner {
   /// A registered site's first block is pinned on hetopt's thread as soon as both it and the
   /// pinning context exist; the program only waits for what is left of that when its first
   /// transfer comes (registrationSlackNs). One thread registers the blocks one after the other:
-  /// the slack is shared, earliest transfer first.
-  void priceOffCriticalPath() {
+  /// the slack is shared, earliest transfer first. Per candidate site: its pinning so hidden.
+  std::vector<double> offCriticalPathNs(const std::vector<analyzer::GainPrediction>& priced) const {
+    std::vector<double> hidden(priced.size(), 0.0);
     uint64_t latencyNs = 0, nsPerMiB = 0;
     if (!m_gain || forced() || m_opt.directAllocation || !m_gain->registerCost(&latencyNs, &nsPerMiB))
-      return;
+      return hidden;
     struct Job {
-      uint64_t key;
+      size_t site;
       double slackNs, costNs;
     };
     std::vector<Job> jobs;
-    for (const analyzer::CandidateSite& site : m_profile.candidates) {
-      analyzer::GainPrediction g;
-      m_gain->predict(site, &g);
+    for (size_t i = 0; i < m_profile.candidates.size(); ++i) {
+      const analyzer::CandidateSite& site = m_profile.candidates[i];
+      const analyzer::GainPrediction& g = priced[i];
       const double slack = registrationSlackNs(m_profile, site, m_plan->earlyContext);
       if (!g.known || !g.registers() || slack <= 0) continue;
       // Hidden time is not free memory: a block most of which never crosses stays priced in full
@@ -169,15 +176,15 @@ class Planner {
       if (moved < site.maxAllocBytes / 2) continue;
       const double first = static_cast<double>(latencyNs) +
                            static_cast<double>(nsPerMiB) * static_cast<double>(site.typicalAllocBytes) / (1 << 20);
-      jobs.push_back({site.siteKey, slack, std::min(first, g.costNs)});
+      jobs.push_back({i, slack, std::min(first, g.costNs)});
     }
     std::stable_sort(jobs.begin(), jobs.end(), [](const Job& a, const Job& b) { return a.slackNs < b.slackNs; });
     double busyNs = 0;
     for (const Job& j : jobs) {
-      const double hidden = std::clamp(j.slackNs - busyNs, 0.0, j.costNs);
+      hidden[j.site] = std::clamp(j.slackNs - busyNs, 0.0, j.costNs);
       busyNs += j.costNs;  // the thread is busy with it either way
-      if (hidden > 0) m_hiddenNs[j.key] = hidden;
     }
+    return hidden;
   }
 
   bool forced() const { return !m_opt.forcedPolicy.empty(); }
@@ -192,11 +199,7 @@ class Planner {
            formatDuration(std::max(kMinSiteSavingNs, kMinSiteShare * m_d->runNs)) + ")";
   }
 
-  void planSite(const analyzer::CandidateSite& site) {
-    analyzer::GainPrediction g = site.gain;
-    if (m_gain) m_gain->predict(site, &g);
-    const auto hidden = m_hiddenNs.find(site.siteKey);
-    const double hiddenNs = hidden == m_hiddenNs.end() ? 0 : hidden->second;
+  void planSite(const analyzer::CandidateSite& site, analyzer::GainPrediction g, double hiddenNs) {
     g.costNs -= hiddenNs;
     g.optimizedNs -= hiddenNs;
     SiteDecision d;
@@ -360,7 +363,6 @@ class Planner {
   PlanDecision* m_d;
   std::string m_forcedPool, m_poolPolicy;
   uint64_t m_poolLive = 0;
-  std::unordered_map<uint64_t, double> m_hiddenNs;  ///< by site key: pinning off the critical path
 };
 
 }  // namespace
