@@ -164,7 +164,7 @@ __attribute__((noinline)) void noteFree(void* ptr) {
 // Optimize mode: memory for a tracked application allocation from the interceptor, or null.
 __attribute__((noinline)) void* serveAllocation(AllocFn fn, size_t size, size_t alignment) {
   Interceptor* i = interceptor();
-  if (!i || !i->servesMemory()) return nullptr;
+  if (!i || !i->servesSize(size)) return nullptr;
   ScopedInternal internal;
   CallSite site;
   captureCallSite(&site, s_siteDepth);

@@ -88,12 +88,14 @@ class Interceptor {
   /// Every application free of a non-null pointer, before the memory is returned.
   virtual void freeing(void* ptr) {}
   // ---- serving (optimize mode) ---------------------------------------------------------------
-  // The malloc entry points ask serve() before the system allocator, but only when servesMemory()
+  // The malloc entry points ask serve() before the system allocator, but only when servesSize()
   // and only for application allocations of at least the tracked size (so only those pay for the
   // call-site capture). Every free/realloc/malloc_usable_size asks owns() first.
 
-  /// Whether serve() can ever return memory; fixed for the interceptor's lifetime.
-  virtual bool servesMemory() const { return false; }
+  /// Whether serve() can return memory for a block of `size` bytes from some site: false lets
+  /// the allocation skip the call-site capture (an unwind). Cheap, lock-free, and fixed for the
+  /// interceptor's lifetime for any one size.
+  virtual bool servesSize(size_t size) const { return false; }
   /// Memory for an allocation at `site`, honouring `alignment` (0: malloc's) and zeroing it for
   /// calloc; null lets the system allocator serve it.
   virtual void* serve(AllocFn fn, size_t size, size_t alignment, const CallSite& site) {

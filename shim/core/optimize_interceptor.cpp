@@ -52,6 +52,15 @@ bool planIsForThisProgram(const Plan& plan, std::string* why) {
 
 }  // namespace
 
+OptimizeInterceptor::OptimizeInterceptor(Plan plan) : m_plan(std::move(plan)), m_blocks(m_plan) {
+  if (m_plan.sites.empty()) return;
+  m_serveMin = UINT64_MAX;
+  for (const PlanSite& s : m_plan.sites) {
+    m_serveMin = std::min(m_serveMin, s.minBytes);
+    m_serveMax = std::max(m_serveMax, s.maxBytes);
+  }
+}
+
 OptimizeInterceptor* OptimizeInterceptor::create() {
   const char* path = optionString(Option::PLAN_FILE);
   if (!*path) {

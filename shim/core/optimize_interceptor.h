@@ -54,7 +54,8 @@ class OptimizeInterceptor final : public Interceptor {
   /// plan was not made for) when there is nothing to optimize. Starts the pool preparation.
   static OptimizeInterceptor* create();
 
-  bool servesMemory() const override { return !m_plan.sites.empty(); }
+  /// Only sizes some plan site takes (Plan::find) are worth an unwind: the union of their ranges.
+  bool servesSize(size_t size) const override { return size >= m_serveMin && size <= m_serveMax; }
   bool watchesAllocations() const override { return false; }  // serve() sees what it needs
   void* serve(AllocFn fn, size_t size, size_t alignment, const CallSite& site) override;
   bool owns(const void* ptr) const override {
@@ -79,7 +80,7 @@ class OptimizeInterceptor final : public Interceptor {
  private:
   enum class PoolState : int { Preparing, Ready, Failed };
 
-  explicit OptimizeInterceptor(Plan plan) : m_plan(std::move(plan)), m_blocks(m_plan) {}
+  explicit OptimizeInterceptor(Plan plan);
   void preparePool();
   /// The pool thread's wait for a context: the program's (retained), or null when one of our own
   /// must be made (a candidate allocation came first, or HETOPT_POOL_CONTEXT=own).
@@ -120,6 +121,7 @@ class OptimizeInterceptor final : public Interceptor {
   std::string conformanceStats() const;
 
   Plan m_plan;
+  uint64_t m_serveMin = 1, m_serveMax = 0;  ///< sizes some site takes (empty range: none)
   BlockRegistration m_blocks;  ///< heap blocks pinned in place (register strategy, pool fallback)
   InplaceRegistry* m_registry = nullptr;  ///< null without registrations; never freed (hooks)
   policies::PinnedPool m_pool;
