@@ -23,8 +23,9 @@ KINDS = ['h2d', 'd2h', 'd2d', 'fill', 'map', 'unmap', 'launch', 'svm_copy', 'mig
 ROLES = ['writes', 'reads', 'launch', 'host_read', 'host_write', 'host_read_rect',
          'host_write_rect', 'host_read_image', 'host_write_image', 'host_init', 'host_init_image',
          'map', 'unmap', 'mapped_ptr', 'svm_dst', 'svm_src', 'svm_list', 'arg_value', 'wait',
-         'event_out', 'errcode', 'in_handles', 'out_handles']
+         'event_out', 'errcode', 'in_handles', 'out_handles', 'blocking']
 RETURN_ROLES = ['new', 'mapped', 'mapped_image', 'svm_new']
+CALL_FLAGS = ['twin']
 
 
 def camel(s):
@@ -42,6 +43,8 @@ class Param:
         type_part = decl[:decl.rfind(self.name)].strip()
         self.type = ' '.join(type_part.split())
         bare = self.type.replace('const ', '').strip()
+        # What a pointer's elements are when they are handles (arrays of devices, buffers, ...).
+        self.elem = HANDLE_TYPES.get(bare.replace('*', '').strip(), 'Scalar') if bare.count('*') == 1 else 'Scalar'
         if '*' in bare:
             self.cls = 'Pointer'
         elif bare in HANDLE_TYPES:
@@ -76,7 +79,7 @@ class Function:
             sys.exit(f'opencl_api.txt:{lineno}: unknown kind {self.kind}')
         self.params = [Param(p) for p in split_params(params)]
         names = [p.name for p in self.params]
-        self.roles, self.ret_role = {}, ('None', [])
+        self.roles, self.ret_role, self.flags = {}, ('None', []), set()
         for r in roles.split():
             m = re.fullmatch(r'(\w+):(\w+)(?:\(([\w,]*)\))?', r)
             if not m:
@@ -87,7 +90,11 @@ class Function:
                 if ref not in names:
                     sys.exit(f'opencl_api.txt:{lineno}: role {r} names unknown parameter {ref}')
             idx = [names.index(x) for x in refs]
-            if who == 'return':
+            if who == 'call':
+                if role not in CALL_FLAGS or refs:
+                    sys.exit(f'opencl_api.txt:{lineno}: unknown call flag {role}')
+                self.flags.add(role)
+            elif who == 'return':
                 if role not in RETURN_ROLES:
                     sys.exit(f'opencl_api.txt:{lineno}: unknown return role {role}')
                 self.ret_role = (camel(role), idx)
@@ -99,6 +106,18 @@ class Function:
                 self.roles[who] = (camel(role), idx)
         self.errcode = next((p.name for p in self.params
                              if self.roles.get(p.name, ('',))[0] == 'Errcode'), None)
+        for role in ('EventOut', 'Wait', 'Blocking'):
+            if sum(1 for r in self.roles.values() if r[0] == role) > 1:
+                sys.exit(f'opencl_api.txt:{lineno}: more than one {role} argument')
+        for who, (role, idx) in self.roles.items():
+            p = self.params[names.index(who)]
+            if role in ('InHandles', 'OutHandles') and p.elem == 'Scalar':
+                sys.exit(f'opencl_api.txt:{lineno}: {who} is not an array of handles')
+            if role == 'Blocking' and p.cls != 'Scalar':
+                sys.exit(f'opencl_api.txt:{lineno}: {who} is not a flag')
+        if 'twin' in self.flags and not ('EventOut' in (r[0] for r in self.roles.values())
+                                         and 'Wait' in (r[0] for r in self.roles.values())):
+            sys.exit(f'opencl_api.txt:{lineno}: call:twin needs a wait list and an event output')
         bare_ret = self.ret.replace('const ', '').strip()
         self.ret_cls = ('Pointer' if '*' in bare_ret else HANDLE_TYPES.get(bare_ret, 'Scalar'))
         handles = [p for p in self.params if p.cls in HANDLE_TYPES.values()]
@@ -106,6 +125,10 @@ class Function:
         if self.origin == 'ext' and not self.first_handle:
             sys.exit(f'opencl_api.txt:{lineno}: extension {self.name} needs a handle argument '
                      'to find its platform')
+
+    def arg_with(self, role):
+        """Index of the parameter with `role` (camel case), -1 when none."""
+        return next((i for i, p in enumerate(self.params) if self.roles.get(p.name, ('',))[0] == role), -1)
 
     def decl_params(self):
         return ', '.join(p.decl for p in self.params) or 'void'
@@ -188,6 +211,7 @@ struct ArgInfo {{
   ArgRole role;
   uint8_t numRefs;
   int8_t refs[4];  ///< indices of the parameters the role names, e.g. host_read(size) -> size
+  ArgClass elem;   ///< a pointer to handles: their class (in_handles/out_handles arrays); else Scalar
 }};
 
 struct ApiInfo {{
@@ -200,6 +224,10 @@ struct ApiInfo {{
   int8_t returnRefs[4];
   uint8_t numArgs;
   const ArgInfo* args;
+  int8_t eventArg;     ///< the event_out argument (the cl_event* the call fills), -1: none
+  int8_t waitArg;      ///< the wait(count) argument, -1: none
+  int8_t blockingArg;  ///< the blocking flag argument, -1: none
+  bool twinnable;      ///< call:twin, a device command a profiling twin queue may run instead
 }};
 
 /// Kinds that move data between host and device memory (transfers, maps, SVM copies,
@@ -233,14 +261,17 @@ def gen_table_cpp(funcs):
             for p in f.params:
                 role, idx = f.roles.get(p.name, ('None', []))
                 ctype = getattr(p, 'type', '')
-                rows.append(f'    {{"{p.name}", "{ctype}", ArgClass::{p.cls}, ArgRole::{role}, {refs_init(idx)}}},')
+                elem = getattr(p, 'elem', 'Scalar')
+                rows.append(f'    {{"{p.name}", "{ctype}", ArgClass::{p.cls}, ArgRole::{role}, {refs_init(idx)}, ArgClass::{elem}}},')
             arg_arrays.append(f'constexpr ArgInfo k_{f.name}[] = {{\n' + '\n'.join(rows) + '\n};')
             args = f'k_{f.name}'
         else:
             args = 'nullptr'
         rr, ridx = f.ret_role
         infos.append(f'    {{"{f.name}", ApiKind::{camel(f.kind)}, {str(f.origin == "ext").lower()}, '
-                     f'ArgClass::{f.ret_cls}, ReturnRole::{rr}, {refs_init(ridx)}, {len(f.params)}, {args}}},')
+                     f'ArgClass::{f.ret_cls}, ReturnRole::{rr}, {refs_init(ridx)}, {len(f.params)}, {args}, '
+                     f'{f.arg_with("EventOut")}, {f.arg_with("Wait")}, {f.arg_with("Blocking")}, '
+                     f'{str("twin" in f.flags).lower()}}},')
     sorted_names = sorted((f.name, i) for i, f in enumerate(funcs))
     by_name = '\n'.join(f'    {{"{n}", ApiId::{n}}},' for n, _ in sorted_names)
     kind_names = ', '.join(f'"{k}"' for k in KINDS)

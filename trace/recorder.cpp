@@ -11,6 +11,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "trace/call_model.h"
+
 namespace hetopt::trace {
 
 uint64_t monotonicNs() {
@@ -358,12 +360,7 @@ ObjectId Recorder::recordAlloc(uint32_t thread, uint8_t allocFn, uint64_t ptr, u
   leaf.thread = thread;
   leaf.host.add(hostNs);
   leaf.args = {ArgAgg::of(size), ArgAgg::of(alignment)};
-  Ref r;
-  r.obj = id;
-  r.arg = kRefArgReturn;
-  r.flags = kRefCreate;
-  r.vFirst = r.vLast = m_objects.bumpVersion(id);
-  leaf.refs.push_back(r);
+  leaf.refs.push_back(makeRef(m_objects, id, kRefArgReturn, kRefCreate));
   append(thread, std::move(leaf));
   return id;
 }
@@ -378,12 +375,7 @@ bool Recorder::recordFree(uint32_t thread, uint64_t ptr) {
   leaf.type = LeafType::Free;
   leaf.thread = thread;
   leaf.host.add(0);
-  Ref r;
-  r.obj = id;
-  r.arg = 0;
-  r.flags = kRefDestroy;
-  r.vFirst = r.vLast = m_objects.version(id);
-  leaf.refs.push_back(r);
+  leaf.refs.push_back(makeRef(m_objects, id, 0, kRefDestroy));
   append(thread, std::move(leaf));
   return true;
 }
@@ -407,14 +399,7 @@ void Recorder::recordRealloc(uint32_t thread, uint64_t oldPtr, uint64_t newPtr, 
   leaf.thread = thread;
   leaf.host.add(hostNs);
   leaf.args = {ArgAgg::of(size), ArgAgg::of(0)};
-  if (oldObj) {
-    Ref r;
-    r.obj = oldObj;
-    r.arg = 0;
-    r.flags = kRefDestroy;
-    r.vFirst = r.vLast = m_objects.version(oldObj);
-    leaf.refs.push_back(r);
-  }
+  if (oldObj) leaf.refs.push_back(makeRef(m_objects, oldObj, 0, kRefDestroy));
   if (site) {
     ObjectId id = createSegment(newPtr, size, site, 2);
     if (oldObj) {
@@ -422,12 +407,7 @@ void Recorder::recordRealloc(uint32_t thread, uint64_t oldPtr, uint64_t newPtr, 
       info.fields |= kObjParent;
       info.related = oldObj;
     }
-    Ref r;
-    r.obj = id;
-    r.arg = kRefArgReturn;
-    r.flags = kRefCreate;
-    r.vFirst = r.vLast = m_objects.bumpVersion(id);
-    leaf.refs.push_back(r);
+    leaf.refs.push_back(makeRef(m_objects, id, kRefArgReturn, kRefCreate));
   }
   append(thread, std::move(leaf));
 }

@@ -8,6 +8,8 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <new>
+#include <type_traits>
 
 #include "api_table.h"
 
@@ -24,7 +26,16 @@ struct CallRecord {
   uint64_t result = 0;
   /// Set by callBegin (with `result`): the real function is not called; callEnd still runs.
   bool skip = false;
-  void* scratch[4] = {};  ///< the interceptor's per-call state between begin and end
+  /// The interceptor's own per-call state between callBegin and callEnd, zeroed when the call
+  /// starts: a mode keeps one trivial struct of its own here, through callState<T>().
+  alignas(8) unsigned char state[48] = {};
+
+  template <typename T>
+  T& callState() {
+    static_assert(std::is_trivial_v<T> && sizeof(T) <= sizeof(state) && alignof(T) <= 8,
+                  "a mode's per-call state is a small trivial struct, valid when zeroed");
+    return *std::launder(reinterpret_cast<T*>(state));
+  }
 };
 
 enum class AllocFn : unsigned char {

@@ -71,3 +71,49 @@ TEST(ApiTable, CreatorsAndMapsDescribeTheirResults) {
   EXPECT_EQ(apiInfo(ApiId::clEnqueueNDRangeKernel).kind, ApiKind::Launch);
   EXPECT_EQ(apiInfo(ApiId::clSetKernelArg).args[0].role, ArgRole::Writes);
 }
+
+TEST(ApiTable, CallShapeComesFromTheTable) {
+  const ApiInfo& r = apiInfo(ApiId::clEnqueueReadBuffer);
+  EXPECT_EQ(r.eventArg, argIndex(r, "event"));
+  EXPECT_EQ(r.waitArg, argIndex(r, "event_wait_list"));
+  EXPECT_EQ(r.blockingArg, argIndex(r, "blocking_read"));
+  EXPECT_EQ(r.args[r.blockingArg].role, ArgRole::Blocking);
+  const ApiInfo& m = apiInfo(ApiId::clEnqueueMemcpyINTEL);
+  EXPECT_EQ(m.blockingArg, argIndex(m, "blocking"));
+  const ApiInfo& k = apiInfo(ApiId::clEnqueueNDRangeKernel);
+  EXPECT_EQ(k.blockingArg, -1);
+  EXPECT_EQ(apiInfo(ApiId::clFinish).eventArg, -1);
+}
+
+TEST(ApiTable, HandleArraysNameTheirKindAndFilledCount) {
+  const ApiInfo& d = apiInfo(ApiId::clGetDeviceIDs);
+  const int devices = argIndex(d, "devices");
+  EXPECT_EQ(d.args[devices].role, ArgRole::OutHandles);
+  EXPECT_EQ(d.args[devices].elem, ArgClass::Device);
+  ASSERT_EQ(d.args[devices].numRefs, 2);
+  EXPECT_EQ(d.args[devices].refs[1], argIndex(d, "num_devices"));
+  const ApiInfo& m = apiInfo(ApiId::clEnqueueMigrateMemObjects);
+  EXPECT_EQ(m.args[argIndex(m, "mem_objects")].elem, ArgClass::Mem);
+  EXPECT_EQ(m.args[argIndex(m, "event_wait_list")].elem, ArgClass::Event);
+  const ApiInfo& p = apiInfo(ApiId::clGetPlatformIDs);
+  EXPECT_EQ(p.args[argIndex(p, "platforms")].elem, ArgClass::Platform);
+  EXPECT_EQ(p.args[argIndex(p, "num_entries")].elem, ArgClass::Scalar);
+}
+
+TEST(ApiTable, TwinnableCommandsAreTheTimedDeviceCommands) {
+  size_t twinnable = 0;
+  for (size_t i = 0; i < kApiCount; ++i) {
+    const ApiInfo& info = apiInfo(static_cast<ApiId>(i));
+    if (!info.twinnable) continue;
+    ++twinnable;
+    EXPECT_GE(info.eventArg, 0) << info.name;
+    EXPECT_GE(info.waitArg, 0) << info.name;
+    EXPECT_EQ(info.args[0].cls, ArgClass::Queue) << info.name;
+  }
+  EXPECT_EQ(twinnable, 18u);
+  EXPECT_TRUE(apiInfo(ApiId::clEnqueueWriteBuffer).twinnable);
+  EXPECT_TRUE(apiInfo(ApiId::clEnqueueUnmapMemObject).twinnable);
+  EXPECT_FALSE(apiInfo(ApiId::clEnqueueMarkerWithWaitList).twinnable);
+  EXPECT_FALSE(apiInfo(ApiId::clEnqueueMigrateMemObjects).twinnable);
+  EXPECT_FALSE(apiInfo(ApiId::clEnqueueSVMMemcpy).twinnable);
+}

@@ -1,0 +1,178 @@
+// SPDX-License-Identifier: MIT
+/** @file Trace mode's device timings; see device_timing.h. */
+#include "shim/core/device_timing.h"
+
+#include <pthread.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
+
+#include "shim/core/state.h"
+
+namespace hetopt::shim {
+namespace {
+
+using api::ApiId;
+using api::ArgClass;
+using EventFn = cl_int(CL_API_CALL*)(cl_event);
+
+/// This thread's device-timing sampler (made at its first enqueue on a timed queue).
+HETOPT_TLS trace::TimeSampler* t_sampler = nullptr;
+pthread_key_t s_samplerKey;
+pthread_once_t s_samplerKeyOnce = PTHREAD_ONCE_INIT;
+
+void deleteSampler(void* p) { delete static_cast<trace::TimeSampler*>(p); }
+void makeSamplerKey() { pthread_key_create(&s_samplerKey, deleteSampler); }
+
+trace::TimeSampler& threadSampler(uint64_t period) {
+  if (HETOPT_UNLIKELY(!t_sampler)) {
+    // Seeded per thread so that threads running the same loop do not time the same positions.
+    const auto seed = static_cast<uint64_t>(syscall(SYS_gettid)) * 0x9e3779b97f4a7c15ull ^ trace::monotonicNs();
+    t_sampler = new trace::TimeSampler(period, seed);
+    pthread_once(&s_samplerKeyOnce, makeSamplerKey);
+    pthread_setspecific(s_samplerKey, t_sampler);
+  }
+  return *t_sampler;
+}
+
+/// The sampler's key of an enqueue: what the compressor folds on, the function and the OpenCL
+/// objects it names (queue, buffers, kernel, ...). Host memory is left out: a loop that writes one
+/// buffer from two host blocks is two leaves of one key, and random positions sample both.
+uint64_t sampleKey(const CallRecord& call) {
+  const api::ApiInfo& info = api::apiInfo(call.id);
+  uint64_t key = trace::TimeSampler::combine(0, static_cast<uint64_t>(call.id));
+  for (unsigned i = 0; i < info.numArgs; ++i) {
+    switch (info.args[i].cls) {
+      case ArgClass::Queue:
+      case ArgClass::Mem:
+      case ArgClass::Kernel:
+      case ArgClass::Sampler:
+        key = trace::TimeSampler::combine(key, call.args[i]);
+        break;
+      default:
+        break;
+    }
+  }
+  return key;
+}
+
+}  // namespace
+
+uint64_t DeviceTiming::sample(const CallRecord& call, CallState& state) {
+  state.timeable = true;
+  return threadSampler(m_period).weight(sampleKey(call));
+}
+
+void DeviceTiming::timeCommand(CallRecord& call, CallState& state, uint64_t weight) {
+  state.timed = true;
+  state.sampled = weight > 1;
+  const int eventArg = api::apiInfo(call.id).eventArg;
+  if (call.args[eventArg] == 0) {
+    state.injected = nullptr;
+    call.args[eventArg] = reinterpret_cast<uintptr_t>(&state.injected);
+    state.injectedEvent = true;
+  }
+}
+
+cl_event DeviceTiming::commandEvent(const CallRecord& call, const CallState& state) const {
+  if (state.injectedEvent) return state.injected;
+  const int eventArg = api::apiInfo(call.id).eventArg;
+  return eventArg >= 0 && call.args[eventArg] ? *reinterpret_cast<cl_event*>(call.args[eventArg]) : nullptr;
+}
+
+cl_event DeviceTiming::take(CallRecord& call, const CallState& state, bool ok) {
+  const int eventArg = api::apiInfo(call.id).eventArg;
+  if (eventArg < 0) return nullptr;
+  cl_event produced = nullptr;
+  if (state.injectedEvent) {
+    produced = state.injected;
+    call.args[eventArg] = 0;  // recorded as the application passed it
+    if (!ok && produced) {
+      release(produced);
+      produced = nullptr;
+    }
+  } else if (ok && call.args[eventArg] && state.timed) {
+    // The application's own event on a timed queue, chosen by the sampler.
+    produced = *reinterpret_cast<cl_event*>(call.args[eventArg]);
+    if (produced) {
+      auto retain = realClFunction<EventFn>(ApiId::clRetainEvent);
+      if (!retain || retain(produced) != CL_SUCCESS) produced = nullptr;
+    }
+  }
+  return produced;
+}
+
+void DeviceTiming::addPending(cl_event event, uint32_t thread, uint32_t slot, const CallState& state) {
+  const uint64_t weight = state.sampled ? m_period : 1;
+  m_pending.push_back(Pending{event, thread, slot, m_recorder.generation(), static_cast<uint32_t>(weight)});
+}
+
+void DeviceTiming::afterCall(bool sync, size_t pending) {
+  if (pending && (sync || pending >= m_resolveAt)) resolve(pending > kMaxPending);
+}
+
+void DeviceTiming::release(cl_event event) {
+  if (auto rel = realClFunction<EventFn>(ApiId::clReleaseEvent)) rel(event);
+}
+
+void DeviceTiming::resolve(bool all) {
+  std::vector<Pending> work;
+  uint32_t gen;
+  {
+    auto lock = m_recorder.lock();
+    work.swap(m_pending);
+    gen = m_recorder.generation();
+  }
+  if (work.empty()) return;
+  using InfoFn = cl_int(CL_API_CALL*)(cl_event, cl_event_info, size_t, void*, size_t*);
+  using ProfFn = cl_int(CL_API_CALL*)(cl_event, cl_profiling_info, size_t, void*, size_t*);
+  auto info = realClFunction<InfoFn>(ApiId::clGetEventInfo);
+  auto prof = realClFunction<ProfFn>(ApiId::clGetEventProfilingInfo);
+  struct Done {
+    Pending p;
+    bool timed;
+    trace::DeviceAgg d;
+  };
+  std::vector<Done> done;
+  std::vector<Pending> keep;
+  for (const Pending& p : work) {
+    if (p.generation != gen) continue;
+    // The end time is there once the command completed: one call settles the common case; the
+    // status is asked only when it is not (still running, failed, or no profiling after all).
+    cl_ulong t[4] = {};
+    bool okAll = prof && prof(p.event, CL_PROFILING_COMMAND_END, sizeof t[3], &t[3], nullptr) == CL_SUCCESS;
+    if (!okAll) {
+      cl_int st = -1;
+      if (!info || info(p.event, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof st, &st, nullptr) != CL_SUCCESS) st = -1;
+      if (st != CL_COMPLETE && st >= 0 && !all) {
+        keep.push_back(p);
+        continue;
+      }
+    }
+    Done d{p, false, {}};
+    const cl_profiling_info which[3] = {CL_PROFILING_COMMAND_QUEUED, CL_PROFILING_COMMAND_SUBMIT,
+                                        CL_PROFILING_COMMAND_START};
+    for (int k = 0; okAll && k < 3; ++k)
+      okAll = prof(p.event, which[k], sizeof t[k], &t[k], nullptr) == CL_SUCCESS;
+    if (okAll && t[3] >= t[2]) {
+      d.timed = true;
+      d.d = trace::DeviceAgg::command(t[3] - t[2], t[1] >= t[0] ? t[1] - t[0] : 0,
+                                      t[2] >= t[1] ? t[2] - t[1] : 0, p.weight);
+    }
+    release(p.event);
+    done.push_back(d);
+  }
+  auto lock = m_recorder.lock();
+  for (const Done& d : done) m_recorder.deliver(d.p.thread, d.p.slot, d.timed ? &d.d : nullptr);
+  m_pending.insert(m_pending.end(), keep.begin(), keep.end());
+  m_resolveAt = std::max<size_t>(64, 2 * m_pending.size());
+}
+
+void DeviceTiming::abandonAll() {
+  for (const Pending& p : m_pending)
+    if (p.generation == m_recorder.generation()) m_recorder.deliver(p.thread, p.slot, nullptr);
+  m_pending.clear();
+}
+
+}  // namespace hetopt::shim
