@@ -14,20 +14,11 @@ using api::ArgClass;
 using api::ArgRole;
 
 namespace {
-/// Argument `k` of `call` (an index the table names), 0 when there is none.
-uint64_t argOf(const CallView& call, int k) {
-  return k >= 0 && static_cast<unsigned>(k) < api::apiInfo(call.id).numArgs ? call.args[k] : 0;
+/// Argument `k` of a call of `info` (an index the table names), 0 when there is none.
+uint64_t argOf(const api::ApiInfo& info, const CallView& call, int k) {
+  return k >= 0 && static_cast<unsigned>(k) < info.numArgs ? call.args[k] : 0;
 }
 }  // namespace
-
-Ref makeRef(ObjectTable& objects, ObjectId obj, uint8_t arg, uint8_t flags) {
-  Ref r;
-  r.obj = obj;
-  r.arg = arg;
-  r.flags = flags;
-  r.vFirst = r.vLast = (flags & (kRefWrite | kRefCreate)) ? objects.bumpVersion(obj) : objects.version(obj);
-  return r;
-}
 
 Ref makeHostRef(ObjectTable& objects, const HostTarget& target, uint8_t arg, HostAccess access,
                 uint64_t bytes, uint64_t span) {
@@ -38,20 +29,6 @@ Ref makeHostRef(ObjectTable& objects, const HostTarget& target, uint8_t arg, Hos
   r.endMax = target.offset + span;
   r.bytes = bytes;
   return r;
-}
-
-bool objectKindOf(ArgClass cls, ObjectKind* kind) {
-  switch (cls) {
-    case ArgClass::Platform: *kind = ObjectKind::Platform; return true;
-    case ArgClass::Device: *kind = ObjectKind::Device; return true;
-    case ArgClass::Context: *kind = ObjectKind::Context; return true;
-    case ArgClass::Queue: *kind = ObjectKind::Queue; return true;
-    case ArgClass::Mem: *kind = ObjectKind::Mem; return true;
-    case ArgClass::Program: *kind = ObjectKind::Program; return true;
-    case ArgClass::Kernel: *kind = ObjectKind::Kernel; return true;
-    case ArgClass::Sampler: *kind = ObjectKind::Sampler; return true;
-    default: return false;
-  }
 }
 
 CallOutcome CallModel::outcome(const CallView& call) {
@@ -72,9 +49,10 @@ CallOutcome CallModel::outcome(const CallView& call) {
 }
 
 ObjectId CallModel::seen(Recorder& recorder, ObjectKind kind, uint64_t handle, bool* created) {
-  ObjectId obj = recorder.handle(kind, handle, created);
+  const ObjectId obj = recorder.handle(kind, handle, created);
+  if (!*created || !m_hooks.label) return obj;
   char name[256] = {};
-  if (*created && m_hooks.label && m_hooks.label(kind, handle, name, sizeof name - 1) && name[0]) {
+  if (m_hooks.label(kind, handle, name, sizeof name - 1) && name[0]) {
     ObjectTable& objects = recorder.objects();
     objects.info(obj).fields |= kObjLabel;
     objects.info(obj).label = name;
@@ -115,14 +93,14 @@ void CallModel::build(Recorder& recorder, const CallView& call, const CallOutcom
       const ObjectId obj = seen(recorder, kind, v, &created);
       uint8_t flags = kRefRead;
       if (ok && a.role == ArgRole::Writes) flags = kRefWrite;
-      if (a.role == ArgRole::Map && ok && (argOf(call, a.refs[0]) & (CL_MAP_WRITE | CL_MAP_WRITE_INVALIDATE_REGION)))
+      if (a.role == ArgRole::Map && ok && (argOf(info, call, a.refs[0]) & (CL_MAP_WRITE | CL_MAP_WRITE_INVALIDATE_REGION)))
         flags = kRefWrite;
       if (a.role == ArgRole::Launch || (a.cls == ArgClass::Kernel && call.id != ApiId::clCreateKernel))
         kernel = obj;
       leaf.refs.push_back(makeRef(objects, obj, static_cast<uint8_t>(i), flags));
       continue;
     }
-    if (a.cls == ArgClass::Pointer && v) pointerArg(recorder, call, outcome, i, kernel, leaf);
+    if (a.cls == ArgClass::Pointer && v) pointerArg(recorder, info, call, outcome, i, kernel, leaf);
   }
   // SVM/USM pointers bound as kernel arguments (the value is the pointer itself).
   if (info.kind == api::ApiKind::SetArg && info.numArgs == 3 && kernel && ok) {
@@ -141,17 +119,16 @@ void CallModel::build(Recorder& recorder, const CallView& call, const CallOutcom
     const ObjectId gone = recorder.removeSvm(call.args[1]);
     if (gone) leaf.refs.push_back(makeRef(objects, gone, 1, kRefDestroy));
   }
-  returned(recorder, call, leaf);
+  returned(recorder, info, call, leaf);
 }
 
-void CallModel::pointerArg(Recorder& recorder, const CallView& call, const CallOutcome& outcome,
-                           unsigned i, ObjectId kernel, Leaf& leaf) {
-  const api::ApiInfo& info = api::apiInfo(call.id);
+void CallModel::pointerArg(Recorder& recorder, const api::ApiInfo& info, const CallView& call,
+                           const CallOutcome& outcome, unsigned i, ObjectId kernel, Leaf& leaf) {
   const api::ArgInfo& a = info.args[i];
   ObjectTable& objects = recorder.objects();
   const uint64_t v = call.args[i];
   const auto idx = static_cast<uint8_t>(i);
-  auto arg = [&](int k) { return argOf(call, k); };
+  auto arg = [&](int k) { return argOf(info, call, k); };
   const auto* list = reinterpret_cast<const uint64_t*>(v);
   ObjectKind elem;
   switch (a.role) {
@@ -224,11 +201,10 @@ void CallModel::pointerArg(Recorder& recorder, const CallView& call, const CallO
   }
 }
 
-void CallModel::returned(Recorder& recorder, const CallView& call, Leaf& leaf) {
-  const api::ApiInfo& info = api::apiInfo(call.id);
+void CallModel::returned(Recorder& recorder, const api::ApiInfo& info, const CallView& call, Leaf& leaf) {
   ObjectTable& objects = recorder.objects();
   if (!call.result) return;
-  auto arg = [&](int k) { return argOf(call, k); };
+  auto arg = [&](int k) { return argOf(info, call, k); };
   switch (info.returnRole) {
     case api::ReturnRole::New: {
       ObjectKind kind;

@@ -28,7 +28,14 @@ namespace hetopt::trace {
 /// A reference of argument `arg` (index, kRefArgReturn or kRefArgBound) to `obj` with RefFlag
 /// `flags`: kRefWrite or kRefCreate define the object's next version, anything else names the
 /// current one.
-Ref makeRef(ObjectTable& objects, ObjectId obj, uint8_t arg, uint8_t flags);
+inline Ref makeRef(ObjectTable& objects, ObjectId obj, uint8_t arg, uint8_t flags) {
+  Ref r;
+  r.obj = obj;
+  r.arg = arg;
+  r.flags = flags;
+  r.vFirst = r.vLast = (flags & (kRefWrite | kRefCreate)) ? objects.bumpVersion(obj) : objects.version(obj);
+  return r;
+}
 /// A reference to host memory: `bytes` moved within [target.offset, target.offset + span) of the
 /// object `target` resolved to. Write and Mapped (device to host, a map) define a new version of
 /// the host memory; Read, Wrap and Unmap name the current one.
@@ -40,6 +47,7 @@ struct CallView {
   api::ApiId id;
   const uint64_t* args;  ///< widened to 64 bits in table order
   uint64_t result;
+  const void* source = nullptr;  ///< the caller's own record of the call, for its hooks
 };
 
 /// What a call achieved: the status the trace records and whether it succeeded.
@@ -83,10 +91,10 @@ class CallModel {
  private:
   /// A handle argument or array element: the object it names, labelled when first seen.
   ObjectId seen(Recorder& recorder, ObjectKind kind, uint64_t handle, bool* created);
-  void pointerArg(Recorder& recorder, const CallView& call, const CallOutcome& outcome, unsigned i,
-                  ObjectId kernel, Leaf& leaf);
+  void pointerArg(Recorder& recorder, const api::ApiInfo& info, const CallView& call,
+                  const CallOutcome& outcome, unsigned i, ObjectId kernel, Leaf& leaf);
   void bindKernelArg(ObjectId kernel, uint64_t index, ObjectId bound);
-  void returned(Recorder& recorder, const CallView& call, Leaf& leaf);
+  void returned(Recorder& recorder, const api::ApiInfo& info, const CallView& call, Leaf& leaf);
 
   CallModelHooks m_hooks;
   std::map<ObjectId, std::vector<ObjectId>> m_kernelArgs;  ///< what each kernel's arguments name
@@ -94,6 +102,18 @@ class CallModel {
 
 /// The kind of tracked object a handle of class `cls` names; false for scalars, pointers,
 /// callbacks and events (events are not tracked objects).
-bool objectKindOf(api::ArgClass cls, ObjectKind* kind);
+inline bool objectKindOf(api::ArgClass cls, ObjectKind* kind) {
+  switch (cls) {
+    case api::ArgClass::Platform: *kind = ObjectKind::Platform; return true;
+    case api::ArgClass::Device: *kind = ObjectKind::Device; return true;
+    case api::ArgClass::Context: *kind = ObjectKind::Context; return true;
+    case api::ArgClass::Queue: *kind = ObjectKind::Queue; return true;
+    case api::ArgClass::Mem: *kind = ObjectKind::Mem; return true;
+    case api::ArgClass::Program: *kind = ObjectKind::Program; return true;
+    case api::ArgClass::Kernel: *kind = ObjectKind::Kernel; return true;
+    case api::ArgClass::Sampler: *kind = ObjectKind::Sampler; return true;
+    default: return false;
+  }
+}
 
 }  // namespace hetopt::trace

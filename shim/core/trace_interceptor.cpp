@@ -78,10 +78,8 @@ bool moduleLookup(uint64_t address, trace::ModuleRecord* out) {
 
 /// The call model's hooks: what needs the shim's view of the call or the driver.
 bool hostSpanOf(const trace::CallView& view, unsigned arg, trace::HostSpan* out) {
-  CallRecord call{view.id, api::apiInfo(view.id).numArgs, const_cast<uint64_t*>(view.args)};
-  call.result = view.result;
   HostRange r;
-  if (!hostRange(call, api::apiInfo(view.id), arg, &r)) return false;
+  if (!hostRange(*static_cast<const CallRecord*>(view.source), api::apiInfo(view.id), arg, &r)) return false;
   out->ptr = r.ptr;
   out->bytes = r.bytes;
   out->span = r.span;
@@ -329,7 +327,7 @@ void TraceInterceptor::callEnd(CallRecord& call) {
 void TraceInterceptor::recordCall(CallRecord& call, uint64_t hostNs) {
   const CallState& st = call.callState<CallState>();
   const api::ApiInfo& info = api::apiInfo(call.id);
-  const trace::CallView view{call.id, call.args, call.result};
+  const trace::CallView view{call.id, call.args, call.result, &call};
   const trace::CallOutcome outcome = trace::CallModel::outcome(view);
   // The event whose timestamps time the command (this restores the call as the program made it).
   cl_event produced = m_timing.take(call, st.timing, outcome.ok);

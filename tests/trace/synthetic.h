@@ -10,6 +10,7 @@
 #include <string>
 
 #include "api_table.h"
+#include "trace/call_model.h"
 #include "trace/reader.h"
 #include "trace/recorder.h"
 
@@ -60,23 +61,9 @@ class Synth {
     l.args.assign(api::apiInfo(id).numArgs, ArgAgg::of(0));
     return l;
   }
-  Ref ref(ObjectId obj, uint8_t arg, uint8_t flags) {
-    Ref r;
-    r.obj = obj;
-    r.arg = arg;
-    r.flags = flags;
-    ObjectTable& o = m_rec.objects();
-    r.vFirst = r.vLast = (flags & (kRefWrite | kRefCreate)) ? o.bumpVersion(obj) : o.version(obj);
-    return r;
-  }
+  Ref ref(ObjectId obj, uint8_t arg, uint8_t flags) { return makeRef(m_rec.objects(), obj, arg, flags); }
   Ref hostRef(uint64_t ptr, uint64_t bytes, uint8_t arg, HostAccess access) {
-    HostTarget t = m_rec.resolveHost(ptr, bytes);
-    Ref r = ref(t.obj, arg, kRefHost | (access == HostAccess::Write ? kRefWrite : kRefRead));
-    r.access = access;
-    r.offMin = t.offset;
-    r.endMax = t.offset + bytes;
-    r.bytes = bytes;
-    return r;
+    return makeHostRef(m_rec.objects(), m_rec.resolveHost(ptr, bytes), arg, access, bytes, bytes);
   }
 
   ObjectId buffer(uint64_t handle, uint64_t size) {
