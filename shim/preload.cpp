@@ -7,10 +7,15 @@
  * Hot path (pass-through or untracked size): one byte load, one indirect call. No lock, no
  * allocation, no syscall.
  * Bootstrap: dlsym() itself allocates, so until the real functions are known, requests are served
- * from a static buffer that free() recognises and ignores (heaptrack's DummyPool).
+ * from a static buffer that free() recognises and ignores (heaptrack's DummyPool). The same buffer
+ * is the reserve of a thread that writes the trace out from a fatal signal's handler
+ * (kSignalDepth): it never enters the allocator the signal may have interrupted.
+ * Signals: sigaction() and signal() for the signals trace mode watches go to
+ * shim/core/fatal_signals, which keeps them as the program's actions.
  */
 #include <dlfcn.h>
 #include <malloc.h>
+#include <signal.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -26,6 +31,7 @@
 #include "common/log.h"
 #include "common/options.h"
 #include "shim/core/callsite.h"
+#include "shim/core/fatal_signals.h"
 #include "shim/core/interceptor.h"
 #include "shim/core/state.h"
 
@@ -55,13 +61,16 @@ struct RealMapping {
 };
 RealMapping s_realMap;
 
-enum : unsigned char { kUnresolved, kResolving, kReady };
+/// kSignal: a thread writes the trace from a signal handler (hetopt_shim_signal_allocations):
+/// every allocation looks at its thread's depth.
+enum : unsigned char { kUnresolved, kResolving, kReady, kSignal };
 std::atomic<unsigned char> s_state{kUnresolved};
 size_t s_minTracked = 4096;
 unsigned s_siteDepth = 4;
 
 // ---- bootstrap buffer --------------------------------------------------------------------------
-constexpr size_t kBootstrapBytes = 256 * 1024;
+// Mostly the signal reserve (a trace's snapshot and zstd's workspace); untouched pages cost nothing.
+constexpr size_t kBootstrapBytes = 8 * 1024 * 1024;
 alignas(64) char s_bootstrap[kBootstrapBytes];
 std::atomic<size_t> s_bootstrapUsed{0};
 constexpr size_t kHeader = 16;  // keeps the block size in front of each block (for realloc)
@@ -78,6 +87,7 @@ void* bootstrapAlloc(size_t size, size_t alignment = 16) {
     uintptr_t aligned = (base + alignment - 1) & ~(alignment - 1);
     size_t end = aligned + size - reinterpret_cast<uintptr_t>(s_bootstrap);
     if (end > kBootstrapBytes) {
+      if (t_depth >= kSignalDepth) return nullptr;  // a signal's snapshot gives up, the program goes on
       static const char msg[] = "hetopt: bootstrap allocation buffer exhausted\n";
       ssize_t w = write(2, msg, sizeof msg - 1);
       (void)w;
@@ -108,6 +118,7 @@ void resolveOne(Fn*& slot, const char* name) {
 bool ensureResolved() {
   unsigned char st = s_state.load(std::memory_order_acquire);
   if (HETOPT_LIKELY(st == kReady)) return true;
+  if (st == kSignal) return t_depth < kSignalDepth;
   unsigned char expected = kUnresolved;
   if (!s_state.compare_exchange_strong(expected, kResolving, std::memory_order_acq_rel))
     return s_state.load(std::memory_order_acquire) == kReady;  // another thread is resolving
@@ -199,6 +210,18 @@ void mapped(Interceptor* i, void* addr, size_t len, int flags, void* caller) {
 
 inline bool resolved() { return s_state.load(std::memory_order_acquire) == kReady; }
 
+// The next sigaction (a sanitizer's, else libc's), resolved on first use.
+SigactionFn realSigaction() {
+  static std::atomic<SigactionFn> real{nullptr};
+  SigactionFn fn = real.load(std::memory_order_acquire);
+  if (HETOPT_UNLIKELY(!fn)) {
+    fn = reinterpret_cast<SigactionFn>(dlsym(RTLD_NEXT, "sigaction"));
+    if (!fn) fn = g_realSigaction;
+    real.store(fn, std::memory_order_release);
+  }
+  return fn;
+}
+
 // Advice that replaces a range's pages: pinned pages would no longer be the program's.
 inline bool discardsContents(int advice) {
   return advice == MADV_DONTNEED || advice == MADV_FREE || advice == MADV_REMOVE
@@ -233,7 +256,10 @@ HETOPT_EXPORT void free(void* ptr) {
       return;
     }
     // Recorded before the real free: no other thread can reuse the address in between.
-    if (t_depth == 0) noteFree(ptr);
+    if (t_depth == 0)
+      noteFree(ptr);
+    else if (HETOPT_UNLIKELY(t_depth >= kSignalDepth))
+      return;  // a signal handler's snapshot: the allocator may be the code it interrupted
   }
   s_real.free(ptr);
 }
@@ -260,7 +286,12 @@ HETOPT_EXPORT void* realloc(void* ptr, size_t size) {
     if (p) memcpy(p, ptr, std::min(size, bootstrapSize(ptr)));
     return p;
   }
-  if (HETOPT_UNLIKELY(!ensureResolved())) return bootstrapAlloc(size);
+  if (HETOPT_UNLIKELY(!ensureResolved())) {
+    void* p = bootstrapAlloc(size);
+    // A system block (only in a signal handler's snapshot: bootstrap knows no other) is copied.
+    if (p && ptr) memcpy(p, ptr, std::min(size, s_real.usableSize(ptr)));
+    return p;
+  }
   if (HETOPT_LIKELY(!interceptActive())) return s_real.realloc(ptr, size);
   if (Interceptor* owner = ptr ? ownerOf(ptr) : nullptr) {
     ScopedInternal internal;
@@ -300,7 +331,7 @@ HETOPT_EXPORT void* realloc(void* ptr, size_t size) {
 HETOPT_EXPORT int posix_memalign(void** out, size_t alignment, size_t size) {
   if (HETOPT_UNLIKELY(!ensureResolved())) {
     *out = bootstrapAlloc(size, alignment);
-    return 0;
+    return *out ? 0 : ENOMEM;
   }
   if (tracked(size) && alignment && !(alignment & (alignment - 1)) && alignment % sizeof(void*) == 0) {
     if (void* served = serveAllocation(AllocFn::PosixMemalign, size, alignment)) {
@@ -412,12 +443,45 @@ HETOPT_EXPORT int madvise(void* addr, size_t len, int advice) {
   return s_realMap.madvise(addr, len, advice);
 }
 
+// ---- signals ------------------------------------------------------------------------------------
+
+HETOPT_EXPORT int sigaction(int sig, const struct sigaction* act, struct sigaction* old) {
+  int rc;
+  if (HETOPT_UNLIKELY(programSigaction(sig, act, old, &rc))) return rc;
+  return realSigaction()(sig, act, old);
+}
+
+HETOPT_EXPORT sighandler_t signal(int sig, sighandler_t handler) {
+  // glibc's signal(): BSD semantics, the signal blocked while its handler runs.
+  struct sigaction act = {}, old = {};
+  act.sa_handler = handler;
+  sigemptyset(&act.sa_mask);
+  sigaddset(&act.sa_mask, sig);
+  act.sa_flags = SA_RESTART;
+  int rc;
+  if (HETOPT_UNLIKELY(programSigaction(sig, &act, &old, &rc))) return rc == 0 ? old.sa_handler : SIG_ERR;
+  using SignalFn = sighandler_t (*)(int, sighandler_t);
+  static auto real = reinterpret_cast<SignalFn>(dlsym(RTLD_NEXT, "signal"));
+  if (!real) {
+    rc = realSigaction()(sig, &act, &old);
+    return rc == 0 ? old.sa_handler : SIG_ERR;
+  }
+  return real(sig, handler);
+}
+
+// Between the two states of kSignal (shim/core/state.h).
+HETOPT_EXPORT void hetopt_shim_signal_allocations(bool on) {
+  unsigned char from = on ? kReady : kSignal;
+  s_state.compare_exchange_strong(from, on ? kSignal : kReady, std::memory_order_acq_rel);
+}
+
 }  // extern "C"
 
 namespace {
 
 __attribute__((constructor)) void shimConstructor() {
   ensureResolved();
+  g_realSigaction = realSigaction();
   bool sizeOk = true, depthOk = true;
   s_minTracked = hetopt::optionUnsigned(hetopt::Option::MIN_TRACKED_SIZE, 1, ~0ull >> 1, &sizeOk);
   s_siteDepth = static_cast<unsigned>(

@@ -137,6 +137,9 @@ class Recorder {
   void deliver(uint32_t thread, uint32_t slot, const DeviceAgg* timing);
   /// The thread ended: everything it recorded becomes final.
   void threadExit(uint32_t thread);
+  /// Writes what is final and the tail now (a checkpoint): the file reads as an incomplete trace
+  /// up to this point. Allocates only through the usual allocator (the shim's signal reserve).
+  void snapshot() { checkpoint(true); }
   /// Writes everything and the End record, then closes the file.
   void finish();
   /// What recording cost the program's threads, timed on `sampledCalls` of its calls (the shim

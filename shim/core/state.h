@@ -25,6 +25,14 @@ enum class Mode : unsigned char { Off, Count, Trace, Optimize };
 extern std::atomic<Interceptor*> g_interceptor;
 extern HETOPT_TLS unsigned t_depth;
 
+/// t_depth at or above this: the thread writes the trace out from a fatal signal's handler. Its
+/// allocations then come from the shim's static reserve and its frees of other memory are skipped
+/// (preload.cpp), so it never enters an allocator the signal may have interrupted.
+inline constexpr unsigned kSignalDepth = 1u << 16;
+/// Defined by the shim library's entry points (absent where the core is linked alone): while on,
+/// every thread's allocations take the path that honours kSignalDepth.
+extern "C" __attribute__((weak)) void hetopt_shim_signal_allocations(bool on);
+
 inline bool interceptActive() { return g_interceptor.load(std::memory_order_relaxed) != nullptr; }
 inline bool insideInterceptedCall() { return t_depth != 0; }
 inline Interceptor* interceptor() { return g_interceptor.load(std::memory_order_acquire); }

@@ -15,6 +15,7 @@
 #include "common/options.h"
 #include "hetopt/version.h"
 #include "shim/core/callsite.h"
+#include "shim/core/fatal_signals.h"
 #include "shim/core/host_ranges.h"
 #include "shim/core/state.h"
 
@@ -103,6 +104,10 @@ bool labelOf(trace::ObjectKind kind, uint64_t handle, char* name, size_t size) {
   return rc == CL_SUCCESS;
 }
 
+void snapshotOnSignal(int) {
+  if (s_instance) s_instance->signalSnapshot();
+}
+
 void threadKeyDestructor(void* value) {
   auto v = reinterpret_cast<uintptr_t>(value);
   if (s_instance && v) {
@@ -176,6 +181,7 @@ TraceInterceptor* TraceInterceptor::create() {
   }
   s_instance = t;
   pthread_key_create(&s_threadKey, threadKeyDestructor);
+  installFatalSignalHandlers(snapshotOnSignal);
   debug("tracing to %s", t->m_config.path.c_str());
   return t;
 }
@@ -195,6 +201,32 @@ uint32_t TraceInterceptor::threadIndex() {
 void TraceInterceptor::threadExit(uint32_t thread, uint32_t generation) {
   auto lock = m_recorder.lock();
   if (m_active && generation == m_recorder.generation()) m_recorder.threadExit(thread);
+}
+
+void TraceInterceptor::signalSnapshot() {
+  static std::atomic<bool> s_busy{false};
+  if (!m_active.load(std::memory_order_relaxed) || s_busy.exchange(true)) return;
+  std::mutex& mutex = m_recorder.mutex();
+  bool locked = mutex.try_lock();
+  for (int i = 0; i < 100 && !locked; ++i) {
+    const timespec pause{0, 1000000};
+    nanosleep(&pause, nullptr);
+    locked = mutex.try_lock();
+  }
+  if (locked) {
+    t_depth += kSignalDepth;
+    if (hetopt_shim_signal_allocations) hetopt_shim_signal_allocations(true);
+    if (m_active) {
+      try {
+        m_recorder.snapshot();
+      } catch (...) {  // the reserve ran out: the snapshot on disk stays the last one
+      }
+    }
+    if (hetopt_shim_signal_allocations) hetopt_shim_signal_allocations(false);
+    t_depth -= kSignalDepth;
+    mutex.unlock();
+  }
+  s_busy.store(false);
 }
 
 // ---- fork -----------------------------------------------------------------------------------------

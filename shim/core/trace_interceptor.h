@@ -45,6 +45,9 @@ class TraceInterceptor final : public Interceptor {
 
   /// A thread that recorded something ended.
   void threadExit(uint32_t thread, uint32_t generation);
+  /// In a fatal signal's handler (fatal_signals.h): writes what was recorded, unless another
+  /// thread keeps the recorder for more than ~0.1 s or this one was inside it.
+  void signalSnapshot();
 
  private:
   TraceInterceptor();
