@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/** @file Eligibility, candidate sites, breakdown and timeline of a trace; see analysis.h. */
+/** @file Eligibility, candidate sites and breakdown of a trace; see analysis.h. */
 #include "analyzer/analysis.h"
 
 #include <algorithm>
@@ -698,106 +698,6 @@ std::string traceDevice(const Trace& t) {
   std::string s;
   for (const std::string& d : use) s += (s.empty() ? "" : ", ") + d;
   return s;
-}
-
-namespace {
-
-class TimelineBuilder {
- public:
-  TimelineBuilder(const Trace& t, std::vector<TimelineEvent>* out) : m_t(t), m_out(out) {}
-
-  void thread(const trace::TraceThread& th) {
-    double cursor = 0;
-    for (uint32_t e : th.entries) cursor = node(e, th.tid, cursor, 0);
-  }
-
- private:
-  std::string labelOf(const TraceNode& n, ObjectKind kind) const {
-    for (const trace::Ref& r : n.refs) {
-      const TraceObject* o = m_t.object(r.obj);
-      if (o && o->kind == kind && !o->info.label.empty()) return o->info.label;
-    }
-    return {};
-  }
-  uint64_t queueOf(const TraceNode& n) const {
-    for (const trace::Ref& r : n.refs) {
-      const TraceObject* o = m_t.object(r.obj);
-      if (o && o->kind == ObjectKind::Queue) return o->id;
-    }
-    return 0;
-  }
-
-  /// Lays node `id` out from `start`; returns where the next one starts.
-  double node(uint32_t id, uint64_t tid, double start, int depth) {
-    if (id >= m_t.nodes.size() || depth > 64) return start;
-    const TraceNode& n = m_t.nodes[id];
-    if (n.loop) {
-      double end = start;
-      for (uint32_t b : n.body) end = node(b, tid, end, depth + 1);
-      TimelineEvent e;
-      e.track = TimelineEvent::Track::HostThread;
-      e.trackId = tid;
-      e.name = "loop x" + std::to_string(n.iterations);
-      e.category = "loop";
-      e.startNs = start;
-      e.durationNs = end - start;
-      e.args = {{"iterations", std::to_string(n.iterations)},
-                {"instances", std::to_string(n.instances)}};
-      m_out->push_back(std::move(e));
-      return end;
-    }
-    const std::string name = m_t.leafName(n);
-    TimelineEvent e;
-    e.track = TimelineEvent::Track::HostThread;
-    e.trackId = tid;
-    e.name = name;
-    e.category = n.type == trace::LeafType::Call ? "api" : "alloc";
-    e.startNs = start;
-    e.durationNs = static_cast<double>(n.host.total);
-    e.args = {{"calls", std::to_string(n.host.count)}};
-    if (n.type == trace::LeafType::Call && n.device.commands()) {
-      TimelineEvent d;
-      d.track = TimelineEvent::Track::DeviceQueue;
-      d.trackId = queueOf(n);
-      const api::ApiKind kind = callKind(n);
-      if (kind == api::ApiKind::Launch) {
-        d.category = "kernel";
-        d.name = labelOf(n, ObjectKind::Kernel);
-        if (d.name.empty()) d.name = "kernel";
-      } else {
-        d.category = kind == api::ApiKind::H2d || kind == api::ApiKind::Unmap ? "h2d"
-                     : kind == api::ApiKind::D2h || kind == api::ApiKind::Map ? "d2h"
-                                                                                : "device";
-        d.name = name;
-      }
-      d.startNs = start;
-      d.durationNs = n.device.execNs();
-      d.args = {{"commands", std::to_string(n.device.commands())}, {"enqueued by", name}};
-      if (n.device.sampled()) d.args.push_back({"timed", std::to_string(n.device.exec.count)});
-      m_out->push_back(std::move(d));
-    }
-    m_out->push_back(std::move(e));
-    return start + static_cast<double>(n.host.total);
-  }
-
-  const Trace& m_t;
-  std::vector<TimelineEvent>* m_out;
-};
-
-}  // namespace
-
-std::vector<TimelineEvent> timelineEvents(const Trace& trace, TimelineInfo* info) {
-  std::vector<TimelineEvent> events;
-  info->program = trace.header.program;
-  info->pid = trace.header.pid;
-  info->device = traceDevice(trace);
-  TimelineBuilder b(trace, &events);
-  for (const trace::TraceThread& th : trace.threads) {
-    b.thread(th);
-    info->threadNames.push_back({th.tid, "thread " + std::to_string(th.tid) +
-                                             " (OpenCL calls, condensed)"});
-  }
-  return events;
 }
 
 }  // namespace hetopt::analyzer
