@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstring>
 
 #include "common/options.h"
 #include "common/sigxfsz_block.h"
@@ -22,6 +23,29 @@ void vwrite(const char* prefix, const char* fmt, va_list ap) {
   (void)w;
 }
 }  // namespace
+
+void warnLines(const char* linePrefix, const char* text) {
+  char buf[4096];
+  size_t len = 0;
+  auto put = [&](const char* s, size_t n) {
+    const size_t room = sizeof buf - 1 - len;  // one byte kept for the line's newline
+    n = n < room ? n : room;
+    memcpy(buf + len, s, n);
+    len += n;
+  };
+  while (*text && len < sizeof buf - 1) {
+    const char* end = strchr(text, '\n');
+    size_t n = end ? static_cast<size_t>(end - text) : strlen(text);
+    put("hetopt: ", 8);
+    put(linePrefix, strlen(linePrefix));
+    put(text, n);
+    buf[len++] = '\n';
+    text += end ? n + 1 : n;
+  }
+  SigxfszBlock block;
+  ssize_t w = ::write(2, buf, len);
+  (void)w;
+}
 
 bool debugEnabled() {
   static const bool enabled = optionFlag(Option::DEBUG);

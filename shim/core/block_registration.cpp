@@ -316,20 +316,20 @@ std::string BlockRegistration::stats() const {
   auto n = [](const std::atomic<uint64_t>& v) { return std::to_string(v.load()); };
   std::string s = "heap blocks registered in place: " + n(m_registered) + " of " + n(m_adopted) +
                   " adopted (" + mib(m_registeredBytes.load()) + " in " + ms(m_registerNs.load()) +
-                  ", " + n(m_inline) + " by the transfer itself); fallbacks: " + n(m_failures) +
+                  ")\n  " + n(m_inline) + " by the transfer itself, the others on hetopt's thread\n  fallbacks: " + n(m_failures) +
                   " refused, " + n(m_tableFull) + " table full";
-  s += "; transfers from registered blocks: " + n(m_h2d) + " h2d (" + mib(m_h2dBytes.load()) +
-       "), " + n(m_d2h) + " d2h (" + mib(m_d2hBytes.load()) + "); " + n(m_pageable) +
-       " went ahead pageable; " + n(m_waited) + " waited for pinning (" + ms(m_waitNs.load()) +
-       "); frees of registered blocks: " + n(m_deferred) + " unpinned and freed on hetopt's thread (" +
-       n(m_deferredDone) + " done, " + ms(m_deferredNs.load()) + "), " + n(m_unregistered) +
-       " unpinned first on the program's (" + ms(m_unregisterNs.load()) + "); " +
-       n(m_yielded) + " left to the program's own host-pointer buffers";
+  s += "\n  transfers from registered blocks: " + n(m_h2d) + " h2d (" + mib(m_h2dBytes.load()) +
+       "), " + n(m_d2h) + " d2h (" + mib(m_d2hBytes.load()) + ")\n  " + n(m_pageable) +
+       " went ahead pageable, " + n(m_waited) + " waited for pinning (" + ms(m_waitNs.load()) +
+       ")\n  freed: " + n(m_deferred) + " unpinned and freed on hetopt's thread (" +
+       n(m_deferredDone) + " done, " + ms(m_deferredNs.load()) + ")\n  freed: " +
+       n(m_unregistered) + " unpinned first on the program's thread (" + ms(m_unregisterNs.load()) +
+       ")\n  " + n(m_yielded) + " left to the program's own host-pointer buffers";
   if (m_failures.load()) {
     std::lock_guard<std::mutex> lock(m_mutex);  // written by the registering thread under it
-    s += std::string("; last refusal: ") + m_lastFailure;
+    s += std::string("\n  last refusal: ") + m_lastFailure;
   }
-  if (!m_ready.load()) s += "; the pinning context never came";
+  if (!m_ready.load()) s += "\n  the pinning context never came";
   return s;
 }
 

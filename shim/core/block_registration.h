@@ -95,7 +95,7 @@ class BlockRegistration {
   uint64_t pinnedTransfers() const {
     return m_h2d.load(std::memory_order_relaxed) + m_d2h.load(std::memory_order_relaxed);
   }
-  /// Lines for HETOPT_STATS.
+  /// Lines for HETOPT_STATS (a heading, then one fact per indented line).
   std::string stats() const;
 
  private:

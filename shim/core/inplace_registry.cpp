@@ -234,18 +234,17 @@ std::string InplaceRegistry::stats() const {
   auto n = [](const std::atomic<uint64_t>& v) { return std::to_string(v.load()); };
   std::string s = "registered in place: " + n(m_staticRegistered) + " static ranges, " +
                   n(m_mmapRegistered) + " mappings (" + mib(m_registeredBytes.load()) + " in " +
-                  std::to_string(m_registerNs.load() / 1000000) + " ms); registration fallbacks: " + n(m_failures) + " refused, " + n(m_notFound) +
-                  " static ranges not found, " + n(m_tableFull) + " table full; " +
-                  n(m_unpinned) + " unpinned before unmap, " + n(m_yielded) +
-                  " left to the program's own host-pointer buffers; " + n(m_mappingsSeen) +
-                  " mappings tracked; transfers from registered memory: " + n(m_h2d) + " h2d (" +
-                  mib(m_h2dBytes.load()) + "), " + n(m_d2h) + " d2h (" + mib(m_d2hBytes.load()) +
-                  ")";
+                  ms(m_registerNs.load()) + ")\n  registration fallbacks: " + n(m_failures) +
+                  " refused, " + n(m_notFound) + " static ranges not found, " + n(m_tableFull) +
+                  " table full\n  " + n(m_unpinned) + " unpinned before unmap\n  " + n(m_yielded) +
+                  " left to the program's own host-pointer buffers\n  " + n(m_mappingsSeen) +
+                  " mappings tracked\n  transfers from registered memory: " + n(m_h2d) + " h2d (" +
+                  mib(m_h2dBytes.load()) + "), " + n(m_d2h) + " d2h (" + mib(m_d2hBytes.load()) + ")";
   if (m_failures.load()) {
     std::lock_guard<std::mutex> lock(m_mutex);  // registerRange() writes it under the lock
-    s += std::string("; last refusal: ") + m_lastFailure;
+    s += std::string("\n  last refusal: ") + m_lastFailure;
   }
-  if (!m_ready.load()) s += "; the shim's context never came";
+  if (!m_ready.load()) s += "\n  the shim's context never came";
   return s;
 }
 

@@ -79,7 +79,7 @@ class InplaceRegistry {
   void unlockAfterFork() { m_mutex.unlock(); }
   /// In the child after fork(): the shim's context is the parent's; track and release nothing.
   void forkChild() { m_disabled.store(true, std::memory_order_release); }
-  /// One line for HETOPT_STATS.
+  /// Lines for HETOPT_STATS (a heading, then one fact per indented line).
   std::string stats() const;
 
   static constexpr size_t kMaxRanges = 64;  ///< fixed table: no allocation in mmap hooks

@@ -435,8 +435,8 @@ Conformance::Usage OptimizeInterceptor::usage() const {
 
 std::string OptimizeInterceptor::conformanceStats() const {
   if (!m_conformance.diverged()) return "conformant";
-  return std::string("deactivated: ") + m_conformance.reason() + " (" +
-         std::to_string(m_afterDivergence.load()) + " allocations not redirected after it)";
+  return std::string("deactivated: ") + m_conformance.reason() + "\n  " +
+         std::to_string(m_afterDivergence.load()) + " allocations not redirected after deactivation";
 }
 
 void OptimizeInterceptor::callBegin(CallRecord& call) {
@@ -465,6 +465,7 @@ void OptimizeInterceptor::callBegin(CallRecord& call) {
       // registered in place (counted by the registry)
     } else {
       (h2d ? m_otherH2d : m_otherD2h).fetch_add(1, std::memory_order_relaxed);
+      (h2d ? m_otherH2dBytes : m_otherD2hBytes).fetch_add(r.bytes, std::memory_order_relaxed);
     }
   }
 }
@@ -562,16 +563,18 @@ void OptimizeInterceptor::processExit() {
   auto n = [](const std::atomic<uint64_t>& v) { return std::to_string(v.load()); };
   std::string full = m_direct ? n(m_directFailed) + " policy failed" : n(m_poolFull) + " pool full";
   if (m_direct && m_directFailed.load()) full += " (first: " + std::string(m_direct->stats().firstFailure) + ")";
-  warn("stats: %s; %s; %zu candidate sites; redirected %s allocations (%s), released %s; "
-       "fallbacks: %s with no pool (not ready in time, or it failed), %s, %s moved out by realloc; "
-       "transfers from %s: %s h2d (%s), %s d2h (%s); from other memory: %s h2d, %s d2h",
-       pool.c_str(), conformanceStats().c_str(), m_plan.sites.size(), n(m_served).c_str(),
-       mib(m_servedBytes).c_str(), n(m_released).c_str(), n(m_noPool).c_str(), full.c_str(),
-       n(m_movedOut).c_str(), memory, n(m_pinnedH2d).c_str(), mib(m_pinnedH2dBytes).c_str(),
-       n(m_pinnedD2h).c_str(), mib(m_pinnedD2hBytes).c_str(), n(m_otherH2d).c_str(),
-       n(m_otherD2h).c_str());
-  if (m_inPlace.load()) warn("stats: %s", m_blocks.stats().c_str());
-  if (m_registry) warn("stats: %s", m_registry->stats().c_str());
+  // One fact per line, the pool first; the other parts' lines follow, all in one write.
+  std::string text = pool + "\n  " + conformanceStats() + "\n  " + std::to_string(m_plan.sites.size()) +
+                     " candidate sites\n  redirected " + n(m_served) + " allocations (" + mib(m_servedBytes) +
+                     "), released " + n(m_released) + "\n  fallbacks: " + n(m_noPool) +
+                     " with no pool (not ready in time, or it failed)\n  fallbacks: " + full + ", " + n(m_movedOut) +
+                     " moved out by realloc\n  transfers from " + memory + ": " + n(m_pinnedH2d) + " h2d (" +
+                     mib(m_pinnedH2dBytes) + "), " + n(m_pinnedD2h) + " d2h (" + mib(m_pinnedD2hBytes) +
+                     ")\n  transfers from other memory: " + n(m_otherH2d) + " h2d (" + mib(m_otherH2dBytes) +
+                     "), " + n(m_otherD2h) + " d2h (" + mib(m_otherD2hBytes) + ")";
+  if (m_inPlace.load()) text += "\n" + m_blocks.stats();
+  if (m_registry) text += "\n" + m_registry->stats();
+  warnLines("stats: ", text.c_str());
 }
 
 }  // namespace hetopt::shim

@@ -118,6 +118,7 @@ class OptimizeInterceptor final : public Interceptor {
   void* serveDirect(AllocFn fn, size_t size, size_t alignment);
   bool isRedirectedMemory(const void* host) const;
   Conformance::Usage usage() const;
+  /// "conformant", or "deactivated: why" and a line of what was not redirected after it.
   std::string conformanceStats() const;
 
   Plan m_plan;
@@ -154,7 +155,7 @@ class OptimizeInterceptor final : public Interceptor {
   std::atomic<uint64_t> m_inPlace{0}, m_inPlaceBytes{0};  ///< of those, adopted by m_blocks
   std::atomic<uint64_t> m_noPool{0}, m_poolFull{0}, m_movedOut{0};
   std::atomic<uint64_t> m_pinnedH2d{0}, m_pinnedH2dBytes{0}, m_pinnedD2h{0}, m_pinnedD2hBytes{0};
-  std::atomic<uint64_t> m_otherH2d{0}, m_otherD2h{0};
+  std::atomic<uint64_t> m_otherH2d{0}, m_otherH2dBytes{0}, m_otherD2h{0}, m_otherD2hBytes{0};
 
   /// pool-mode direct only: every candidate block made by m_directPolicy on the calling thread.
   std::unique_ptr<policies::DirectAllocator> m_direct;

@@ -14,6 +14,7 @@
 #   faults.sh HETOPT SHIM EXIT3_APP
 set -u
 source "$(dirname "${BASH_SOURCE[0]}")/plan_lib.sh"
+source "$(dirname "${BASH_SOURCE[0]}")/stats_lib.sh"
 hetopt=$1 shim=$2 app=$3
 work=$(mktemp -d "${TMPDIR:-/tmp}/hetopt-faults.XXXXXX") || exit 2
 trap 'chmod -R u+w "$work"; rm -rf "$work"' EXIT
@@ -35,7 +36,7 @@ check() {
   shift
   "$@" >"$work/$name.out" 2>"$work/$name.err"
   rc=$?
-  n=$(grep -c '^hetopt' "$work/$name.err")
+  n=$(hetopt_messages "$work/$name.err")
   local why=''
   [[ $rc -eq 3 ]] || why+=" exit status $rc;"
   cmp -s "$work/native.out" "$work/$name.out" || why+=" stdout differs from native;"
@@ -66,8 +67,8 @@ refused() {
   fi
 }
 shimmed() { env LD_PRELOAD="$shim" OPENCL_LAYERS="$shim" "$@"; }
-# The pool's fallback counters from the stats line of run NAME.
-stat() { sed -n "s/.*hetopt: stats:.* $2.*/\1/p" "$work/$1.err"; }
+# A number from the pool's stats of run NAME (a sed regex capturing it).
+stat() { stats_records "$work/$1.err" | sed -n "s/.* $2.*/\1/p"; }
 
 # ---- a hand-written plan naming every tracked site of the app -------------------------------
 HETOPT_MODE=count HETOPT_REPORT_FILE="$work/count" LD_PRELOAD="$shim" "$app" >/dev/null 2>&1
@@ -175,6 +176,26 @@ check trace_force_overwrites 'hetopt: trace .*main.c' 7 -- \
 "$hetopt" show "$work/none.trace" >/dev/null 2>&1
 rc=$?
 [[ $rc -eq 2 ]] && echo "ok: show_missing: exit 2" || { echo "FAIL: show_missing: exit $rc"; failed=1; }
+# show --salvage on a trace with nothing before its damage (cut inside its first chunk): exit 2,
+# saying so; on one with damage after its records, those records and a line saying what was cut.
+first=$(grep -obUa CHNK "$work/main.c" | head -n 1 | cut -d: -f1)
+head -c $((first + 10)) "$work/main.c" >"$work/nothing.trace"
+"$hetopt" show --salvage "$work/nothing.trace" >"$work/salvage.out" 2>"$work/salvage.err"
+rc=$?
+if [[ $rc -eq 2 ]] && grep -q 'nothing to salvage in .*nothing.trace: truncated' "$work/salvage.err"; then
+  echo "ok: show_salvage_nothing: $(cat "$work/salvage.err")"
+else
+  echo "FAIL: show_salvage_nothing: exit $rc"; cat "$work/salvage.err"; failed=1
+fi
+{ cat "$work/main.c"; printf 'not a chunk, not a chunk, not a chunk\n'; } >"$work/cut.trace"
+"$hetopt" show --salvage "$work/cut.trace" >"$work/salvage.out" 2>"$work/salvage.err"
+rc=$?
+if [[ $rc -eq 0 ]] && grep -q '^thread 0' "$work/salvage.out" &&
+   grep -q 'salvaged what precedes the damage: corrupt trace: no chunk marker' "$work/salvage.err"; then
+  echo "ok: show_salvage_cut: $(cat "$work/salvage.err")"
+else
+  echo "FAIL: show_salvage_cut: exit $rc"; cat "$work/salvage.err"; failed=1
+fi
 # The trace is written and analyzed; only storing the profile fails, and says so.
 "$hetopt" trace --db "$work/corrupt.db" -o "$work/c.trace" -- "$app" >"$work/trace_db.out" \
   2>"$work/trace_db.err"

@@ -9,6 +9,7 @@
 # child. RUN_OPTS goes to `hetopt run`.
 #   fork.sh HETOPT FORK_APP MODE FORKS
 set -u
+source "$(dirname "${BASH_SOURCE[0]}")/stats_lib.sh"
 hetopt=$1 app=$2 mode=$3 forks=$4
 limit=${LIMIT:-90}
 work=$(mktemp -d "${TMPDIR:-/tmp}/hetopt-fork.XXXXXX") || exit 2
@@ -29,10 +30,10 @@ rc=$?
 [[ $rc == 0 ]] || fail "hetopt run exited $rc"
 cmp -s "$work/native.out" "$work/run.out" ||
   { diff "$work/native.out" "$work/run.out"; fail "stdout under hetopt run differs from native"; }
-parent=$(grep "hetopt: stats:" "$work/run.err" | grep -v "(forked child)")
+parent=$(stats_records "$work/run.err" | grep -v "(forked child)")
 grep -Eq "(pool of|allocation \(no pool\)) .* redirected [1-9][0-9]* allocations" <<<"$parent" ||
   fail "the parent served nothing: $parent"
-children=$(grep -c "hetopt: stats: no \(pool\|direct allocation\) (forked child)" "$work/run.err")
+children=$(stats_records "$work/run.err" | grep -c "^no \(pool\|direct allocation\) (forked child)")
 expected=$(sed -n 's/^result: .* through-exit=\([0-9]*\)$/\1/p' "$work/run.out")
 [[ $children == "$expected" ]] || fail "$children children printed their stats, expected ${expected:-?}"
 echo "OK: $forks forks from $mode; $parent"

@@ -11,6 +11,7 @@
 #   opencl_faults.sh HETOPT SHIM FAULT_LAYER FAULT_APP
 set -u
 source "$(dirname "${BASH_SOURCE[0]}")/plan_lib.sh"
+source "$(dirname "${BASH_SOURCE[0]}")/stats_lib.sh"
 hetopt=$1 shim=$2 layer=$3 app=$4
 work=$(mktemp -d "${TMPDIR:-/tmp}/hetopt-clfaults.XXXXXX") || exit 2
 trap 'rm -rf "$work"' EXIT
@@ -41,7 +42,7 @@ check() {
   shift 6
   FAULTCL=$fault "$@" >"$work/$name.out" 2>"$work/$name.err"
   rc=$?
-  n=$(grep -c '^hetopt' "$work/$name.err")
+  n=$(hetopt_messages "$work/$name.err")
   faults=$(grep -c '^faultcl:' "$work/$name.err")
   local why=''
   [[ $rc -eq $ref_rc ]] || why+=" exit status $rc, reference $ref_rc;"

@@ -8,10 +8,12 @@
 # With TIMES=N it also prints the median elapsed_ms of N native and N optimized runs. PLAN_MODE and
 # PLAN_PROFILE, PLAN_STRATEGY and PLAN_WAIT go to write_plan (plan_lib.sh): PLAN_MODE=direct tests
 # the pool-less variant, PLAN_STRATEGY=register in-place registration of heap blocks.
-# EXPECT (an extended regex, default "conformant") must match the stats line; EXIT is the exit
-# status of a successful run (default 0).
+# EXPECT (an extended regex, default "conformant") must match the stats (stats_records); EXIT is the
+# exit status of a successful run (default 0). Blocks allocated once the program's context exists
+# wait for the pool (HETOPT_POOL_WAIT_MS=5000): a loaded machine must not decide what is served.
 set -u
 source "$(dirname "${BASH_SOURCE[0]}")/plan_lib.sh"
+source "$(dirname "${BASH_SOURCE[0]}")/stats_lib.sh"
 shim=$1 policy=$2 size=$3
 shift 3
 [[ ${1:-} == -- ]] && shift
@@ -30,12 +32,13 @@ write_plan "$work/plan" "$prog" "$policy" $((size * 4 + (1 << 20))) $keys ||
 
 "$@" >"$work/native.out" 2>"$work/native.err"
 [[ $? == "${EXIT:-0}" ]] || { echo "FAIL: native run"; cat "$work/native.err"; exit 1; }
-HETOPT_MODE=optimize HETOPT_PLAN_FILE="$work/plan" HETOPT_STATS=1 LD_PRELOAD="$shim" \
-  "$@" >"$work/opt.out" 2>"$work/opt.err"
+HETOPT_MODE=optimize HETOPT_PLAN_FILE="$work/plan" HETOPT_STATS=1 HETOPT_POOL_WAIT_MS=5000 \
+  LD_PRELOAD="$shim" "$@" >"$work/opt.out" 2>"$work/opt.err"
 [[ $? == "${EXIT:-0}" ]] || { echo "FAIL: optimized run"; cat "$work/opt.err"; exit 1; }
 cmp -s "$work/native.out" "$work/opt.out" ||
   { echo "FAIL: stdout differs"; diff "$work/native.out" "$work/opt.out"; exit 1; }
-stats=$(grep 'hetopt: stats:' "$work/opt.err" | tr '\n' ' ')
+stats=$(stats_records "$work/opt.err" | tr '\n' ' ')
+stats_lines_short "$work/opt.err" || { echo "FAIL: a stats line holds more than one fact"; cat "$work/opt.err"; exit 1; }
 redirected=$(sed -n 's/.*redirected \([0-9]*\) allocations.*/\1/p' <<<"$stats")
 pinned=$(sed -n 's/.*pinned \(pool\|direct\) memory: \([0-9]*\) h2d.*/\2/p' <<<"$stats")
 # Blocks registered in place (register strategy, or before the pool was ready) count too.

@@ -11,6 +11,7 @@
 #   register_inplace.sh HETOPT SHIM STATIC_MMAP REMAP_APP
 set -u
 source "$(dirname "${BASH_SOURCE[0]}")/plan_lib.sh"
+source "$(dirname "${BASH_SOURCE[0]}")/stats_lib.sh"
 hetopt=$1 shim=$2 static_mmap=$3 remap=$4
 work=$(mktemp -d "${TMPDIR:-/tmp}/hetopt-register.XXXXXX") || exit 2
 trap 'rm -rf "$work"' EXIT
@@ -19,7 +20,7 @@ unset HETOPT_MODE HETOPT_PLAN_FILE HETOPT_STATS
 failed=0
 fail() { echo "FAIL: $*"; failed=1; }
 # stat RUN REGEX: the first number captured by REGEX (sed) in the registration stats of RUN.
-stat() { grep 'hetopt: stats: registered in place: ' "$work/$1.err" | sed -n "s/.*$2.*/\1/p"; }
+stat() { stats_records "$work/$1.err" | grep '^registered in place: ' | sed -n "s/.*$2.*/\1/p"; }
 expect() {  # expect RUN WHAT REGEX OP VALUE
   local v
   v=$(stat "$1" "$3")

@@ -8,6 +8,7 @@
 #   torture_optimize.sh SHIM ALLOC_TORTURE ITERATIONS
 set -u
 source "$(dirname "${BASH_SOURCE[0]}")/plan_lib.sh"
+source "$(dirname "${BASH_SOURCE[0]}")/stats_lib.sh"
 shim=$1 app=$2 iters=$3
 work=$(mktemp -d "${TMPDIR:-/tmp}/hetopt-torture.XXXXXX") || exit 2
 trap 'rm -rf "$work"' EXIT
@@ -27,11 +28,11 @@ run() {
   local rc=$? n
   # Every process prints its stats (the spawned and exec'd children run under the plan too): the
   # largest count of any of them.
-  n=$(sed -n "s/.*hetopt: stats:.*$4.*/\1/p" "$work/$1.err" | sort -n | tail -n 1)
+  n=$(stats_records "$work/$1.err" | sed -n "s/.*$4.*/\1/p" | sort -n | tail -n 1)
   if [[ $rc -ne 0 || ${n:-0} -lt 1 ]]; then
     echo "FAIL: $1: exit $rc, '$4' = ${n:-none}"; tail -n 5 "$work/$1.err"; failed=1
   else
-    echo "ok: $1: $(grep -o 'stats: .*moved out by realloc' "$work/$1.err" | head -n 1)"
+    echo "ok: $1: $(stats_records "$work/$1.err" | grep -o '.*moved out by realloc' | head -n 1)"
   fi
 }
 run large_pool $((64 << 20)) 5000 'redirected \([0-9]*\) allocations'
