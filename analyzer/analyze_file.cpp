@@ -55,7 +55,7 @@ void identify(const trace::Trace& t, AnalyzeResult* r) {
     id.buildId = local.buildId;
     id.contentHash = local.contentHash;
     r->profile.warnings.push_back("the trace records no build id for " + t.header.program +
-                                  "; identified by the file as it is now");
+                                  "; identified by the file as it is now (" + id.key() + ")");
     return;
   }
   // Neither: key by the path alone, so the profile cannot silently match a different binary.

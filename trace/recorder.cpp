@@ -124,6 +124,8 @@ bool Recorder::open(const RecorderConfig& config, std::string* error) {
   if (!m_writer.open(config.path, config.header, error)) return false;
   m_startMono = m_lastCheckpoint = monotonicNs();
   m_finished = false;
+  uint32_t programModule = 0;
+  if (config.programAddress) emitModuleFor(config.programAddress, &programModule);
   return true;
 }
 

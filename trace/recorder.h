@@ -62,6 +62,9 @@ struct RecorderConfig {
   size_t chunkBytes = 64 * 1024;      ///< uncompressed bytes per Records chunk
   uint64_t checkpointNs = 1000000000;  ///< tail snapshot at least this often while events arrive
   ModuleLookup modules = nullptr;     ///< null: no module records (tests)
+  /// An address inside the program's executable: its module is recorded at open(), so the trace
+  /// names the program's build id even when no site lies in it. 0: none.
+  uint64_t programAddress = 0;
   bool classifyRegions = true;        ///< read /proc/self/maps for untracked memory
   /// Called once (recorder lock held) when the file cannot take more (full disk, file size
   /// limit): the trace ends with what was written, marked incomplete; recording goes on unsaved.

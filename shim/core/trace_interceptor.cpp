@@ -143,6 +143,8 @@ TraceInterceptor* TraceInterceptor::create() {
   t->m_config.path = substitutePid(pattern, getpid());
   t->m_measureSelf = debugEnabled();
   t->m_config.modules = moduleLookup;
+  for (const Module& m : ModuleMap::instance().modules(nullptr))
+    if (m.path == exe) t->m_config.programAddress = m.start;  // the trace names the program's build id
   t->m_config.writeFailed = [](const std::string& path, const std::string& error) {
     warn("trace mode: cannot write %s (%s); the trace ends here, marked incomplete, and the "
          "program goes on", path.c_str(), error.c_str());
