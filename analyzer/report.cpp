@@ -2,10 +2,12 @@
 /** @file Text and JSON forms of the profile; see report.h. */
 #include "analyzer/report.h"
 
+#include <algorithm>
 #include <cinttypes>
 #include <cmath>
 #include <cstdarg>
 #include <cstdio>
+#include <map>
 
 #include "analyzer/json_writer.h"
 #include "common/paths.h"
@@ -78,6 +80,102 @@ void writeLocation(JsonWriter& j, const SiteLocation& loc) {
         .member("line", static_cast<uint64_t>(f.line)).endObject();
   j.endArray();
   j.endObject();
+}
+
+/// "libfoo.so+0x1a2b"
+std::string frameText(const ModulePc& f) {
+  char off[32];
+  snprintf(off, sizeof off, "+0x%" PRIx64, f.offset);
+  return baseName(f.modulePath) + off;
+}
+
+void mergeTransfers(TransferStats* into, const TransferStats& from) {
+  const uint64_t transfers = into->transfers + from.transfers, bytes = into->bytes + from.bytes;
+  for (const TransferStats::SizeCount& sc : from.sizes) into->add(sc.bytes, sc.count, 0);
+  into->finish();
+  into->transfers = transfers;  // the stored sizes may be fewer than all: the totals stay exact
+  into->bytes = bytes;
+  into->maxBytes = std::max(into->maxBytes, from.maxBytes);
+  into->deviceNs += from.deviceNs;
+}
+
+/// One site printed: a candidate, or several whose stacks print alike as far as the trace
+/// recorded them (one site reached through frames the trace tells apart only by module identity,
+/// say), merged into one.
+struct PrintedSite {
+  CandidateSite site;
+  std::vector<std::string> via;  ///< frames printed after the location, innermost first
+  size_t merged = 1;
+};
+
+/// What the report prints for each candidate. A location without a source line is followed by
+/// its frames out to the first one in the program's own executable (a wrapper inside a library is
+/// not the site); where two sites still print alike, each gets further frames until they differ;
+/// those that print alike with every recorded frame are one entry.
+std::vector<PrintedSite> printedSites(const AppProfile& p) {
+  const size_t n = p.candidates.size();
+  std::vector<size_t> first(n, 0), depth(n, 0);  // frames after the location; how many printed
+  for (size_t i = 0; i < n; ++i) {
+    const CandidateSite& c = p.candidates[i];
+    for (size_t k = 0; k < c.frames.size(); ++k)
+      if (c.frames[k].modulePath == c.location.modulePath && c.frames[k].offset == c.location.offset) {
+        first[i] = k + 1;
+        break;
+      }
+    if (c.location.hasSource || c.location.modulePath == p.program.path) continue;
+    while (first[i] + depth[i] < c.frames.size() &&
+           c.frames[first[i] + depth[i]++].modulePath != p.program.path) {
+    }
+  }
+  auto text = [&](size_t i, size_t frames) {
+    const CandidateSite& c = p.candidates[i];
+    std::string t = c.location.describe() + '\n' + c.location.describeCallers();
+    for (size_t k = 0; k < frames && first[i] + k < c.frames.size(); ++k)
+      t += '\n' + frameText(c.frames[first[i] + k]);
+    return t;
+  };
+  for (bool grew = true; grew;) {
+    grew = false;
+    std::map<std::string, std::vector<size_t>> byText;
+    for (size_t i = 0; i < n; ++i) byText[text(i, depth[i])].push_back(i);
+    for (const auto& [t, group] : byText) {
+      std::map<std::string, size_t> whole;  // alike with every frame: merged, not extended
+      for (size_t i : group) ++whole[text(i, SIZE_MAX)];
+      if (whole.size() < 2) continue;
+      for (size_t i : group)
+        if (first[i] + depth[i] < p.candidates[i].frames.size()) ++depth[i], grew = true;
+    }
+  }
+  std::vector<PrintedSite> out;
+  std::map<std::string, size_t> seen;
+  for (size_t i = 0; i < n; ++i) {
+    const CandidateSite& c = p.candidates[i];
+    auto [it, fresh] = seen.emplace(text(i, depth[i]), out.size());
+    if (fresh) {
+      PrintedSite ps{c, {}, 1};
+      for (size_t k = 0; k < depth[i]; ++k) ps.via.push_back(frameText(c.frames[first[i] + k]));
+      out.push_back(std::move(ps));
+      continue;
+    }
+    CandidateSite& m = out[it->second].site;
+    ++out[it->second].merged;
+    m.allocations += c.allocations;
+    m.feedingAllocations += c.feedingAllocations;
+    m.minAllocBytes = std::min(m.minAllocBytes, c.minAllocBytes);
+    m.maxAllocBytes = std::max(m.maxAllocBytes, c.maxAllocBytes);
+    m.peakLiveBytes += c.peakLiveBytes;  // at most: they may not have been alive at once
+    m.peakLiveBlocks += c.peakLiveBlocks;
+    mergeTransfers(&m.h2d, c.h2d);
+    mergeTransfers(&m.d2h, c.d2h);
+    if (m.gain.known && c.gain.known && m.gain.policy == c.gain.policy && m.gain.allocMode == c.gain.allocMode) {
+      m.gain.standardNs += c.gain.standardNs;
+      m.gain.optimizedNs += c.gain.optimizedNs;
+    } else if (m.gain.known || c.gain.known) {
+      m.gain.known = false;
+      m.gain.note = "differs between the merged sites (see --json)";
+    }
+  }
+  return out;
 }
 
 }  // namespace
@@ -162,12 +260,20 @@ std::string formatReport(const AppProfile& p) {
           p.candidates.size(), sites, p.hostOnlySites, p.hostOnlyAllocations,
           p.trackedAllocations);
   int n = 0;
-  for (const CandidateSite& c : p.candidates) {
+  for (const PrintedSite& ps : printedSites(p)) {
+    const CandidateSite& c = ps.site;
     appendf(&r, "  #%d %s\n", ++n, c.location.describe().c_str());
+    if (ps.merged > 1)
+      appendf(&r, "      (%zu sites whose recorded frames all print alike: shown as one)\n", ps.merged);
     if (c.location.hasSource) appendf(&r, "      %s\n", c.location.source.file.c_str());
     if (!c.location.callers.empty())
       appendf(&r, "      %s\n", c.location.describeCallers().c_str());
     else if (!c.location.note.empty()) appendf(&r, "      (%s)\n", c.location.note.c_str());
+    if (!ps.via.empty()) {
+      std::string via;
+      for (const std::string& f : ps.via) via += (via.empty() ? "called from " : ", from ") + f;
+      appendf(&r, "      %s\n", via.c_str());
+    }
     appendf(&r, "      %s: %" PRIu64 " allocation%s", c.allocator.c_str(), c.allocations,
             c.allocations == 1 ? "" : "s");
     if (c.minAllocBytes == c.maxAllocBytes) appendf(&r, " of %s", formatBytes(c.maxAllocBytes).c_str());

@@ -77,6 +77,44 @@ TEST(Report, IneligibleIsSaid) {
   EXPECT_TRUE(contains(r, "0.01 < 0.10")) << r;
 }
 
+// Sites without source lines whose innermost frame is one allocation wrapper (a program built
+// without debug info): each is shown with the frames that tell it apart, a wrapper inside a library
+// with its frames out to the program's own code, and sites that print alike with every recorded
+// frame are one entry.
+TEST(Report, SitesThatPrintAlikeAreToldApartOrMerged) {
+  AppProfile p = sampleProfile();
+  p.program.path = "/usr/bin/hc";
+  p.candidates.clear();
+  auto site = [&](uint64_t key, std::vector<ModulePc> frames, uint64_t allocations) {
+    CandidateSite c;
+    c.siteKey = key;
+    c.frames = std::move(frames);
+    c.location.modulePath = c.frames[0].modulePath;
+    c.location.offset = c.frames[0].offset;
+    c.location.note = "hc: no debug info";
+    c.allocator = "malloc";
+    c.allocations = allocations;
+    c.minAllocBytes = c.maxAllocBytes = 1 << 20;
+    c.h2d.add(1 << 20, allocations, 1000);
+    c.h2d.finish();
+    p.candidates.push_back(c);
+  };
+  const std::string hc = "/usr/bin/hc", lib = "/usr/lib/libwrap.so";
+  site(1, {{hc, "aa", 0x153a6, true}, {hc, "aa", 0x2000, true}, {hc, "aa", 0x9000, true}}, 1);
+  site(2, {{hc, "aa", 0x153a6, true}, {hc, "aa", 0x3000, true}, {hc, "aa", 0x9000, true}}, 2);
+  site(3, {{hc, "aa", 0x153a6, true}, {hc, "aa", 0x3000, true}, {hc, "aa", 0x9000, true}}, 3);
+  site(4, {{lib, "", 0x10, true}, {lib, "", 0x20, true}, {hc, "aa", 0x4000, true}, {hc, "aa", 0x9000, true}}, 4);
+  const std::string r = formatReport(p);
+  EXPECT_TRUE(contains(r, "#1 hc+0x153a6\n      (hc: no debug info)\n      called from hc+0x2000\n")) << r;
+  EXPECT_TRUE(contains(r, "#2 hc+0x153a6\n      (2 sites whose recorded frames all print alike: shown as one)\n"
+                          "      (hc: no debug info)\n      called from hc+0x3000\n      malloc: 5 allocations")) << r;
+  EXPECT_TRUE(contains(r, "h2d 5 x 1 MiB (5 MiB, 2.0 us)")) << r;
+  EXPECT_TRUE(contains(r, "#3 libwrap.so+0x10\n      (hc: no debug info)\n      called from libwrap.so+0x20, from hc+0x4000\n")) << r;
+  EXPECT_FALSE(contains(r, "#4")) << r;
+  EXPECT_FALSE(contains(r, "0x9000")) << r;  // the sites differ before it
+  EXPECT_TRUE(contains(r, "4 of ")) << r;  // the header still counts every recorded site
+}
+
 class JsonFile : public ::testing::Test {
  protected:
   void SetUp() override { m_dir = testing::makeTempDir(); }
