@@ -2,18 +2,22 @@
 # SPDX-License-Identifier: MIT
 # The README's first command: installs what is missing, builds, and runs hetopt's main job on the
 # bundled example (tests/apps/loop_wkr, the write -> kernel -> read loop) on the default OpenCL
-# device (the first GPU, else PoCL on the CPU): characterize this machine, trace the app, run it
-# optimized, and compare with the untouched run.
+# device (the first GPU, else PoCL on the CPU): characterize this machine (quick mode), trace the
+# app, run it natively and with `hetopt run`, and say what that run did. Everything goes into the
+# demo's own DB (DEMO_DIR, default build/demo), not hetopt's default one; the end says what to run
+# next for the user's own programs. DEMO_SKIP_SETUP=1 uses the build as it is (the test does).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/setup.sh
+[[ ${DEMO_SKIP_SETUP:-0} == 1 ]] || scripts/setup.sh
 build=${BUILD_DIR:-build}
 hetopt=$build/bin/hetopt
 app=$build/bin/loop_wkr
 args=(--size "${DEMO_SIZE:-16M}" --iters "${DEMO_ITERS:-10}")
 work=${DEMO_DIR:-$build/demo}
 mkdir -p "$work"
-export HETOPT_DB=${HETOPT_DB:-$PWD/$work/hetopt.db}
+work=$(cd "$work" && pwd)
+own_db=${HETOPT_DB:-}
+export HETOPT_DB=${HETOPT_DB:-$work/hetopt.db}
 
 has() { "$hetopt" "$1" --help >/dev/null 2>&1; }
 step() { printf '\n== %s\n' "$*"; }
@@ -34,10 +38,35 @@ fi
 step "native run"
 "$app" "${args[@]}"
 step "hetopt run"
-"$hetopt" run -- "$app" "${args[@]}"
-if has trace; then
-  # On a CPU device the curves say pinning never pays, so the plain run above is untouched; this
-  # shows the optimize-mode mechanics there anyway (on a GPU the plain run is already optimized).
-  step "hetopt run --stats --policy opencl (pool forced: what the shim does)"
-  "$hetopt" run --stats --policy opencl -- "$app" "${args[@]}"
+"$hetopt" run -- "$app" "${args[@]}" 2>"$work/run.err"
+cat "$work/run.err" >&2
+# Say what that run did, from its own words: the trace's measured transfer times and the curves
+# decide, so a CPU device may be optimized too.
+if did=$(sed -n 's/^hetopt: optimizing: //p' "$work/run.err") && [[ -n $did ]]; then
+  echo "demo: hetopt run optimized the program: $did"
+  if has trace; then
+    step "hetopt run --stats (the same run, with what the shim did)"
+    "$hetopt" run --stats -- "$app" "${args[@]}"
+  fi
+else
+  why=$(sed -n 's/^hetopt: \(.*running unoptimized.*\)/\1/p' "$work/run.err" | head -n 1)
+  echo "demo: hetopt run left the program untouched: ${why:-see its line above}"
+  if has trace; then
+    step "hetopt run --stats --policy opencl (a pool forced, to show what the shim does when it optimizes)"
+    "$hetopt" run --stats --policy opencl -- "$app" "${args[@]}"
+  fi
 fi
+
+step "next: your own programs"
+if [[ -n $own_db ]]; then
+  echo "The demo used your HETOPT_DB ($HETOPT_DB): its characterization serves your programs too."
+  echo "Next, for your program:"
+else
+  echo "The demo kept everything in its own DB ($HETOPT_DB), not in hetopt's default DB"
+  echo "(\$HETOPT_DB, else \${XDG_DATA_HOME:-~/.local/share}/hetopt/hetopt.db): your own programs have no"
+  echo "characterization of this machine yet. Next, once per machine (about 30 s):"
+  echo "  $hetopt characterize"
+  echo "then, for your program:"
+fi
+echo "  $hetopt trace -- ./your_program args"
+echo "  $hetopt run -- ./your_program args"
