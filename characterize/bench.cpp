@@ -279,19 +279,19 @@ class DeviceBench {
       }
       m_states.push_back(std::move(st));
     }
-    m_progress->phase("allocation");
+    double allocWork = 0, transferWork = 0;
+    for (uint64_t size : m_plan.allocSizes) allocWork += allocWeight(size) * kPolicyCount;
+    for (uint64_t size : m_plan.transferSizes)
+      transferWork += transferSizeWeight(size, m_plan.maxConcurrency) * kPolicyCount;
+    m_progress->phase("allocation", allocWork);
     for (uint64_t size : m_plan.allocSizes) {
       allocationSize(size);
       m_progress->advance(allocWeight(size) * kPolicyCount, formatBytes(static_cast<double>(size)));
     }
     // A policy that stopped during allocation may still serve the (smaller) transfer sizes.
     for (State& st : m_states) st.active = st.tracker.probed();
-    m_progress->phase("transfers");
-    for (uint64_t size : m_plan.transferSizes) {
-      transferSize(size);
-      m_progress->advance(transferSizeWeight(size, m_plan.maxConcurrency) * kPolicyCount,
-                          formatBytes(static_cast<double>(size)));
-    }
+    m_progress->phase("transfers", transferWork);
+    for (uint64_t size : m_plan.transferSizes) transferSize(size);  // advances the bar itself
     for (const State& st : m_states) m_run->policies.push_back(st.tracker.result());
   }
 
@@ -465,6 +465,10 @@ class DeviceBench {
           s.summarize();
           m_run->samples.push_back(std::move(s));
         }
+        // One step of transferSizeWeight(): the bar moves during the large sizes too.
+        m_progress->advance(transferWeight(size, c) * kPolicyCount,
+                            formatBytes(static_cast<double>(size)) +
+                                (dir == Measure::H2D ? " h2d x" : " d2h x") + std::to_string(c));
       }
     }
     for (const Blocks& b : held) {

@@ -22,11 +22,13 @@ void Progress::start(double totalWork) {
   m_detail.clear();
 }
 
-void Progress::phase(const std::string& what) {
+void Progress::phase(const std::string& what, double work) {
   double now = monotonicSeconds();
   if (!m_tty && !m_phase.empty())
     fprintf(m_out, "  %-22s done in %.1f s\n", m_phase.c_str(), now - m_phaseStartS);
   m_phase = what;
+  m_phaseTotal = work > 0 ? work : 1;
+  m_phaseDone = 0;
   m_detail.clear();
   m_phaseStartS = now;
   draw(true);
@@ -34,6 +36,7 @@ void Progress::phase(const std::string& what) {
 
 void Progress::advance(double work, const std::string& detail) {
   m_done = std::min(m_total, m_done + work);
+  m_phaseDone = std::min(m_phaseTotal, m_phaseDone + work);
   if (!detail.empty()) m_detail = detail;
   draw(false);
 }
@@ -61,13 +64,19 @@ void Progress::draw(bool force) {
   if (!force && now - m_lastDrawS < 0.1) return;
   m_lastDrawS = now;
   const int width = 30;
-  double frac = m_done / m_total;
+  const double frac = m_phaseDone / m_phaseTotal, inPhase = now - m_phaseStartS;
   int filled = static_cast<int>(frac * width);
   char bar[width + 1];
   for (int i = 0; i < width; ++i) bar[i] = i < filled ? '#' : '.';
   bar[width] = '\0';
-  fprintf(m_out, "\r\033[K  [%s] %3d%%  %-22s %-14s %5.1f s", bar, static_cast<int>(frac * 100),
-          m_phase.c_str(), m_detail.c_str(), now - m_startS);
+  // What is left of the phase at the rate so far (its work units are weighted by expected time).
+  char left[48] = "estimating";
+  if (frac >= 0.02 && inPhase >= 0.2) {
+    const double s = inPhase * (1 - frac) / frac;
+    snprintf(left, sizeof left, s < 10 ? "~%.1f s left" : "~%.0f s left", s);
+  }
+  fprintf(m_out, "\r\033[K  %-11s [%s] %3d%%  %-18s %5.1f s, %s", m_phase.c_str(), bar,
+          static_cast<int>(frac * 100), m_detail.c_str(), inPhase, left);
   fflush(m_out);
 }
 

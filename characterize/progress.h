@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 /**
- * @file Progress of a characterization: a redrawn bar on a terminal, plain lines (one per phase)
- * otherwise, so logs of CI and of the GPU tool stay readable.
+ * @file Progress of a characterization: on a terminal, a redrawn bar per phase with the time it
+ * has left; otherwise plain lines (one per phase, no bar), so logs of CI and of the GPU tool stay
+ * readable.
  */
 #pragma once
 #include <cstdio>
@@ -15,8 +16,9 @@ class Progress {
   Progress(FILE* out, bool tty);
   /// Starts a new device: `totalWork` units will be reported through advance().
   void start(double totalWork);
-  /// `what` is the current phase ("h2d register"); a new phase prints a line when not a tty.
-  void phase(const std::string& what);
+  /// `what` is the current phase ("transfers"), `work` the units of it advance() will report (the
+  /// bar and the estimate are the phase's); a new phase prints a line when not a tty.
+  void phase(const std::string& what, double work);
   /// Adds done work; `detail` names the current point ("64 MiB x4").
   void advance(double work, const std::string& detail = {});
   /// Prints one line of information ("sizes capped at ...") without garbling the bar.
@@ -28,7 +30,7 @@ class Progress {
   void draw(bool force);
   FILE* m_out;
   bool m_tty;
-  double m_total = 1, m_done = 0;
+  double m_total = 1, m_done = 0, m_phaseTotal = 1, m_phaseDone = 0;
   double m_startS = 0, m_lastDrawS = -1, m_phaseStartS = 0;
   std::string m_phase, m_detail;
 };

@@ -142,6 +142,31 @@ TEST(CharacterizeCli, QuickRunFillsDbPrintsDecisionsWritesPlots) {
   EXPECT_EQ(none.status, 1) << none.out << none.err;
 }
 
+// On a terminal (a pty made by script(1)), every phase has its bar, redrawn during the transfer
+// phase too (per direction and concurrency), with the time the phase has left.
+TEST(CharacterizeCli, TerminalShowsEachPhasesBarWithTimeLeft) {
+  if (std::system("command -v script >/dev/null 2>&1") != 0) GTEST_SKIP() << "needs script (util-linux)";
+  TempDir tmp;
+  const std::string cmd = "script -qefc '" HETOPT_BIN " characterize --quick --no-plots --db " +
+                          tmp.file("pty.db") + "' /dev/null >" + tmp.file("pty") + " 2>&1 </dev/null";
+  int rc = std::system(cmd.c_str());
+  ASSERT_TRUE(WIFEXITED(rc) && WEXITSTATUS(rc) == 0) << slurp(tmp.file("pty"));
+  const std::string out = slurp(tmp.file("pty"));
+  size_t allocation = 0, transfers = 0, withEstimate = 0, steps = 0;
+  for (size_t at = out.find("\r\033[K  "); at != std::string::npos; at = out.find("\r\033[K  ", at + 1)) {
+    const std::string draw = out.substr(at, out.find_first_of("\r\n", at + 1) - at);
+    if (draw.find("allocation  [") != std::string::npos) ++allocation;
+    if (draw.find("transfers   [") == std::string::npos) continue;
+    ++transfers;
+    if (draw.find(" s left") != std::string::npos) ++withEstimate;
+    if (draw.find(" d2h x4") != std::string::npos) ++steps;
+  }
+  EXPECT_GE(allocation, 1u) << out;
+  EXPECT_GE(transfers, 5u) << out;
+  EXPECT_GE(withEstimate, 3u) << out;
+  EXPECT_GE(steps, 1u) << out;  // drawn between the steps of one size, not only after it
+}
+
 TEST(CharacterizeCli, LockedMemoryLimitMakesMlockPoliciesUnavailable) {
   // Root keeps CAP_IPC_LOCK, which ignores RLIMIT_MEMLOCK: drop it for the child as well.
   std::string prefix = "prlimit --memlock=0";
