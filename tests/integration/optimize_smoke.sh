@@ -44,6 +44,10 @@ pinned=$(sed -n 's/.*pinned \(pool\|direct\) memory: \([0-9]*\) h2d.*/\2/p' <<<"
 # Blocks registered in place (register strategy, or before the pool was ready) count too.
 inplace=$(sed -n 's/.*transfers from registered blocks: \([0-9]*\) h2d.*/\1/p' <<<"$stats")
 pinned=$((${pinned:-0} + ${inplace:-0}))
+# Transfers from pinned memory carry their bytes (rectangular ones too).
+if grep -Eq 'pinned (pool|direct) memory: [1-9][0-9]* h2d \(0\.0 MiB\)' <<<"$stats"; then
+  echo "FAIL: transfers from pinned memory counted without their bytes"; echo "$stats"; exit 1
+fi
 grep -Eq -- "${EXPECT:-; conformant;}" <<<"$stats" ||
   { echo "FAIL: stats do not match '${EXPECT:-; conformant;}'"; echo "$stats"; exit 1; }
 # Deactivated: identical results are the point; what it redirected before is the test's business.
