@@ -35,6 +35,10 @@ std::string nowUtc() {
 void identify(const trace::Trace& t, AnalyzeResult* r) {
   ProgramIdentity& id = r->profile.program;
   id.path = t.header.program;
+  // What an interpreter ran, as the shim saw it at the time (format 5; older traces have none).
+  if (t.header.scriptKind > 0 && t.header.scriptKind <= static_cast<uint8_t>(ScriptRef::Kind::Code))
+    id.script = {static_cast<ScriptRef::Kind>(t.header.scriptKind), t.header.scriptName,
+                 t.header.scriptHash};
   const trace::TraceModule* exe = nullptr;
   for (const trace::TraceModule& m : t.modules)
     if (m.path == t.header.program) exe = &m;
@@ -51,6 +55,7 @@ void identify(const trace::Trace& t, AnalyzeResult* r) {
     return;
   }
   if (haveLocal) {
+    // The executable only: what it ran stays the trace's.
     id.path = local.path;
     id.buildId = local.buildId;
     id.contentHash = local.contentHash;
@@ -120,6 +125,7 @@ bool analyzeTraceFile(const AnalyzeRequest& req, AnalyzeResult* r, std::string* 
   p.createdUtc = nowUtc();
   p.hetoptVersion = HETOPT_VERSION_STRING;
   identify(t, r);
+  p.program.profileName = req.profileName;
   p.device = traceDevice(t);
 
   AnalysisOptions opt;
@@ -148,11 +154,14 @@ bool analyzeTraceFile(const AnalyzeRequest& req, AnalyzeResult* r, std::string* 
   if (db && !t.complete && keepsCompleteProfile(*db, p, &err)) {
     // A crash or a kill must not cost the profile of an earlier run that went to its end.
     r->notes.push_back("profile not stored: this trace is incomplete; kept the stored one, " + err);
+    r->stored = true;  // the kept one answers for this program
     db.reset();
   }
   if (db) {
     if (storeProfile(*db, p, &r->profileId, &err)) {
-      r->notes.push_back("profile stored in " + db->path() + " for " + p.program.key());
+      r->notes.push_back("profile stored in " + db->path() + " for " + p.program.key() +
+                         (p.program.profileName.empty() ? "" : " as '" + p.program.profileName + "'"));
+      r->stored = true;
     } else {
       r->notes.push_back("profile not stored: " + err);
       r->storeFailed = true;
@@ -218,8 +227,9 @@ int showStoredProfile(const std::string& program, const AnalyzeRequest& req, FIL
   return 0;
 }
 
-int runAnalysis(const AnalyzeRequest& req, FILE* out) {
-  AnalyzeResult r;
+int runAnalysis(const AnalyzeRequest& req, FILE* out, AnalyzeResult* result) {
+  AnalyzeResult local;
+  AnalyzeResult& r = result ? *result : local;
   std::string error;
   if (!analyzeTraceFile(req, &r, &error)) {
     warn("analyze: %s", error.c_str());

@@ -24,6 +24,7 @@ struct AnalyzeRequest {
   bool salvage = false;         ///< analyse what precedes a corrupt chunk instead of failing
   std::string timelinePath;     ///< Chrome trace-event JSON; empty: none
   std::string plotsDir;         ///< gnuplot breakdown plot; empty: none
+  std::string profileName;      ///< `--profile NAME`: stored as "@NAME" (ProgramIdentity)
 };
 
 struct AnalyzeResult {
@@ -31,6 +32,7 @@ struct AnalyzeResult {
   int64_t profileId = 0;               ///< row id when stored
   std::vector<std::string> notes;      ///< one line each: files written, what was not done and why
   bool storeFailed = false;            ///< the profile could not be stored (the report is valid)
+  bool stored = false;  ///< the DB holds a profile for it: this one, or a complete one kept
 };
 
 /// Runs the analysis. False with a one-line *error when the trace cannot be read (missing,
@@ -44,9 +46,10 @@ bool analyzeTraceFile(const AnalyzeRequest& request, AnalyzeResult* result, std:
 /// hetopt's own errors.
 int showStoredProfile(const std::string& program, const AnalyzeRequest& request, FILE* out);
 
-/// analyzeTraceFile() plus output: the report (or JSON) on `out`, notes and errors on stderr.
+/// analyzeTraceFile() plus output: the report (or JSON) on `out`, notes and errors on stderr;
+/// `result` (optional) keeps what was analysed.
 /// Returns the exit status of `hetopt analyze`: 0, or 2 for hetopt's own errors (unreadable
 /// trace, profile not stored).
-int runAnalysis(const AnalyzeRequest& request, FILE* out);
+int runAnalysis(const AnalyzeRequest& request, FILE* out, AnalyzeResult* result = nullptr);
 
 }  // namespace hetopt::analyzer

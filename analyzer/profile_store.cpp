@@ -26,6 +26,8 @@ CREATE TABLE IF NOT EXISTS app_profiles (
   contexts INTEGER NOT NULL DEFAULT 0, first_context_devices INTEGER NOT NULL DEFAULT 0,
   first_call_ns INTEGER NOT NULL DEFAULT 0, first_context_ns INTEGER NOT NULL DEFAULT 0,
   enumerate_ns INTEGER NOT NULL DEFAULT 0, context_ns INTEGER NOT NULL DEFAULT 0,
+  executable TEXT NOT NULL DEFAULT '', script_kind INTEGER NOT NULL DEFAULT 0,
+  script TEXT NOT NULL DEFAULT '', script_hash TEXT NOT NULL DEFAULT '',
   UNIQUE (program_path, program_key));
 CREATE TABLE IF NOT EXISTS app_sites (
   profile_id INTEGER NOT NULL REFERENCES app_profiles(id) ON DELETE CASCADE,
@@ -68,6 +70,14 @@ CREATE TABLE IF NOT EXISTS app_untracked (
   gain_known INTEGER NOT NULL DEFAULT 0, gain_note TEXT NOT NULL DEFAULT '',
   standard_ns REAL NOT NULL DEFAULT 0, optimized_ns REAL NOT NULL DEFAULT 0,
   PRIMARY KEY (profile_id, rank));
+CREATE TABLE IF NOT EXISTS app_launchers (
+  id INTEGER PRIMARY KEY, launcher_path TEXT NOT NULL, launcher_key TEXT NOT NULL,
+  created_utc TEXT NOT NULL, UNIQUE (launcher_path, launcher_key));
+CREATE TABLE IF NOT EXISTS app_launched (
+  launcher_id INTEGER NOT NULL REFERENCES app_launchers(id) ON DELETE CASCADE,
+  idx INTEGER NOT NULL, pid INTEGER NOT NULL, program_path TEXT NOT NULL,
+  program_key TEXT NOT NULL, description TEXT NOT NULL,
+  PRIMARY KEY (launcher_id, idx));
 CREATE TABLE IF NOT EXISTS app_run_breakdowns (
   profile_id INTEGER NOT NULL REFERENCES app_profiles(id) ON DELETE CASCADE,
   label TEXT NOT NULL, total_ns REAL NOT NULL, kernel_ns REAL NOT NULL,
@@ -109,12 +119,16 @@ std::vector<std::string> splitLines(const std::string& text) {
   return out;
 }
 
-bool tablesExist(Db& db, bool* exist, std::string* error) {
-  DbStatement q(db, "SELECT count(*) FROM sqlite_master WHERE type='table' AND name='app_profiles'");
+bool tablesExist(Db& db, bool* exist, std::string* error, const char* table = "app_profiles") {
+  DbStatement q(db, "SELECT count(*) FROM sqlite_master WHERE type='table' AND name=?");
+  q.bind(1, std::string(table));
   if (!q.ok() || q.step() != DbStatement::Step::Row) return fail(error, db.path(), q.error());
   *exist = q.columnInt(0) > 0;
   return true;
 }
+
+/// Named profiles ("@NAME") hold one profile per name, whatever program it was traced from.
+bool isNamedPath(const std::string& path) { return !path.empty() && path[0] == '@'; }
 
 // Binds the five columns of one direction's TransferStats starting at `first`.
 void bindTransfers(DbStatement& s, int first, const TransferStats& t) {
@@ -172,8 +186,11 @@ bool storeProfile(Db& db, const AppProfile& p, int64_t* idOut, std::string* erro
   if (!tx.ok()) return false;
   {
     // Cascades to the sites, frames, sizes, untracked memory and run breakdowns of the old one.
-    DbStatement del(db, "DELETE FROM app_profiles WHERE program_path=? AND program_key=?");
-    del.bind(1, p.program.path).bind(2, p.program.key());
+    DbStatement del(db, isNamedPath(p.program.profilePath())
+                            ? "DELETE FROM app_profiles WHERE program_path=?1"
+                            : "DELETE FROM app_profiles WHERE program_path=?1 AND program_key=?2");
+    del.bind(1, p.program.profilePath());
+    if (!isNamedPath(p.program.profilePath())) del.bind(2, p.program.key());
     if (!del.run()) return fail(error, "replacing the profile", del.error());
   }
   int64_t id = 0;
@@ -185,11 +202,11 @@ bool storeProfile(Db& db, const AppProfile& p, int64_t* idOut, std::string* erro
                   "comm_part_ns, cpu_sync_ns, h2d_ns, d2h_ns, launch_ns, dispatch_sync_ns, kernels, "
                   "host_only_sites, host_only_allocations, tracked_allocations, warnings, "
                   "contexts, first_context_devices, first_call_ns, first_context_ns, enumerate_ns, "
-                  "context_ns) VALUES "
-                  "(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
+                  "context_ns, executable, script_kind, script, script_hash) VALUES "
+                  "(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
     const Eligibility& e = p.eligibility;
     const Breakdown& b = p.breakdown;
-    s.bind(1, p.program.path).bind(2, p.program.key()).bind(3, p.program.buildId);
+    s.bind(1, p.program.profilePath()).bind(2, p.program.key()).bind(3, p.program.buildId);
     s.bind(4, p.program.contentHash).bind(5, p.device).bind(6, p.traceFile);
     s.bind(7, p.createdUtc).bind(8, p.hetoptVersion).bind(9, int64_t{e.eligible});
     // An infinite ratio (no kernel time) is stored as NULL: SQLite has no infinity literal.
@@ -205,6 +222,8 @@ bool storeProfile(Db& db, const AppProfile& p, int64_t* idOut, std::string* erro
     s.bind(29, asInt(p.contextsCreated)).bind(30, asInt(p.firstContextDevices));
     s.bind(31, asInt(p.startup.firstCallNs)).bind(32, asInt(p.startup.firstContextNs));
     s.bind(33, asInt(p.startup.enumerateNs)).bind(34, asInt(p.startup.contextNs));
+    s.bind(35, p.program.path).bind(36, int64_t{static_cast<int>(p.program.script.kind)});
+    s.bind(37, p.program.script.name).bind(38, p.program.script.hash);
     if (!s.run()) return fail(error, "storing the profile", s.error());
     id = db.lastInsertRowId();
   }
@@ -276,6 +295,11 @@ bool storeProfile(Db& db, const AppProfile& p, int64_t* idOut, std::string* erro
 
 bool loadProfile(Db& db, const ProgramIdentity& identity, AppProfile* out, ProfileLookup* lookup,
                  std::string* error) {
+  return loadProfileAt(db, identity.profilePath(), identity.key(), out, lookup, error);
+}
+
+bool loadProfileAt(Db& db, const std::string& path, const std::string& key, AppProfile* out,
+                   ProfileLookup* lookup, std::string* error) {
   *lookup = ProfileLookup{};
   bool exist = false;
   if (!tablesExist(db, &exist, error)) return false;
@@ -285,15 +309,18 @@ bool loadProfile(Db& db, const ProgramIdentity& identity, AppProfile* out, Profi
     DbStatement q(db,
                   "SELECT id, program_key, created_utc FROM app_profiles WHERE program_path=? "
                   "ORDER BY (program_key = ?) DESC, id DESC LIMIT 1");
-    q.bind(1, identity.path).bind(2, identity.key());
+    q.bind(1, path).bind(2, key);
     DbStatement::Step st = q.step();
     if (st == DbStatement::Step::Error) return fail(error, "looking up the profile", q.error());
     if (st == DbStatement::Step::Done) return true;
-    if (q.columnText(1) != identity.key()) {
-      lookup->status = ProfileLookup::Status::Stale;
+    if (q.columnText(1) != key) {
       lookup->storedKey = q.columnText(1);
       lookup->storedCreatedUtc = q.columnText(2);
-      return true;
+      // A named profile is the one the user asked for: loaded, with the other identity said.
+      if (!isNamedPath(path)) {
+        lookup->status = ProfileLookup::Status::Stale;
+        return true;
+      }
     }
     lookup->id = q.columnInt(0);
   }
@@ -305,11 +332,21 @@ bool loadProfile(Db& db, const ProgramIdentity& identity, AppProfile* out, Profi
                   "reason, has_device_times, total_ns, kernel_ns, comm_part_ns, cpu_sync_ns, "
                   "h2d_ns, d2h_ns, launch_ns, dispatch_sync_ns, kernels, host_only_sites, "
                   "host_only_allocations, tracked_allocations, warnings, contexts, "
-                  "first_context_devices, first_call_ns, first_context_ns, enumerate_ns, context_ns "
+                  "first_context_devices, first_call_ns, first_context_ns, enumerate_ns, context_ns, "
+                  "executable, script_kind, script, script_hash "
                   "FROM app_profiles WHERE id=?");
     q.bind(1, lookup->id);
     if (q.step() != DbStatement::Step::Row) return fail(error, "loading the profile", q.error());
-    p.program.path = q.columnText(0);
+    const std::string stored = q.columnText(0);
+    // Rows from before schema 5 have no executable: their path is the executable's.
+    p.program.path = q.columnText(33).empty() ? stored : q.columnText(33);
+    if (isNamedPath(stored)) p.program.profileName = stored.substr(1);
+    const int64_t kind = q.columnInt(34);
+    if (kind > 0 && kind <= static_cast<int64_t>(ScriptRef::Kind::Code)) {
+      p.program.script.kind = static_cast<ScriptRef::Kind>(kind);
+      p.program.script.name = q.columnText(35);
+      p.program.script.hash = q.columnText(36);
+    }
     p.program.buildId = q.columnText(1);
     p.program.contentHash = q.columnText(2);
     p.device = q.columnText(3);
@@ -481,6 +518,67 @@ bool loadRunBreakdowns(Db& db, int64_t profileId, std::vector<BreakdownBar>* out
     out->push_back(std::move(b));
   }
   return st == DbStatement::Step::Done || fail(error, "loading run breakdowns", q.error());
+}
+
+bool storeLauncher(Db& db, const LauncherRecord& rec, std::string* error) {
+  if (!ensureProfileTables(db, error)) return false;
+  DbTransaction tx(db, error);
+  if (!tx.ok()) return false;
+  {
+    DbStatement del(db, isNamedPath(rec.launcherPath)
+                            ? "DELETE FROM app_launchers WHERE launcher_path=?1"
+                            : "DELETE FROM app_launchers WHERE launcher_path=?1 AND launcher_key=?2");
+    del.bind(1, rec.launcherPath);
+    if (!isNamedPath(rec.launcherPath)) del.bind(2, rec.launcherKey);
+    if (!del.run()) return fail(error, "replacing the launcher record", del.error());
+  }
+  DbStatement s(db, "INSERT INTO app_launchers (launcher_path, launcher_key, created_utc) VALUES (?,?,?)");
+  s.bind(1, rec.launcherPath).bind(2, rec.launcherKey).bind(3, rec.createdUtc);
+  if (!s.run()) return fail(error, "storing the launcher record", s.error());
+  const int64_t id = db.lastInsertRowId();
+  DbStatement child(db,
+                    "INSERT INTO app_launched (launcher_id, idx, pid, program_path, program_key, "
+                    "description) VALUES (?,?,?,?,?,?)");
+  for (size_t i = 0; i < rec.launched.size(); ++i) {
+    const LaunchedProgram& l = rec.launched[i];
+    child.reset();
+    child.bind(1, id).bind(2, static_cast<int64_t>(i)).bind(3, asInt(l.pid));
+    child.bind(4, l.profilePath).bind(5, l.key).bind(6, l.description);
+    if (!child.run()) return fail(error, "storing a launched program", child.error());
+  }
+  return tx.commit(error);
+}
+
+bool loadLauncher(Db& db, const std::string& path, const std::string& key, LauncherRecord* out,
+                  bool* found, std::string* error) {
+  *found = false;
+  bool exist = false;
+  if (!tablesExist(db, &exist, error, "app_launchers")) return false;
+  if (!exist) return true;
+  DbStatement q(db, isNamedPath(path)
+                        ? "SELECT id, launcher_key, created_utc FROM app_launchers WHERE "
+                          "launcher_path=?1 ORDER BY id DESC LIMIT 1"
+                        : "SELECT id, launcher_key, created_utc FROM app_launchers WHERE "
+                          "launcher_path=?1 AND launcher_key=?2");
+  q.bind(1, path);
+  if (!isNamedPath(path)) q.bind(2, key);
+  DbStatement::Step st = q.step();
+  if (st == DbStatement::Step::Error) return fail(error, "looking up the launcher", q.error());
+  if (st == DbStatement::Step::Done) return true;
+  LauncherRecord rec;
+  rec.launcherPath = path;
+  rec.launcherKey = q.columnText(1);
+  rec.createdUtc = q.columnText(2);
+  DbStatement c(db,
+                "SELECT pid, program_path, program_key, description FROM app_launched WHERE "
+                "launcher_id=? ORDER BY idx");
+  c.bind(1, q.columnInt(0));
+  while ((st = c.step()) == DbStatement::Step::Row)
+    rec.launched.push_back({asUnsigned(c.columnInt(0)), c.columnText(1), c.columnText(2), c.columnText(3)});
+  if (st != DbStatement::Step::Done) return fail(error, "loading launched programs", c.error());
+  *out = std::move(rec);
+  *found = true;
+  return true;
 }
 
 }  // namespace hetopt::analyzer

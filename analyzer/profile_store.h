@@ -27,14 +27,41 @@ struct ProfileLookup {
   enum class Status { Found, None, Stale };
   Status status = Status::None;
   int64_t id = 0;
-  /// Stale: the identity the stored profile was made for, and when.
+  /// Stale, or a named profile traced from another identity (Found): the identity the stored
+  /// profile was made for, and when.
   std::string storedKey, storedCreatedUtc;
 };
 
-/// The profile for the program `identity` names. Status None/Stale return true with *out untouched.
-/// A DB without analyzer tables has no profiles.
+/// The profile for the program `identity` names (under its profilePath(): "@NAME" for a named
+/// one). Status None/Stale return true with *out untouched. A DB without analyzer tables has no
+/// profiles. A named profile is Found whatever its key (storedKey says when it differs).
 bool loadProfile(Db& db, const ProgramIdentity& identity, AppProfile* out, ProfileLookup* lookup,
                  std::string* error);
+/// The same by the stored path and key (a launcher record's entries).
+bool loadProfileAt(Db& db, const std::string& profilePath, const std::string& key, AppProfile* out,
+                   ProfileLookup* lookup, std::string* error);
+
+/// A program that `hetopt trace` ran and that made no OpenCL calls itself (a wrapper script, an
+/// interpreter's launcher) or a named trace: which processes it started made them, each with its
+/// own profile. `hetopt run` of the launcher plans for them.
+struct LaunchedProgram {
+  uint64_t pid = 0;         ///< when traced
+  std::string profilePath;  ///< the profile's (ProgramIdentity::profilePath())
+  std::string key;          ///< the process's identity key
+  std::string description;  ///< ProgramIdentity::describe()
+};
+struct LauncherRecord {
+  std::string launcherPath;  ///< profilePath() of the command given to `hetopt trace`
+  std::string launcherKey;   ///< its key()
+  std::string createdUtc;
+  std::vector<LaunchedProgram> launched;
+};
+/// Replaces the record of the same launcher (for a named one, "@NAME": of the same name).
+bool storeLauncher(Db& db, const LauncherRecord& record, std::string* error);
+/// The record for (path, key), or for a named path the newest one whatever its key; *found false
+/// when none.
+bool loadLauncher(Db& db, const std::string& path, const std::string& key, LauncherRecord* out,
+                  bool* found, std::string* error);
 
 /// A breakdown of a later run of a profiled program (`hetopt run`: "standard" and "optimized"),
 /// kept beside the profile for the side-by-side plot. Replaces an earlier one with the same label.

@@ -207,8 +207,9 @@ std::string formatBytes(uint64_t bytes) {
 
 std::string formatReport(const AppProfile& p) {
   std::string r;
-  appendf(&r, "hetopt analysis of %s\n", p.program.path.c_str());
+  appendf(&r, "hetopt analysis of %s\n", p.program.describe().c_str());
   appendf(&r, "  identity %s\n", p.program.key().c_str());
+  if (!p.program.profileName.empty()) appendf(&r, "  profile  %s\n", p.program.profileName.c_str());
   if (!p.traceFile.empty()) appendf(&r, "  trace    %s\n", p.traceFile.c_str());
   if (!p.device.empty()) appendf(&r, "  device   %s\n", p.device.c_str());
 
@@ -330,6 +331,8 @@ std::string profileToJson(const AppProfile& p) {
   j.key("program").beginObject();
   j.member("path", p.program.path).member("build_id", p.program.buildId);
   j.member("content_hash", p.program.contentHash).member("key", p.program.key());
+  if (p.program.script.kind != ScriptRef::Kind::None) j.member("runs", p.program.describe());
+  if (!p.program.profileName.empty()) j.member("profile_name", p.program.profileName);
   j.endObject();
   j.member("trace", p.traceFile).member("device", p.device);
   j.member("created_utc", p.createdUtc).member("hetopt_version", p.hetoptVersion);

@@ -27,36 +27,117 @@ namespace hetopt::cli {
 namespace {
 
 struct PlanRequest {
-  std::string policy;  ///< --policy
+  std::string policy;       ///< --policy
+  std::string profileName;  ///< --profile
   bool force = false, noPool = false, dryRun = false, lateContext = false;
   mutable bool described = false;  ///< the dry run printed the whole decision
 };
 
-// Why the program runs untouched (empty: it is optimized) and, if optimized, the plan's path.
-// With `dryRun` nothing is written: the decision is printed to stdout instead.
-std::string preparePlan(const std::string& program, const std::string& dbPath,
-                        const PlanRequest& request, std::string* planPath) {
-#ifndef HETOPT_HAVE_ANALYZER
-  return "this hetopt was built without the analyzer, so it has no profiles";
-#else
-  std::string error;
-  std::string exe = resolveProgramPath(program);
-  ProgramIdentity identity;
-  if (exe.empty() || !programIdentity(exe, &identity, &error, identityCacheDir()))
-    return "cannot identify " + program + (error.empty() ? "" : ": " + error);
-  std::unique_ptr<Db> db = Db::open(dbPath, Db::Mode::ReadOnly, &error);
-  if (!db) return "no profile for " + identity.path + " (" + error + "); run `hetopt trace` on it first";
+#ifdef HETOPT_HAVE_ANALYZER
+/// A program to plan for: the command itself, or a process its launcher record names.
+struct Target {
   analyzer::AppProfile profile;
-  analyzer::ProfileLookup lookup;
-  if (!analyzer::loadProfile(*db, identity, &profile, &lookup, &error)) return error;
-  if (lookup.status == analyzer::ProfileLookup::Status::None)
-    return "no profile for " + identity.path + "; run `hetopt trace` on it first";
-  if (lookup.status == analyzer::ProfileLookup::Status::Stale)
-    return "the profile of " + identity.path + " is for another build (" + lookup.storedKey +
-           ", traced " + lookup.storedCreatedUtc + "); run `hetopt trace` on it again";
+  bool self = true;     ///< the command's own process (the plan names it as it is now)
+  uint64_t pid = 0;     ///< launched: its pid when traced
+};
+
+/// Whether the program a stored profile names is still the same file(s) here; else *why.
+bool unchangedSince(const ProgramIdentity& stored, std::string* why) {
+  ProgramIdentity now;
+  std::string error;
+  if (!programIdentity(stored.path, &now, &error, identityCacheDir()))
+    return *why = "cannot identify " + stored.path + ": " + error, false;
+  if (now.executableKey() != stored.executableKey())
+    return *why = stored.path + " changed since it was traced", false;
+  if (stored.script.kind != ScriptRef::Kind::File) return true;
+  std::string resolved, hash;
+  if (!fileContentHash(stored.script.name, &resolved, &hash, &error, identityCacheDir()))
+    return *why = "cannot read " + stored.script.name + ": " + error, false;
+  if (hash != stored.script.hash) return *why = stored.script.name + " changed since it was traced", false;
+  return true;
+}
+
+// The launched programs a launcher record names, each with its profile, unless it changed since.
+std::string loadLaunched(Db& db, const analyzer::LauncherRecord& record,
+                         const ProgramIdentity& identity, std::vector<Target>* targets) {
+  std::string error, reasons;
+  for (const analyzer::LaunchedProgram& l : record.launched) {
+    Target t;
+    t.pid = l.pid;
+    t.self = l.key == record.launcherKey;
+    analyzer::ProfileLookup lookup;
+    if (!analyzer::loadProfileAt(db, l.profilePath, l.key, &t.profile, &lookup, &error)) return error;
+    std::string why;
+    if (lookup.status != analyzer::ProfileLookup::Status::Found)
+      why = "its profile is gone from the DB";
+    else if (!t.self && identity.profileName.empty() && !unchangedSince(t.profile.program, &why))
+      why += "; run `hetopt trace` on " + identity.describe() + " again";
+    if (why.empty()) {
+      targets->push_back(std::move(t));
+      continue;
+    }
+    reasons += (reasons.empty() ? "" : "; ") + l.description + ": " + why;
+  }
+  if (targets->empty()) return "no profile to use for what " + identity.describe() + " runs (" + reasons + ")";
+  if (!reasons.empty()) warn("not optimizing %s", reasons.c_str());
+  return {};
+}
+
+// The profiles to plan for: the command's own, else (a wrapper, a launcher) those of the
+// processes it started that made OpenCL calls, as `hetopt trace` linked them; with --profile the
+// named one(s). Empty with the reason the command runs untouched.
+std::string findTargets(Db& db, const ProgramIdentity& identity, std::vector<Target>* targets) {
+  std::string error;
+  const bool named = !identity.profileName.empty();
+  if (!named) {
+    Target own;
+    analyzer::ProfileLookup lookup;
+    if (!analyzer::loadProfile(db, identity, &own.profile, &lookup, &error)) return error;
+    if (lookup.status == analyzer::ProfileLookup::Status::Found) {
+      targets->push_back(std::move(own));
+      return {};
+    }
+    analyzer::LauncherRecord record;
+    bool found = false;
+    if (!analyzer::loadLauncher(db, identity.profilePath(), identity.key(), &record, &found, &error))
+      return error;
+    if (!found && lookup.status == analyzer::ProfileLookup::Status::Stale)
+      return "the profile of " + identity.describe() + " is for another build (" + lookup.storedKey +
+             ", traced " + lookup.storedCreatedUtc + "); run `hetopt trace` on it again";
+    if (!found) return "no profile for " + identity.describe() + "; run `hetopt trace` on it first";
+    return loadLaunched(db, record, identity, targets);
+  }
+  analyzer::LauncherRecord record;
+  bool found = false;
+  if (!analyzer::loadLauncher(db, identity.profilePath(), {}, &record, &found, &error)) return error;
+  if (!found)
+    return "no profile named '" + identity.profileName + "'; run `hetopt trace --profile " +
+           identity.profileName + "` first";
+  if (record.launcherKey != identity.key())
+    warn("the profile '%s' was traced from another program or build (%s, %s); %s is %s: using "
+         "it as asked (sites of a rebuilt binary will not match; trace again if it changed)",
+         identity.profileName.c_str(), record.launcherKey.c_str(), record.createdUtc.c_str(),
+         identity.describe().c_str(), identity.key().c_str());
+  return loadLaunched(db, record, identity, targets);
+}
+
+/// A plan file's name: the key with what a path or a ':'-separated list cannot hold replaced.
+std::string planFileName(const std::string& key) {
+  std::string name = key;
+  for (char& c : name)
+    if (!isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_' && c != '.') c = '_';
+  return name.substr(0, 200) + ".plan";
+}
+
+// One target's plan: written (its path in *planPath), or printed with --dry-run. Empty, or why the
+// target runs untouched.
+std::string planTarget(Db& db, const Target& target, const ProgramIdentity& identity,
+                       const std::vector<std::string>& command, const PlanRequest& request,
+                       std::string* planPath) {
+  const analyzer::AppProfile& profile = target.profile;
   // Priced with this machine's curves as they are now: a new characterization needs no re-trace.
   std::string noCurves;
-  std::unique_ptr<analyzer::GainModel> gain = analyzer::loadGainModel(*db, profile.device, &noCurves);
+  std::unique_ptr<analyzer::GainModel> gain = analyzer::loadGainModel(db, profile.device, &noCurves);
   if (!gain && request.policy.empty()) {
     bool stored = false;
     for (const analyzer::CandidateSite& s : profile.candidates) stored |= s.gain.known;
@@ -71,25 +152,68 @@ std::string preparePlan(const std::string& program, const std::string& dbPath,
   options.earlyContext = !request.lateContext;
   Plan plan;
   PlanDecision decision;
-  std::string whyNot;
+  std::string whyNot, error;
   const bool planned = buildPlan(profile, options, gain.get(), &plan, &whyNot, &decision);
+  if (target.self) {
+    // The command as it is now (a named profile may come from another build). The shim knows by
+    // the stamp that the file is the one identified here without hashing it a second time.
+    plan.programPath = identity.path;
+    plan.programKey = identity.key();
+    plan.hasProgramStamp = true;
+    plan.programStamp = identity.stamp;
+  }
+  const std::string launched =
+      target.self ? std::string()
+                  : "for " + profile.program.describe() + ", which " + command[0] +
+                        " starts (pid " + std::to_string(target.pid) + " when traced)";
   if (request.dryRun) {
     if (decision.verdict.empty()) decision.verdict = whyNot;
+    if (!launched.empty()) printf("launched: this plan is %s\n", launched.c_str());
     fputs(describeDecision(profile, plan, decision, planned).c_str(), stdout);
     request.described = true;
     return planned ? std::string() : whyNot;
   }
   if (!planned) return whyNot;
-  // The shim identifies the program again; by this stamp it knows the file is the one identified
-  // here without hashing it a second time.
-  plan.hasProgramStamp = true;
-  plan.programStamp = identity.stamp;
   std::string dir = cacheDirectory() + "/plans";
   if (!makePrivateDirs(dir, &error)) return error;
-  *planPath = dir + "/" + identity.key().substr(identity.key().find(':') + 1) + ".plan";
+  *planPath = dir + "/" + planFileName(plan.programKey);
   if (!writePlanFile(*planPath, plan, &error)) return error;
-  warn("%s", planSummary(plan, decision).c_str());
+  warn("%s%s", launched.empty() ? "" : (launched + ": ").c_str(), planSummary(plan, decision).c_str());
   return {};
+}
+#endif
+
+// Why the program runs untouched (empty: it is optimized) and, if optimized, the plan files (one,
+// or one per launched program, ':'-separated). With `dryRun` nothing is written: the decision is
+// printed to stdout instead.
+std::string preparePlan(const std::vector<std::string>& command, const std::string& dbPath,
+                        const PlanRequest& request, std::string* planFiles) {
+#ifndef HETOPT_HAVE_ANALYZER
+  return "this hetopt was built without the analyzer, so it has no profiles";
+#else
+  std::string error;
+  ProgramIdentity identity;
+  if (!commandIdentity(command, &identity, &error, identityCacheDir()))
+    return "cannot identify " + command[0] + (error.empty() ? "" : ": " + error);
+  identity.profileName = request.profileName;
+  std::unique_ptr<Db> db = Db::open(dbPath, Db::Mode::ReadOnly, &error);
+  if (!db) return "no profile for " + identity.describe() + " (" + error + "); run `hetopt trace` on it first";
+  std::vector<Target> targets;
+  std::string whyNot = findTargets(*db, identity, &targets);
+  if (!whyNot.empty()) return whyNot;
+  std::string reasons;
+  for (const Target& t : targets) {
+    std::string path;
+    std::string why = planTarget(*db, t, identity, command, request, &path);
+    if (!why.empty()) {
+      reasons += (reasons.empty() ? "" : "; ") + (t.self ? why : t.profile.program.describe() + ": " + why);
+      continue;
+    }
+    if (!path.empty()) *planFiles += (planFiles->empty() ? "" : ":") + path;
+  }
+  if (!request.dryRun && planFiles->empty()) return reasons;
+  if (!reasons.empty() && !request.dryRun) warn("not optimizing %s", reasons.c_str());
+  return request.dryRun ? reasons : std::string();
 #endif
 }
 
@@ -113,6 +237,7 @@ int cmdRun(int argc, char** argv) {
         if (!strcmp(argv[i], "--device")) return device = argv[i + 1], 2;
         if (!strcmp(argv[i], "--db")) return dbPath = argv[i + 1], 2;
         if (!strcmp(argv[i], "--policy")) return request.policy = argv[i + 1], 2;
+        if (!strcmp(argv[i], "--profile")) return request.profileName = argv[i + 1], 2;
         return 0;
       },
       &error);
@@ -129,11 +254,17 @@ int cmdRun(int argc, char** argv) {
         "after one line saying which number decided. Once the program behaves unlike its profile\n"
         "(sizes, live memory, no transfers), no new allocation is redirected. Exit status and\n"
         "signals pass through.\n\n"
+        "A program that made no OpenCL calls itself when traced (a wrapper script that execs the\n"
+        "real program, a launcher) is run with the shim waiting in every process it starts: the\n"
+        "ones whose profiles `hetopt trace` linked to it are optimized, every other process runs\n"
+        "untouched. An interpreter's profile is its script's (module's, code's) own.\n\n"
         "  --dry-run        print the plan (each candidate site: where, how much, strategy, when it\n"
         "                   pins, predicted saving and why) and the decision; run nothing\n"
         "  --device FILTER  OpenCL device ('gpu', 'cpu' or a name substring); sets HETOPT_DEVICE\n"
         "  --stats          print what the shim did at exit (HETOPT_STATS=1)\n"
         "  --db PATH        profile/platform DB (default $HETOPT_DB, else ~/.local/share/hetopt)\n"
+        "  --profile NAME   use the profile `hetopt trace --profile NAME` stored, even if the\n"
+        "                   program changed since (said on stderr)\n"
         "  --policy P       pin every candidate site with P whatever the prices say, for\n"
         "                   experiments: a pool of P (opencl, hybrid, locked), or 'register': each\n"
         "                   block registered in place, and every static array and anonymous\n"
@@ -163,9 +294,14 @@ int cmdRun(int argc, char** argv) {
     launch.env.push_back({"HETOPT_MODE", "off"});
     return execProgram(launch);
   }
+  if (!request.profileName.empty() && !validProfileName(request.profileName)) {
+    warn("run: --profile %s: a name is letters, digits and . _ - (at most 100)",
+         request.profileName.c_str());
+    return 2;
+  }
   std::string planPath;
   std::string whyNot =
-      preparePlan(program[0], dbPath.empty() ? defaultDbPath() : dbPath, request, &planPath);
+      preparePlan(program, dbPath.empty() ? defaultDbPath() : dbPath, request, &planPath);
   if (request.dryRun) {
     if (!whyNot.empty() && !request.described) printf("decline: %s\n", whyNot.c_str());
     return 0;

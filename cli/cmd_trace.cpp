@@ -8,7 +8,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <map>
+#include <memory>
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -17,12 +20,15 @@
 #include "cli/commands.h"
 #ifdef HETOPT_HAVE_ANALYZER
 #include "analyzer/analyze_file.h"
+#include "analyzer/profile_store.h"
+#include "common/db.h"
 #endif
 #include "cli/launch.h"
 #include "cli/show.h"
 #include "common/log.h"
 #include "common/paths.h"
 #include "common/private_file.h"
+#include "common/program_identity.h"
 #include "trace/format.h"
 #include "trace/reader.h"
 
@@ -42,8 +48,140 @@ std::vector<std::string> childTraces(const std::string& file) {
     out.push_back(dir + "/" + name);
   }
   closedir(d);
+  // By pid: the order the processes started in, mostly.
+  std::sort(out.begin(), out.end(), [&](const std::string& a, const std::string& b) {
+    return a.size() != b.size() ? a.size() < b.size() : a < b;
+  });
   return out;
 }
+
+/// Summary lines of a trace on stderr, each prefixed "hetopt:   ".
+void printSummary(const trace::Trace& t) {
+  std::string text;
+  char* buf = nullptr;
+  size_t len = 0;
+  if (FILE* mem = open_memstream(&buf, &len)) {
+    printTraceSummary(t, mem);
+    fclose(mem);
+    text.assign(buf, len);
+    free(buf);
+  }
+  size_t start = 0;
+  while (start < text.size()) {
+    size_t end = text.find('\n', start);
+    if (end == std::string::npos) end = text.size();
+    fprintf(stderr, "hetopt:   %s\n", text.substr(start, end - start).c_str());
+    start = end + 1;
+  }
+}
+
+/// One process's trace of the run: the main one or a child's.
+struct ProcessTrace {
+  std::string file;
+  trace::Trace t;
+  bool readable = false;
+  uint64_t calls = 0;    ///< OpenCL calls it recorded
+  std::string runs;      ///< the program and what it ran, for people
+  std::string identity;  ///< the key its profile would have ("" unknown)
+};
+
+ProcessTrace readProcessTrace(const std::string& file) {
+  ProcessTrace p;
+  p.file = file;
+  std::string error;
+  p.readable = trace::readTraceFile(file, &p.t, &error, {.salvage = true});
+  if (!p.readable) return p;
+  p.calls = trace::summarize(p.t).calls;
+  ProgramIdentity id;
+  id.path = p.t.header.program;
+  const trace::FileHeader& h = p.t.header;
+  if (h.scriptKind > 0 && h.scriptKind <= static_cast<uint8_t>(ScriptRef::Kind::Code))
+    id.script = {static_cast<ScriptRef::Kind>(h.scriptKind), h.scriptName, h.scriptHash};
+  p.runs = id.describe();
+  // Without a build id in the trace two traces of one program still compare by path and script.
+  for (const trace::TraceModule& m : p.t.modules)
+    if (m.path == h.program) id.buildId = m.buildId;
+  if (id.buildId.empty()) id.contentHash = h.program;
+  p.identity = id.key();
+  return p;
+}
+
+#ifdef HETOPT_HAVE_ANALYZER
+/// Analyses every process of the run that made OpenCL calls, each profile under its own identity
+/// (once per identity: forked workers of one program share it); the main trace alone when none
+/// did. When the traced command is not itself the one program that made them (a wrapper script,
+/// a launcher), or the profile is named, the DB links the command to their profiles.
+void analyzeProcesses(const std::vector<std::string>& program,
+                      const std::vector<ProcessTrace>& processes, const std::string& dbPath,
+                      const std::string& profileName) {
+  std::vector<const ProcessTrace*> chosen;
+  std::map<std::string, uint64_t> pidOf;
+  for (const ProcessTrace& p : processes) {
+    if (!p.readable || p.calls == 0) continue;
+    auto [first, fresh] = pidOf.emplace(p.identity, p.t.header.pid);
+    if (fresh) {
+      chosen.push_back(&p);
+      continue;
+    }
+    fprintf(stderr,
+            "hetopt: pid %llu runs the same program as pid %llu: one profile for both, from pid "
+            "%llu (`hetopt analyze %s` analyses it alone)\n",
+            static_cast<unsigned long long>(p.t.header.pid),
+            static_cast<unsigned long long>(first->second),
+            static_cast<unsigned long long>(first->second), p.file.c_str());
+  }
+  const bool anyCalls = !chosen.empty();
+  if (!anyCalls) chosen.push_back(&processes.front());  // its own report says why not eligible
+  analyzer::LauncherRecord record;
+  for (size_t i = 0; i < chosen.size(); ++i) {
+    const ProcessTrace& p = *chosen[i];
+    if (&p != &processes.front() || chosen.size() > 1)
+      fprintf(stderr, "hetopt: process %llu (%s) made %llu OpenCL calls; its analysis (trace %s):\n",
+              static_cast<unsigned long long>(p.t.header.pid), p.runs.c_str(),
+              static_cast<unsigned long long>(p.calls), p.file.c_str());
+    analyzer::AnalyzeRequest request;
+    request.tracePath = p.file;
+    request.dbPath = dbPath;
+    request.salvage = !p.t.complete;
+    if (!profileName.empty())
+      request.profileName = i == 0 ? profileName : profileName + "." + std::to_string(i + 1);
+    analyzer::AnalyzeResult result;
+    fflush(stderr);
+    analyzer::runAnalysis(request, stderr, &result);
+    const ProgramIdentity& id = result.profile.program;
+    record.createdUtc = result.profile.createdUtc;
+    if (result.stored)
+      record.launched.push_back({p.t.header.pid, id.profilePath(), id.key(), id.describe()});
+  }
+  if (record.launched.empty() || (!anyCalls && profileName.empty())) return;
+  ProgramIdentity launcher;
+  std::string error;
+  if (!commandIdentity(program, &launcher, &error, identityCacheDir())) {
+    warn("trace: cannot identify %s (%s): `hetopt run` of it will not find these profiles",
+         program[0].c_str(), error.c_str());
+    return;
+  }
+  launcher.profileName = profileName;
+  const analyzer::LaunchedProgram& only = record.launched.front();
+  if (profileName.empty() && record.launched.size() == 1 && only.key == launcher.key() &&
+      only.profilePath == launcher.profilePath())
+    return;  // the command itself made the calls: its profile is found directly
+  record.launcherPath = launcher.profilePath();
+  record.launcherKey = launcher.key();
+  std::unique_ptr<Db> db =
+      Db::open(dbPath.empty() ? defaultDbPath() : dbPath, Db::Mode::ReadWriteCreate, &error);
+  if (!db || !analyzer::storeLauncher(*db, record, &error)) {
+    warn("trace: launcher record not stored: %s", error.c_str());
+    return;
+  }
+  fprintf(stderr, "hetopt: `hetopt run%s%s -- %s` will optimize ", profileName.empty() ? "" : " --profile ",
+          profileName.c_str(), program[0].c_str());
+  for (size_t i = 0; i < record.launched.size(); ++i)
+    fprintf(stderr, "%s%s (pid %llu when traced)", i ? ", " : "", record.launched[i].description.c_str(),
+            static_cast<unsigned long long>(record.launched[i].pid));
+  fprintf(stderr, " where its profile says so\n");
+}
+#endif
 
 /// Whether `path` holds something other than a hetopt trace (an empty file holds nothing).
 bool holdsOtherData(const std::string& path) {
@@ -58,7 +196,7 @@ bool holdsOtherData(const std::string& path) {
 }  // namespace
 
 int cmdTrace(int argc, char** argv) {
-  std::string output, device, dbPath, error;
+  std::string output, device, dbPath, profileName, error;
   bool help = false, analyze = true, force = false;
   std::vector<std::string> program = splitProgram(
       argc, argv,
@@ -68,6 +206,7 @@ int cmdTrace(int argc, char** argv) {
         if (!strcmp(argv[i], "--device") && i + 1 < argc) return device = argv[i + 1], 2;
         if (!strcmp(argv[i], "--force")) return force = true, 1;
         if (!strcmp(argv[i], "--db") && i + 1 < argc) return dbPath = argv[i + 1], 2;
+        if (!strcmp(argv[i], "--profile") && i + 1 < argc) return profileName = argv[i + 1], 2;
         if (!strcmp(argv[i], "--no-analyze")) return analyze = false, 1;
         return 0;
       },
@@ -81,11 +220,18 @@ int cmdTrace(int argc, char** argv) {
         "traces, FILE.<pid>. The program's exit status and signals pass through; a summary goes to\n"
         "stderr at the end, followed by the analysis (`hetopt analyze`), whose profile `hetopt run`\n"
         "uses. Read the trace with `hetopt show FILE`.\n\n"
+        "Every process of the run that made OpenCL calls gets its own profile, under its own\n"
+        "identity (an interpreter's includes the script it ran). When the program itself made\n"
+        "none (a wrapper script, a launcher), the DB links it to those processes' profiles, and\n"
+        "`hetopt run` of the same command optimizes them.\n\n"
         "  -o FILE          trace file (default ./hetopt-<program>-<pid>.trace), created 0600;\n"
         "                   a FILE that cannot be created stops hetopt before the program runs\n"
         "  --force          overwrite a FILE that holds something other than a hetopt trace\n"
         "  --device FILTER  OpenCL device ('gpu', 'cpu' or a name substring); sets HETOPT_DEVICE\n"
         "  --db PATH        where the profile is stored (default $HETOPT_DB, else ~/.local/share)\n"
+        "  --profile NAME   store the profile under NAME instead of the program's identity (one\n"
+        "                   per name; `hetopt run --profile NAME` uses it); several processes\n"
+        "                   with OpenCL calls get NAME, NAME.2, ...\n"
         "  --no-analyze     only record the trace\n");
     return 0;
   }
@@ -94,6 +240,10 @@ int cmdTrace(int argc, char** argv) {
     return 2;
   }
   if (output.empty()) output = "./hetopt-" + baseName(program[0]) + "-" + std::to_string(getpid()) + ".trace";
+  if (!profileName.empty() && !validProfileName(profileName)) {
+    warn("trace: --profile %s: a name is letters, digits and . _ - (at most 100)", profileName.c_str());
+    return 2;
+  }
   if (output.find("%p") != std::string::npos) {
     warn("trace: -o FILE may not contain %%p (children's traces are named FILE.<pid>)");
     return 2;
@@ -146,37 +296,24 @@ int cmdTrace(int argc, char** argv) {
     fprintf(stderr, "hetopt: trace %s (%llu bytes, %s)\n", output.c_str(),
             static_cast<unsigned long long>(t.fileBytes),
             t.complete ? "complete" : "incomplete: the program did not exit normally or the trace could not be written to its end");
-    std::string text;
-    {
-      char* buf = nullptr;
-      size_t len = 0;
-      FILE* mem = open_memstream(&buf, &len);
-      if (mem) {
-        printTraceSummary(t, mem);
-        fclose(mem);
-        text.assign(buf, len);
-        free(buf);
-      }
-    }
-    size_t start = 0;
-    while (start < text.size()) {
-      size_t end = text.find('\n', start);
-      if (end == std::string::npos) end = text.size();
-      fprintf(stderr, "hetopt:   %s\n", text.substr(start, end - start).c_str());
-      start = end + 1;
-    }
+    printSummary(t);
   }
-  for (const std::string& child : childTraces(output)) fprintf(stderr, "hetopt: child trace %s\n", child.c_str());
+  // Every process of the run: the main one, then its children by pid.
+  std::vector<ProcessTrace> processes;
+  processes.push_back(readProcessTrace(output));
+  for (const std::string& child : childTraces(output)) {
+    processes.push_back(readProcessTrace(child));
+    const ProcessTrace& c = processes.back();
+    if (!c.readable) {
+      fprintf(stderr, "hetopt: child trace %s (unreadable)\n", child.c_str());
+      continue;
+    }
+    fprintf(stderr, "hetopt: child trace %s: pid %llu, %s, %llu OpenCL calls\n", child.c_str(),
+            static_cast<unsigned long long>(c.t.header.pid), c.runs.c_str(),
+            static_cast<unsigned long long>(c.calls));
+  }
 #ifdef HETOPT_HAVE_ANALYZER
-  if (analyze && t.fileBytes > 0) {
-    // The report goes to stderr: the program's stdout stays exactly its own.
-    analyzer::AnalyzeRequest request;
-    request.tracePath = output;
-    request.dbPath = dbPath;
-    request.salvage = !t.complete;
-    fflush(stderr);
-    analyzer::runAnalysis(request, stderr);
-  }
+  if (analyze && t.fileBytes > 0) analyzeProcesses(program, processes, dbPath, profileName);
 #endif
   fflush(stderr);
   exitLikeChild(status);

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /** @file Starting a program under the shim, with its exit status and signals passed through. */
 #pragma once
+#include <cctype>
 #include <string>
 #include <utility>
 #include <vector>
@@ -27,6 +28,15 @@ int execProgram(const Launch& launch);
 /// Runs the program as a child and waits. Terminal signals (SIGINT, SIGQUIT) reach the child from
 /// the terminal; SIGTERM/SIGHUP sent to hetopt are forwarded. Returns the raw wait status, or -1.
 int runProgram(const Launch& launch, std::string* error);
+
+/// `--profile NAME` of trace and run: letters, digits, '.', '_', '-' (a word in the DB and in
+/// messages), at most 100 characters.
+inline bool validProfileName(const std::string& name) {
+  if (name.empty() || name.size() > 100) return false;
+  for (char c : name)
+    if (!isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '_' && c != '-') return false;
+  return true;
+}
 
 /// Ends hetopt the way the child ended: same exit code, or the same signal re-raised.
 [[noreturn]] void exitLikeChild(int waitStatus);

@@ -407,7 +407,7 @@ std::string planSummary(const Plan& plan, const PlanDecision& decision) {
 
 std::string describeDecision(const analyzer::AppProfile& profile, const Plan& plan,
                              const PlanDecision& decision, bool planned) {
-  std::string s = "program: " + profile.program.path + " (" + profile.program.key() + ")\n";
+  std::string s = "program: " + profile.program.describe() + " (" + profile.program.key() + ")\n";
   s += "device:  " + profile.device + "\n";
   s += "traced:  " + profile.createdUtc + ", " + formatDuration(decision.runNs) + "; " +
        profile.eligibility.reason + "\n";

@@ -53,6 +53,13 @@ constexpr Migration kMigrations[] = {
     {3, "app_sites",
      "ALTER TABLE app_sites ADD COLUMN allocated_before_opencl INTEGER NOT NULL DEFAULT 0; "
      "ALTER TABLE app_sites ADD COLUMN lead_ns INTEGER NOT NULL DEFAULT 0"},
+    // 4 -> 5: profiles of interpreted programs (the script beside the executable) and of named
+    // ones; the launcher tables are new and made when first used.
+    {4, "app_profiles",
+     "ALTER TABLE app_profiles ADD COLUMN executable TEXT NOT NULL DEFAULT ''; "
+     "ALTER TABLE app_profiles ADD COLUMN script_kind INTEGER NOT NULL DEFAULT 0; "
+     "ALTER TABLE app_profiles ADD COLUMN script TEXT NOT NULL DEFAULT ''; "
+     "ALTER TABLE app_profiles ADD COLUMN script_hash TEXT NOT NULL DEFAULT ''"},
 };
 
 bool canMigrate(int64_t version) {

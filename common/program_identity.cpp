@@ -248,6 +248,15 @@ void writeCachedHash(const std::string& dir, const FileStamp& s, const std::stri
     unlink(temp.c_str());
 }
 
+/// The file's SHA-256, from the hash cache while its stamp holds (`dir` empty: no cache).
+bool cachedContentHash(const ElfFile& f, const FileStamp& stamp, std::string* hex,
+                       std::string* error, const std::string& dir) {
+  if (!dir.empty() && readCachedHash(dir, stamp, hex)) return true;
+  if (!hashFile(f, hex, error)) return false;
+  if (!dir.empty()) writeCachedHash(dir, stamp, *hex);
+  return true;
+}
+
 }  // namespace
 
 Sha256::Sha256()
@@ -326,8 +335,39 @@ std::string Sha256::hexDigest() {
   return toHex(out, sizeof out);
 }
 
-std::string ProgramIdentity::key() const {
+std::string ProgramIdentity::executableKey() const {
   return buildId.empty() ? "sha256:" + contentHash : "build-id:" + buildId;
+}
+
+std::string ProgramIdentity::key() const {
+  switch (script.kind) {
+    case ScriptRef::Kind::None: break;
+    case ScriptRef::Kind::File: return executableKey() + "+script-sha256:" + script.hash;
+    case ScriptRef::Kind::Module: return executableKey() + "+module:" + script.name;
+    case ScriptRef::Kind::Code: return executableKey() + "+code-sha256:" + script.hash;
+  }
+  return executableKey();
+}
+
+std::string ProgramIdentity::profilePath() const {
+  if (!profileName.empty()) return "@" + profileName;
+  switch (script.kind) {
+    case ScriptRef::Kind::None: break;
+    case ScriptRef::Kind::File: return script.name;
+    case ScriptRef::Kind::Module: return path + " -m " + script.name;
+    case ScriptRef::Kind::Code: return path + " -c " + script.hash.substr(0, 12);
+  }
+  return path;
+}
+
+std::string ProgramIdentity::describe() const {
+  switch (script.kind) {
+    case ScriptRef::Kind::None: break;
+    case ScriptRef::Kind::File: return path + " running " + script.name;
+    case ScriptRef::Kind::Module: return path + " -m " + script.name;
+    case ScriptRef::Kind::Code: return path + " -c <code " + script.hash.substr(0, 12) + ">";
+  }
+  return path;
 }
 
 bool fileStamp(const std::string& path, FileStamp* out) {
@@ -360,11 +400,20 @@ bool programIdentity(const std::string& path, ProgramIdentity* out, std::string*
   if (isElf(f) && buildIdOfFile(f, &out->buildId, &ignored) && !out->buildId.empty()) return true;
   out->buildId.clear();
   // No build id (or not ELF, or an ELF we cannot parse): the bytes themselves identify it.
-  if (!hashCacheDir.empty() && readCachedHash(hashCacheDir, out->stamp, &out->contentHash))
-    return true;
-  if (!hashFile(f, &out->contentHash, error)) return false;
-  if (!hashCacheDir.empty()) writeCachedHash(hashCacheDir, out->stamp, out->contentHash);
-  return true;
+  return cachedContentHash(f, out->stamp, &out->contentHash, error, hashCacheDir);
+}
+
+bool fileContentHash(const std::string& path, std::string* resolvedOut, std::string* hex,
+                     std::string* error, const std::string& hashCacheDir) {
+  char resolved[PATH_MAX];
+  if (!realpath(path.c_str(), resolved)) {
+    *error = path + ": " + strerror(errno);
+    return false;
+  }
+  ElfFile f;
+  if (!f.open(resolved, error)) return false;
+  *resolvedOut = resolved;
+  return cachedContentHash(f, stampOf(f.st), hex, error, hashCacheDir);
 }
 
 }  // namespace hetopt

@@ -412,6 +412,15 @@ bool parseTrace(const void* data, size_t size, Trace* out, std::string* error,
     out->header.startUnixNs = r.var();
     out->header.program = r.str(4096);
     out->header.arguments = r.str(1 << 20);
+    if (out->formatVersion >= 5) {
+      out->header.scriptKind = r.u8();
+      out->header.scriptName = r.str(4096);
+      out->header.scriptHash = r.str(64);
+      if (out->header.scriptKind > 3) {
+        *error = "corrupt trace: unknown script kind " + std::to_string(out->header.scriptKind);
+        return false;
+      }
+    }
     out->header.writerVersion = out->writerVersion;
     if (!r.ok()) {
       *error = "corrupt trace: header fields cut short";

@@ -59,6 +59,11 @@ std::string encodeHeader(const FileHeader& h, uint32_t formatVersion) {
   w.var(h.startUnixNs);
   w.str(h.program);
   w.str(h.arguments);
+  if (formatVersion >= 5) {
+    w.u8(h.scriptKind);
+    w.str(h.scriptName);
+    w.str(h.scriptHash);
+  }
   const uint32_t length = static_cast<uint32_t>(out.size() + 4);
   putU32(reinterpret_cast<unsigned char*>(out.data()) + 12, length);
   unsigned char crc[4];

@@ -22,6 +22,11 @@ struct FileHeader {
   std::string writerVersion;  ///< hetopt version that wrote it (at most 15 characters kept)
   std::string program;        ///< executable path
   std::string arguments;      ///< command line, arguments separated by NUL
+  /// What the process runs when it is an interpreter (version 5; common/program_identity.h
+  /// ScriptRef): kind 0 none, 1 file, 2 module, 3 code; the file's resolved path or the module's
+  /// name; the hex SHA-256 of the file or the code.
+  uint8_t scriptKind = 0;
+  std::string scriptName, scriptHash;
 };
 
 /// Serializes the header: the fixed 32 bytes, the variable fields and a CRC.

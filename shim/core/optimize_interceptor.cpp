@@ -14,10 +14,10 @@
 #include "common/cl_select.h"
 #include "common/log.h"
 #include "common/options.h"
-#include "common/program_identity.h"
 #include "common/site_key.h"
 #include "shim/core/callsite.h"
 #include "shim/core/host_ranges.h"
+#include "shim/core/self_identity.h"
 #include "shim/core/state.h"
 #include "shim/core/stats_text.h"
 
@@ -29,25 +29,33 @@ double nowMs() {
   return duration<double, std::milli>(steady_clock::now().time_since_epoch()).count();
 }
 
-// The plan names the program it was made for; children and wrapper scripts inherit the
-// environment, and only the planned program may use the plan.
-bool planIsForThisProgram(const Plan& plan, std::string* why) {
-  // The very file `hetopt run` identified just before exec: no need to read (or hash) it again.
-  FileStamp stamp;
-  if (plan.hasProgramStamp && fileStamp("/proc/self/exe", &stamp) && stamp == plan.programStamp)
-    return true;
-  ProgramIdentity self;
-  std::string error;
-  if (!programIdentity("/proc/self/exe", &self, &error)) {
-    *why = "cannot identify this program: " + error;
-    return false;
+// HETOPT_PLAN_FILE names one plan, or several separated by ':' (a launcher's descendants: one
+// plan each). Each names the program it was made for; the launcher, other children and wrapper
+// scripts inherit the environment, and only the planned program may use a plan. False (having
+// said why) when none is for this process.
+bool findPlan(const char* files, Plan* out) {
+  SelfIdentity self;
+  std::string list = files, mismatch;
+  for (size_t start = 0; start <= list.size();) {
+    size_t end = list.find(':', start);
+    if (end == std::string::npos) end = list.size();
+    const std::string path = list.substr(start, end - start);
+    start = end + 1;
+    if (path.empty()) continue;
+    Plan plan;
+    std::string error;
+    if (!readPlanFile(path, &plan, &error)) {
+      warn("cannot use the optimization plan (%s); running unoptimized", error.c_str());
+      return false;
+    }
+    if (self.matches(plan, &error)) {
+      *out = std::move(plan);
+      return true;
+    }
+    mismatch += (mismatch.empty() ? "" : "; ") + error;
   }
-  if (self.key() != plan.programKey) {
-    *why = "the plan is for " + plan.programPath + " (" + plan.programKey + "), this is " +
-           self.path + " (" + self.key() + ")";
-    return false;
-  }
-  return true;
+  debug("not optimizing this process: %s", mismatch.c_str());
+  return false;
 }
 
 }  // namespace
@@ -68,15 +76,7 @@ OptimizeInterceptor* OptimizeInterceptor::create() {
     return nullptr;
   }
   Plan plan;
-  std::string error;
-  if (!readPlanFile(path, &plan, &error)) {
-    warn("cannot use the optimization plan (%s); running unoptimized", error.c_str());
-    return nullptr;
-  }
-  if (!planIsForThisProgram(plan, &error)) {
-    debug("not optimizing this process: %s", error.c_str());
-    return nullptr;
-  }
+  if (!findPlan(path, &plan)) return nullptr;
   if (plan.sites.empty() && !plan.hasRegistrations()) {
     debug("the plan has no candidate sites; running unoptimized");
     return nullptr;

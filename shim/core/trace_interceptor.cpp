@@ -17,6 +17,7 @@
 #include "shim/core/callsite.h"
 #include "shim/core/fatal_signals.h"
 #include "shim/core/host_ranges.h"
+#include "shim/core/self_identity.h"
 #include "shim/core/state.h"
 
 namespace hetopt::shim {
@@ -158,6 +159,7 @@ TraceInterceptor* TraceInterceptor::create() {
   h.writerVersion = HETOPT_VERSION_STRING;
   h.program = exe;
   h.arguments = readFile("/proc/self/cmdline");
+  describeScript(&h);
   std::string error;
   if (!t->m_recorder.open(t->m_config, &error)) {
     warn("trace mode: %s; running untraced", error.c_str());
