@@ -126,6 +126,7 @@ bool analyzeTraceFile(const AnalyzeRequest& req, AnalyzeResult* r, std::string* 
   p.hetoptVersion = HETOPT_VERSION_STRING;
   identify(t, r);
   p.program.profileName = req.profileName;
+  p.forkedChildren = req.forkedChildren;
   p.device = traceDevice(t);
 
   AnalysisOptions opt;

@@ -25,6 +25,7 @@ struct AnalyzeRequest {
   std::string timelinePath;     ///< Chrome trace-event JSON; empty: none
   std::string plotsDir;         ///< gnuplot breakdown plot; empty: none
   std::string profileName;      ///< `--profile NAME`: stored as "@NAME" (ProgramIdentity)
+  uint64_t forkedChildren = 0;  ///< AppProfile::forkedChildren (from the other traces of the run)
 };
 
 struct AnalyzeResult {

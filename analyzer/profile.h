@@ -157,6 +157,10 @@ struct AppProfile {
   /// The program's clCreateContext[FromType] calls, and how many devices the first one named (0:
   /// by type): `hetopt run` makes a program's single context early, while the program starts.
   uint64_t contextsCreated = 0;
+  /// Copies of itself the program forked while traced (each left a trace, same program): a forked
+  /// child cannot use a driver its parent initialized, so `hetopt run` then leaves the driver
+  /// alone until the program's own first OpenCL call (plan `driver late`).
+  uint64_t forkedChildren = 0;
   uint64_t firstContextDevices = 0;
   /// The program's start-up as the trace saw it (format 4; all 0 when unknown), in ns since the
   /// trace started: when its OpenCL use and its first context creation began, and what its

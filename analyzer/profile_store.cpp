@@ -28,6 +28,7 @@ CREATE TABLE IF NOT EXISTS app_profiles (
   enumerate_ns INTEGER NOT NULL DEFAULT 0, context_ns INTEGER NOT NULL DEFAULT 0,
   executable TEXT NOT NULL DEFAULT '', script_kind INTEGER NOT NULL DEFAULT 0,
   script TEXT NOT NULL DEFAULT '', script_hash TEXT NOT NULL DEFAULT '',
+  forked_children INTEGER NOT NULL DEFAULT 0,
   UNIQUE (program_path, program_key));
 CREATE TABLE IF NOT EXISTS app_sites (
   profile_id INTEGER NOT NULL REFERENCES app_profiles(id) ON DELETE CASCADE,
@@ -202,8 +203,9 @@ bool storeProfile(Db& db, const AppProfile& p, int64_t* idOut, std::string* erro
                   "comm_part_ns, cpu_sync_ns, h2d_ns, d2h_ns, launch_ns, dispatch_sync_ns, kernels, "
                   "host_only_sites, host_only_allocations, tracked_allocations, warnings, "
                   "contexts, first_context_devices, first_call_ns, first_context_ns, enumerate_ns, "
-                  "context_ns, executable, script_kind, script, script_hash) VALUES "
-                  "(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
+                  "context_ns, executable, script_kind, script, script_hash, forked_children) "
+                  "VALUES "
+                  "(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
     const Eligibility& e = p.eligibility;
     const Breakdown& b = p.breakdown;
     s.bind(1, p.program.profilePath()).bind(2, p.program.key()).bind(3, p.program.buildId);
@@ -224,6 +226,7 @@ bool storeProfile(Db& db, const AppProfile& p, int64_t* idOut, std::string* erro
     s.bind(33, asInt(p.startup.enumerateNs)).bind(34, asInt(p.startup.contextNs));
     s.bind(35, p.program.path).bind(36, int64_t{static_cast<int>(p.program.script.kind)});
     s.bind(37, p.program.script.name).bind(38, p.program.script.hash);
+    s.bind(39, asInt(p.forkedChildren));
     if (!s.run()) return fail(error, "storing the profile", s.error());
     id = db.lastInsertRowId();
   }
@@ -333,7 +336,7 @@ bool loadProfileAt(Db& db, const std::string& path, const std::string& key, AppP
                   "h2d_ns, d2h_ns, launch_ns, dispatch_sync_ns, kernels, host_only_sites, "
                   "host_only_allocations, tracked_allocations, warnings, contexts, "
                   "first_context_devices, first_call_ns, first_context_ns, enumerate_ns, context_ns, "
-                  "executable, script_kind, script, script_hash "
+                  "executable, script_kind, script, script_hash, forked_children "
                   "FROM app_profiles WHERE id=?");
     q.bind(1, lookup->id);
     if (q.step() != DbStatement::Step::Row) return fail(error, "loading the profile", q.error());
@@ -347,6 +350,7 @@ bool loadProfileAt(Db& db, const std::string& path, const std::string& key, AppP
       p.program.script.name = q.columnText(35);
       p.program.script.hash = q.columnText(36);
     }
+    p.forkedChildren = asUnsigned(q.columnInt(37));
     p.program.buildId = q.columnText(1);
     p.program.contentHash = q.columnText(2);
     p.device = q.columnText(3);

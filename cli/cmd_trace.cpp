@@ -82,7 +82,7 @@ struct ProcessTrace {
   bool readable = false;
   uint64_t calls = 0;    ///< OpenCL calls it recorded
   std::string runs;      ///< the program and what it ran, for people
-  std::string identity;  ///< the key its profile would have ("" unknown)
+  std::string identity;  ///< its program within the run: executable path and script
 };
 
 ProcessTrace readProcessTrace(const std::string& file) {
@@ -98,10 +98,9 @@ ProcessTrace readProcessTrace(const std::string& file) {
   if (h.scriptKind > 0 && h.scriptKind <= static_cast<uint8_t>(ScriptRef::Kind::Code))
     id.script = {static_cast<ScriptRef::Kind>(h.scriptKind), h.scriptName, h.scriptHash};
   p.runs = id.describe();
-  // Without a build id in the trace two traces of one program still compare by path and script.
-  for (const trace::TraceModule& m : p.t.modules)
-    if (m.path == h.program) id.buildId = m.buildId;
-  if (id.buildId.empty()) id.contentHash = h.program;
+  // The executable's path stands for it: a trace maps only the modules it needed (a forked child
+  // that made no OpenCL call may not name the executable's build id), and one run sees one file.
+  id.contentHash = h.program;
   p.identity = id.key();
   return p;
 }
@@ -143,6 +142,8 @@ void analyzeProcesses(const std::vector<std::string>& program,
     request.tracePath = p.file;
     request.dbPath = dbPath;
     request.salvage = !p.t.complete;
+    for (const ProcessTrace& c : processes)
+      request.forkedChildren += c.readable && c.t.header.parentPid == p.t.header.pid && c.identity == p.identity;
     if (!profileName.empty())
       request.profileName = i == 0 ? profileName : profileName + "." + std::to_string(i + 1);
     analyzer::AnalyzeResult result;

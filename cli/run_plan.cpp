@@ -124,7 +124,10 @@ class Planner {
     }
     // One context, on one device (or by type): made by the shim at start-up and handed to the
     // program, so that pinning starts while the program still reads and computes its input.
-    m_plan->earlyContext = !m_opt.directAllocation && m_opt.earlyContext &&
+    // A program that forks copies of itself keeps its driver untouched until its own first
+    // OpenCL call: its forked children cannot use a driver the parent initialized (they hang).
+    m_plan->driverLate = m_profile.forkedChildren > 0;
+    m_plan->earlyContext = !m_opt.directAllocation && m_opt.earlyContext && !m_plan->driverLate &&
                            m_profile.contextsCreated == 1 && m_profile.firstContextDevices <= 1;
     // Each site priced once: with this machine's curves now, else as stored with the profile.
     std::vector<analyzer::GainPrediction> priced;
@@ -140,7 +143,7 @@ class Planner {
       return a.planned != b.planned ? a.planned : a.savingNs > b.savingNs;
     });
     m_d->overheadNs = kSiteCaptureNs * static_cast<double>(m_profile.trackedAllocations);
-    if (!m_plan->sites.empty() || m_plan->hasRegistrations())
+    if ((!m_plan->sites.empty() || m_plan->hasRegistrations()) && !m_plan->driverLate)
       m_d->startupNs = startupSavingNs(m_profile, m_plan->earlyContext);
     return decide(whyNot) && sizePool(whyNot);
   }
@@ -428,8 +431,12 @@ std::string describeDecision(const analyzer::AppProfile& profile, const Plan& pl
   if (planned && plan.earlyContext)
     s += "context: made by hetopt at start-up and handed to the program's clCreateContext (it makes "
          "one, on this device): pinning starts while it still prepares its input\n";
+  if (planned && plan.driverLate)
+    s += "driver:  left alone until the program's first OpenCL call: it forked " +
+         std::to_string(profile.forkedChildren) +
+         " copies of itself when traced, which cannot use a driver their parent initialized\n";
   const analyzer::AppProfile::Startup& st = profile.startup;
-  if (st.known())
+  if (st.known() && !(planned && plan.driverLate))
     s += "start-up: traced first OpenCL call at " + formatDuration(static_cast<double>(st.firstCallNs)) +
          " (drivers loaded in " + formatDuration(static_cast<double>(st.enumerateNs)) + ")" +
          (st.firstContextNs ? ", first context at " + formatDuration(static_cast<double>(st.firstContextNs)) +

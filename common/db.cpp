@@ -59,7 +59,8 @@ constexpr Migration kMigrations[] = {
      "ALTER TABLE app_profiles ADD COLUMN executable TEXT NOT NULL DEFAULT ''; "
      "ALTER TABLE app_profiles ADD COLUMN script_kind INTEGER NOT NULL DEFAULT 0; "
      "ALTER TABLE app_profiles ADD COLUMN script TEXT NOT NULL DEFAULT ''; "
-     "ALTER TABLE app_profiles ADD COLUMN script_hash TEXT NOT NULL DEFAULT ''"},
+     "ALTER TABLE app_profiles ADD COLUMN script_hash TEXT NOT NULL DEFAULT ''; "
+     "ALTER TABLE app_profiles ADD COLUMN forked_children INTEGER NOT NULL DEFAULT 0"},
 };
 
 bool canMigrate(int64_t version) {

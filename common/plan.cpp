@@ -87,6 +87,7 @@ std::string Plan::serialize() const {
   out << "pool " << poolPolicy << " " << poolBytes << "\n";
   if (directAllocation) out << "pool-mode direct\n";
   if (earlyContext) out << "context early\n";
+  if (driverLate) out << "driver late\n";
   for (const PlanSite& s : sites) {
     char line[256];
     int n = snprintf(line, sizeof line, "site %016" PRIx64 " %" PRIu64 " %" PRIu64, s.key,
@@ -214,6 +215,10 @@ bool parsePlan(const std::string& text, Plan* plan, std::string* error) {
       std::string when;
       if (!(words >> when) || when != "early") return fail("context needs 'early'");
       plan->earlyContext = true;
+    } else if (tag == "driver") {
+      std::string when;
+      if (!(words >> when) || when != "late") return fail("driver needs 'late'");
+      plan->driverLate = true;
     } else if (tag == "register-cost") {
       std::string a, b;
       if (!(words >> a >> b) || !parseU64(a, 10, &plan->registerLatencyNs) ||

@@ -31,6 +31,10 @@
  *                                          device) and hands it to the program's matching
  *                                          clCreateContext[FromType]: pinning starts while the
  *                                          program still reads and computes its input
+ *   driver late                            optional: the shim touches the OpenCL driver only
+ *                                          once the program made its first OpenCL call (it
+ *                                          forks copies of itself, which cannot use a driver
+ *                                          their parent initialized)
  *   register-cost <latency-ns> <ns-per-MiB> what registering a block in place costs here (the
  *                                          register curve): a transfer registers a block itself
  *                                          when that is cheaper than waiting
@@ -106,6 +110,7 @@ struct Plan {
   uint64_t mmapMinBytes = 0;  ///< anonymous mappings of [min, max] bytes are registered...
   uint64_t mmapMaxBytes = 0;  ///< ... none when 0
   bool earlyContext = false;  ///< `context early`
+  bool driverLate = false;    ///< `driver late`
   /// What registering a block in place costs: latency + per MiB (0, 0: unknown).
   uint64_t registerLatencyNs = 0, registerNsPerMiB = 0;
 

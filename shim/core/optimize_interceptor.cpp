@@ -116,8 +116,9 @@ OptimizeInterceptor* OptimizeInterceptor::create() {
     self->m_direct = std::make_unique<policies::DirectAllocator>(maxLive);
   }
   if (self->m_plan.hasRegistrations()) self->m_registry = new InplaceRegistry(self->m_plan);
-  // Prepared off the critical path; the thread ends when the pool is ready (or failed).
-  std::thread([self] { self->preparePool(); }).detach();
+  // Prepared off the critical path; the thread ends when the pool is ready (or failed). With
+  // `driver late` it starts at the program's first OpenCL call (callBegin), not before.
+  if (!self->m_plan.driverLate) std::thread([self] { self->preparePool(); }).detach();
   return self;
 }
 
@@ -442,6 +443,10 @@ std::string OptimizeInterceptor::conformanceStats() const {
 void OptimizeInterceptor::callBegin(CallRecord& call) {
   if (HETOPT_UNLIKELY(!m_enumerated.load(std::memory_order_acquire))) {
     std::unique_lock<std::mutex> lock(m_stateMutex);
+    if (m_plan.driverLate && !m_lateStarted) {
+      m_lateStarted = true;
+      std::thread([this] { preparePool(); }).detach();
+    }
     m_stateChanged.wait(lock, [this] { return m_enumerated.load(std::memory_order_acquire); });
   }
   if (HETOPT_UNLIKELY(m_plan.earlyContext) &&

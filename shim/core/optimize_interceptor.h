@@ -138,6 +138,7 @@ class OptimizeInterceptor final : public Interceptor {
   char m_failure[256] = {};
   // Which context the pool is made in (under m_stateMutex): see the file comment.
   bool m_ownContextOnly = false;           ///< HETOPT_POOL_CONTEXT=own
+  bool m_lateStarted = false;  ///< `driver late`: the pool thread was started (under m_stateMutex)
   cl_device_id m_device = nullptr;         ///< the plan's device (set before m_enumerated)
   cl_platform_id m_platform = nullptr;     ///< its platform (likewise)
   enum class EarlyState { Making, Made, Failed };
