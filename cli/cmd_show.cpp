@@ -264,6 +264,13 @@ std::string toJson(const Trace& t) {
   j.raw(",\"pid\":" + std::to_string(t.header.pid) + ",\"parent_pid\":" + std::to_string(t.header.parentPid) +
         ",\"start_unix_ns\":" + std::to_string(t.header.startUnixNs) + ",\"program\":");
   j.str(t.header.program);
+  if (t.header.scriptKind > 0) {
+    j.raw(",\"script\":{\"kind\":" + std::to_string(t.header.scriptKind) + ",\"name\":");
+    j.str(t.header.scriptName);
+    j.raw(",\"sha256\":");
+    j.str(t.header.scriptHash);
+    j.raw("}");
+  }
   j.raw(",\"arguments\":[");
   {
     size_t start = 0;
@@ -387,6 +394,11 @@ void printText(const Trace& t) {
     if (c == '\0') c = ' ';
   printf("program: %s (pid %" PRIu64 ", parent %" PRIu64 ")\n", args.empty() ? t.header.program.c_str() : args.c_str(),
          t.header.pid, t.header.parentPid);
+  static const char* const kScriptKinds[] = {"", "script", "module", "code"};
+  if (t.header.scriptKind > 0 && t.header.scriptKind < 4)
+    printf("runs: %s %s%s%s\n", kScriptKinds[t.header.scriptKind], t.header.scriptName.c_str(),
+           t.header.scriptHash.empty() ? "" : t.header.scriptName.empty() ? "sha256:" : " sha256:",
+           t.header.scriptHash.c_str());
   printf("%s, %s traced\n",
          t.complete ? "complete"
                     : "INCOMPLETE (the program did not exit normally, or the trace could not be "

@@ -172,6 +172,63 @@ TEST_F(ProfileStore, RebuiltBinaryGetsStaleNotTheOldProfile) {
   EXPECT_EQ(lookup.status, ProfileLookup::Status::None);
 }
 
+TEST_F(ProfileStore, ScriptsNamesAndLaunchersRoundTrip) {
+  auto db = open();
+  std::string error;
+  AppProfile a = testing::sampleProfile();
+  a.program.path = "/usr/bin/python3.11";
+  a.program.script = {ScriptRef::Kind::File, "/w/a.py", std::string(64, 'a')};
+  a.forkedChildren = 3;
+  AppProfile b = a;
+  b.program.script = {ScriptRef::Kind::File, "/w/b.py", std::string(64, 'b')};
+  ASSERT_TRUE(storeProfile(*db, a, nullptr, &error)) << error;
+  ASSERT_TRUE(storeProfile(*db, b, nullptr, &error)) << error;
+  AppProfile q;
+  ProfileLookup lookup;
+  ASSERT_TRUE(loadProfile(*db, a.program, &q, &lookup, &error)) << error;
+  ASSERT_EQ(lookup.status, ProfileLookup::Status::Found) << "b.py must not replace a.py's profile";
+  EXPECT_EQ(q.program.key(), a.program.key());
+  EXPECT_EQ(q.program.path, "/usr/bin/python3.11");
+  EXPECT_EQ(q.program.script, a.program.script);
+  EXPECT_EQ(q.forkedChildren, 3u);
+  // The same script edited: stale, not someone else's profile.
+  ProgramIdentity edited = a.program;
+  edited.script.hash = std::string(64, 'c');
+  ASSERT_TRUE(loadProfile(*db, edited, &q, &lookup, &error)) << error;
+  EXPECT_EQ(lookup.status, ProfileLookup::Status::Stale);
+  // Named: one per name, found whatever the program's key now, which the lookup says.
+  AppProfile named = a;
+  named.program.profileName = "big";
+  ASSERT_TRUE(storeProfile(*db, named, nullptr, &error)) << error;
+  named.program.script.hash = std::string(64, 'd');
+  ASSERT_TRUE(storeProfile(*db, named, nullptr, &error)) << error;
+  ASSERT_TRUE(loadProfile(*db, named.program, &q, &lookup, &error)) << error;
+  ASSERT_EQ(lookup.status, ProfileLookup::Status::Found);
+  EXPECT_EQ(q.program.profileName, "big");
+  EXPECT_EQ(q.program.script.hash, std::string(64, 'd')) << "the newer named profile replaced the older";
+  ProgramIdentity other = named.program;
+  other.script.hash = std::string(64, 'e');
+  ASSERT_TRUE(loadProfile(*db, other, &q, &lookup, &error)) << error;
+  EXPECT_EQ(lookup.status, ProfileLookup::Status::Found);
+  EXPECT_EQ(lookup.storedKey, named.program.key());
+  // A launcher's record: replaced per launcher, entries in order.
+  LauncherRecord rec{"/w/wrap.sh", "build-id:dash+script-sha256:00", "2026-01-01T00:00:00Z",
+                     {{42, "/w/a.py", a.program.key(), a.program.describe()},
+                      {43, "/w/b.py", b.program.key(), b.program.describe()}}};
+  ASSERT_TRUE(storeLauncher(*db, rec, &error)) << error;
+  rec.launched.pop_back();
+  ASSERT_TRUE(storeLauncher(*db, rec, &error)) << error;
+  LauncherRecord got;
+  bool found = false;
+  ASSERT_TRUE(loadLauncher(*db, rec.launcherPath, rec.launcherKey, &got, &found, &error)) << error;
+  ASSERT_TRUE(found);
+  ASSERT_EQ(got.launched.size(), 1u);
+  EXPECT_EQ(got.launched[0].pid, 42u);
+  EXPECT_EQ(got.launched[0].key, a.program.key());
+  ASSERT_TRUE(loadLauncher(*db, rec.launcherPath, "build-id:other", &got, &found, &error)) << error;
+  EXPECT_FALSE(found) << "a changed wrapper is not the traced one";
+}
+
 TEST_F(ProfileStore, DbWithoutProfilesHasNone) {
   auto db = open();
   AppProfile q;

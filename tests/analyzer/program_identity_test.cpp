@@ -183,3 +183,96 @@ TEST(ProgramIdentity, HashCacheServesUnchangedFilesOnly) {
   EXPECT_EQ(id.contentHash, uncached.contentHash);
   std::filesystem::remove_all(dir);
 }
+
+namespace {
+
+using hetopt::ScriptRef;
+
+ScriptRef scriptOf(const std::string& exe, const std::vector<std::string>& argv) {
+  ScriptRef s;
+  std::string error;
+  EXPECT_TRUE(hetopt::scriptOfProcess(exe, argv, &s, &error)) << error;
+  return s;
+}
+
+TEST(CommandIdentity, InterpretersRunScriptsModulesAndCode) {
+  const std::string script = tempFile("print('hello')\n");
+  const std::string data = tempFile("1 2 3\n");
+  const std::string py = "/usr/bin/python3.11";
+  ScriptRef s = scriptOf(py, {"python3", "-u", "-W", "ignore", script, "arg"});
+  EXPECT_EQ(s.kind, ScriptRef::Kind::File);
+  EXPECT_EQ(s.name, script);
+  EXPECT_EQ(s.hash.size(), 64u);
+  // Options that take a value are skipped with it (-W's value is not the script).
+  EXPECT_EQ(scriptOf(py, {"python3", "-W", script}).kind, ScriptRef::Kind::None);
+  ScriptRef m = scriptOf(py, {"python3", "-B", "-m", "pkg.tool", "x"});
+  EXPECT_EQ(m.kind, ScriptRef::Kind::Module);
+  EXPECT_EQ(m.name, "pkg.tool");
+  ScriptRef c1 = scriptOf(py, {"python3", "-c", "print(1)"}), c2 = scriptOf(py, {"python3", "-cprint(1)"});
+  EXPECT_EQ(c1.kind, ScriptRef::Kind::Code);
+  EXPECT_EQ(c1, c2);
+  EXPECT_NE(c1, scriptOf(py, {"python3", "-c", "print(2)"}));
+  // Shells: -c makes the first operand the code; a script after options.
+  EXPECT_EQ(scriptOf("/usr/bin/dash", {"sh", "-e", "-c", "echo hi", "name"}).kind, ScriptRef::Kind::Code);
+  EXPECT_EQ(scriptOf("/usr/bin/bash", {"bash", "-o", "errexit", script}).name, script);
+  // No script: the REPL, stdin, a missing file, an ELF file given to a shell.
+  EXPECT_EQ(scriptOf(py, {"python3"}).kind, ScriptRef::Kind::None);
+  EXPECT_EQ(scriptOf(py, {"python3", "-"}).kind, ScriptRef::Kind::None);
+  EXPECT_EQ(scriptOf(py, {"python3", "/nonexistent/x.py"}).kind, ScriptRef::Kind::None);
+  EXPECT_EQ(scriptOf("/usr/bin/dash", {"sh", "/proc/self/exe"}).kind, ScriptRef::Kind::None);
+  // Any other program: a data file is no script; a "#!" file it was given is (the kernel's way).
+  EXPECT_EQ(scriptOf("/opt/app", {"app", "--size", "1M", data}).kind, ScriptRef::Kind::None);
+  const std::string awk = tempFile("#!/usr/bin/awk -f\n{ print }\n");
+  EXPECT_EQ(scriptOf("/usr/bin/mawk", {"/usr/bin/awk", "-f", awk}).name, awk);
+  unlink(script.c_str());
+  unlink(data.c_str());
+  unlink(awk.c_str());
+}
+
+TEST(CommandIdentity, KeysAndProfilePathsTellScriptsApart) {
+  hetopt::ProgramIdentity id;
+  id.path = "/usr/bin/python3.11";
+  id.buildId = "ab12";
+  EXPECT_EQ(id.key(), "build-id:ab12");
+  EXPECT_EQ(id.profilePath(), id.path);
+  id.script = {ScriptRef::Kind::File, "/home/u/a.py", std::string(64, 'f')};
+  EXPECT_EQ(id.key(), "build-id:ab12+script-sha256:" + std::string(64, 'f'));
+  EXPECT_EQ(id.executableKey(), "build-id:ab12");
+  EXPECT_EQ(id.profilePath(), "/home/u/a.py");
+  EXPECT_EQ(id.describe(), "/usr/bin/python3.11 running /home/u/a.py");
+  id.script = {ScriptRef::Kind::Module, "pkg.tool", ""};
+  EXPECT_EQ(id.key(), "build-id:ab12+module:pkg.tool");
+  EXPECT_EQ(id.profilePath(), "/usr/bin/python3.11 -m pkg.tool");
+  id.profileName = "big";
+  EXPECT_EQ(id.profilePath(), "@big");
+  EXPECT_EQ(id.key().find(' '), std::string::npos);
+}
+
+TEST(CommandIdentity, ShebangScriptsAreTheirInterpreterRunningThem) {
+  const std::string sh = tempFile("#!/bin/sh\nexec true\n");
+  const std::string env = tempFile("#!/usr/bin/env sh\nexec true\n");
+  chmod(sh.c_str(), 0700);
+  chmod(env.c_str(), 0700);
+  hetopt::ProgramIdentity direct, viaEnv, shell;
+  std::string error;
+  ASSERT_TRUE(hetopt::commandIdentity({sh, "x"}, &direct, &error)) << error;
+  ASSERT_TRUE(hetopt::commandIdentity({env}, &viaEnv, &error)) << error;
+  ASSERT_TRUE(hetopt::commandIdentity({"/bin/sh", sh}, &shell, &error)) << error;
+  char real[4096];
+  ASSERT_NE(realpath("/bin/sh", real), nullptr);
+  EXPECT_EQ(direct.path, real);  // the interpreter, not the script
+  EXPECT_EQ(direct.script.kind, ScriptRef::Kind::File);
+  EXPECT_EQ(direct.script.name, sh);
+  EXPECT_EQ(direct.key(), shell.key()) << "./s.sh and sh ./s.sh are one program";
+  EXPECT_EQ(viaEnv.path, real) << "env finds sh on PATH";
+  EXPECT_EQ(viaEnv.script.name, env);
+  EXPECT_NE(viaEnv.key(), direct.key());
+  // A plain ELF program: itself, no script.
+  hetopt::ProgramIdentity self;
+  ASSERT_TRUE(hetopt::commandIdentity({"/proc/self/exe", "--gtest_filter=x"}, &self, &error)) << error;
+  EXPECT_EQ(self.script.kind, ScriptRef::Kind::None);
+  unlink(sh.c_str());
+  unlink(env.c_str());
+}
+
+}  // namespace

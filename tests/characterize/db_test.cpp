@@ -280,5 +280,35 @@ TEST(Db, TransactionRollsBackUnlessCommitted) {
   EXPECT_FALSE(bad.error().empty());
 }
 
+// Schema 4 -> 5 adds what an interpreter ran (and the executable, for scripts and named profiles)
+// and the forks to app_profiles: stored profiles are kept as programs without a script.
+TEST(Db, Version4ProfilesAreUpgradedAsProgramsWithoutScripts) {
+  TempDir tmp;
+  std::string path = tmp.file("v4.db");
+  std::string error;
+  {
+    auto db = Db::open(path, Db::Mode::ReadWriteCreate, &error);
+    ASSERT_TRUE(db) << error;
+    ASSERT_TRUE(db->exec("UPDATE hetopt_meta SET value = '4' WHERE key = 'schema_version'; "
+                         "CREATE TABLE app_profiles (id INTEGER PRIMARY KEY, program_path TEXT); "
+                         "INSERT INTO app_profiles VALUES (3, '/opt/app')",
+                         &error))
+        << error;
+  }
+  EXPECT_FALSE(Db::open(path, Db::Mode::ReadOnly, &error));
+  auto db = Db::open(path, Db::Mode::ReadWriteCreate, &error);
+  ASSERT_TRUE(db) << error;
+  DbStatement q(*db, "SELECT program_path, executable, script_kind, script, script_hash, "
+                     "forked_children FROM app_profiles");
+  ASSERT_TRUE(q.ok()) << q.error();
+  ASSERT_EQ(q.step(), DbStatement::Step::Row);
+  EXPECT_EQ(q.columnText(0), "/opt/app");
+  EXPECT_EQ(q.columnText(1), "");
+  EXPECT_EQ(q.columnInt(2), 0);
+  EXPECT_EQ(q.columnText(3), "");
+  EXPECT_EQ(q.columnInt(5), 0);
+}
+
+
 }  // namespace
 }  // namespace hetopt

@@ -221,6 +221,38 @@ TEST(RunPlan, TheStartUpAnOptimizedRunOverlapsCountsOncePinningPays) {
   EXPECT_FALSE(::plan(p, {}, &plan, &why, &curves, &d));
 }
 
+// A program that forked copies of itself when traced: the driver stays untouched until its own
+// first OpenCL call (forked children hang on a driver their parent initialized), so no early
+// context and no start-up overlap; the plan line round-trips.
+TEST(RunPlan, AProgramThatForksGetsTheDriverLate) {
+  analyzer::AppProfile p = eligibleProfile();
+  p.breakdown.totalNs = 2.4e9;
+  p.candidates = {traced(0x71, 1, 64 << 20, 1, 14e6)};
+  p.contextsCreated = 1;
+  p.firstContextDevices = 1;
+  p.startup = {600'000'000, 970'000'000, 365'000'000, 276'000'000};
+  p.forkedChildren = 3;
+  LineGain curves;
+  Plan plan;
+  PlanDecision d;
+  std::string why;
+  PlanOptions forced;
+  forced.force = true;
+  ASSERT_TRUE(::plan(p, forced, &plan, &why, &curves, &d)) << why;
+  EXPECT_TRUE(plan.driverLate);
+  EXPECT_FALSE(plan.earlyContext);
+  EXPECT_EQ(d.startupNs, 0);
+  EXPECT_NE(describeDecision(p, plan, d, true).find("driver:  left alone until the program's first OpenCL call: it forked 3"),
+            std::string::npos);
+  Plan back;
+  ASSERT_TRUE(parsePlan(plan.serialize(), &back, &why)) << why;
+  EXPECT_TRUE(back.driverLate);
+  p.forkedChildren = 0;
+  ASSERT_TRUE(::plan(p, forced, &plan, &why, &curves, &d)) << why;
+  EXPECT_FALSE(plan.driverLate);
+  EXPECT_TRUE(plan.earlyContext);
+}
+
 TEST(RunPlan, RegistrationBeforeTheFirstTransferNeedsItIsOffTheCriticalPath) {
   // PolyBench's shape: a 1 GiB array allocated and filled before any OpenCL call, sent once.
   // Registering it (86 ms) on the program's path costs more than it saves (100 ms - 21.5 ms).

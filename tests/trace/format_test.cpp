@@ -10,6 +10,7 @@
 #include "tests/trace/synthetic.h"
 #include "trace/format.h"
 #include "trace/time_sampler.h"
+#include "trace/writer.h"
 
 using namespace hetopt::trace;
 using namespace hetopt::trace::testing;
@@ -115,6 +116,33 @@ TEST(TraceFormat, StartupNeedsFormatFour) {
   std::string error;
   EXPECT_FALSE(parseTrace(data.data(), data.size(), &t, &error));
   EXPECT_NE(error.find("unknown record tag 9"), std::string::npos) << error;
+}
+
+// Format 5: the header says what an interpreter ran; older headers have no such fields.
+TEST(TraceFormat, HeaderNamesTheScriptFromFormatFive) {
+  FileHeader h;
+  h.pid = 7;
+  h.program = "/usr/bin/python3.11";
+  h.arguments = std::string("python3\0a.py", 12);
+  h.scriptKind = 1;
+  h.scriptName = "/w/a.py";
+  h.scriptHash = std::string(64, 'a');
+  for (uint32_t version : {4u, 5u}) {
+    std::string data = encodeHeader(h, version);
+    Trace t;
+    std::string error;
+    ASSERT_TRUE(parseTrace(data.data(), data.size(), &t, &error)) << error;
+    EXPECT_EQ(t.header.program, h.program);
+    EXPECT_EQ(t.header.scriptKind, version >= 5 ? 1 : 0);
+    EXPECT_EQ(t.header.scriptName, version >= 5 ? h.scriptName : "");
+    EXPECT_EQ(t.header.scriptHash, version >= 5 ? h.scriptHash : "");
+  }
+  h.scriptKind = 9;
+  std::string data = encodeHeader(h, 5);
+  Trace t;
+  std::string error;
+  EXPECT_FALSE(parseTrace(data.data(), data.size(), &t, &error));
+  EXPECT_NE(error.find("unknown script kind 9"), std::string::npos) << error;
 }
 
 TEST(TraceFormat, EveryTruncationIsRejectedOrAnIncompletePrefix) {

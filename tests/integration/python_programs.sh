@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# Python programs: each script (and `-m module`, `-c code`) has a profile of its own, keyed by the
+# interpreter plus the script's content; a numpy-only script that never touches OpenCL is not
+# optimized by another script's profile; a wrapper that execs python3 is planned through the
+# script; and multiprocessing with the fork start method over PyOpenCL computes right, keeps its
+# exit status and never hangs, traced and optimized. The pool policy is forced (PoCL).
+#   python_programs.sh HETOPT PYTHON SCRIPT_DIR
+set -u
+hetopt=$1 python=$2 src=$3
+work=$(mktemp -d "${TMPDIR:-/tmp}/hetopt-python.XXXXXX") || exit 2
+trap 'rm -rf "$work"' EXIT
+export HETOPT_DB=$work/hetopt.db XDG_CACHE_HOME=$work/cache
+failed=0
+fail() { echo "FAIL: $*"; failed=1; }
+expect() {  # expect FILE REGEX WHAT
+  grep -Eq -- "$2" "$1" || { fail "$3: no line matching '$2'"; sed 's/^/    /' "$1" | tail -n 30; }
+}
+cd "$work" || exit 2
+cp "$src/pyopencl_roundtrip.py" a.py
+sed 's/1 << 18/1 << 19/' a.py >b.py
+mkdir mods && cp a.py mods/roundtrip_mod.py
+printf 'import numpy as np\nprint(np.ones(1 << 22, np.float32).sum())\n' >numpy_only.py
+forced=(--policy opencl --force)
+
+for s in a b; do
+  "$hetopt" trace -o "$s.trace" -- "$python" "$s.py" >"$s.out" 2>"$s.err" || fail "trace $s.py exited $?"
+  expect "$s.err" "^hetopt analysis of .*python3[.0-9]* running $work/$s.py\$" "$s.py's own report"
+  expect "$s.err" "profile stored in .*\\+script-sha256:" "$s.py's profile keyed by the script"
+done
+key() { sed -n 's/^program: .* (\(.*\))$/\1/p' "$1"; }
+for s in a b; do
+  "$hetopt" run --dry-run "${forced[@]}" -- "$python" "$s.py" >"$s.dry" 2>&1 || fail "dry run $s.py exited $?"
+  expect "$s.dry" "^program: .* running $work/$s.py \\(" "$s.py's own plan"
+done
+[[ -n $(key a.dry) && $(key a.dry) != "$(key b.dry)" ]] || fail "a.py and b.py share a profile: $(key a.dry)"
+
+# Another script: no profile, so no shim, whatever the interpreter's other scripts did.
+"$hetopt" run --stats "${forced[@]}" -- "$python" numpy_only.py >np.out 2>np.err || fail "numpy-only run exited $?"
+expect np.out '^4194304.0$' "numpy-only result"
+expect np.err "no profile for .* running $work/numpy_only.py.*running unoptimized" "numpy-only declined"
+grep -q 'hetopt: stats:' np.err && fail "the numpy-only script ran under the shim"
+
+# -m module and -c code: their own keys.
+(cd mods && "$hetopt" trace -o ../m.trace -- "$python" -m roundtrip_mod >/dev/null 2>../m.err) || fail "trace -m exited $?"
+expect m.err "profile stored in .*\\+module:roundtrip_mod" "-m keyed by the module"
+(cd mods && "$hetopt" run --stats "${forced[@]}" -- "$python" -m roundtrip_mod >../mrun.out 2>../mrun.err) || fail "run -m exited $?"
+expect mrun.err 'hetopt: stats: .*redirected [1-9][0-9]* allocations' "-m optimized"
+code=$(cat a.py)
+"$hetopt" trace -o c.trace -- "$python" -c "$code" >/dev/null 2>c.err || fail "trace -c exited $?"
+expect c.err "profile stored in .*\\+code-sha256:" "-c keyed by the code"
+"$hetopt" run --stats "${forced[@]}" -- "$python" -c "$code" >crun.out 2>crun.err || fail "run -c exited $?"
+expect crun.err 'hetopt: stats: .*redirected [1-9][0-9]* allocations' "-c optimized"
+"$hetopt" run --stats "${forced[@]}" -- "$python" -c "$code
+" >c2.out 2>c2.err || fail "run of other code exited $?"
+expect c2.err 'no profile for .* -c <code .*running unoptimized' "other code declined"
+
+# A wrapper that execs the interpreter: planned through the script's own profile.
+printf '#!/bin/sh\nexec "%s" "%s" "$@"\n' "$python" "$work/a.py" >wrap.sh
+chmod +x wrap.sh
+"$hetopt" trace -o w.trace -- ./wrap.sh >/dev/null 2>w.err || fail "trace wrap.sh exited $?"
+"$hetopt" run --dry-run "${forced[@]}" -- ./wrap.sh >w.dry 2>&1 || fail "dry run wrap.sh exited $?"
+expect w.dry "^launched: this plan is for .*python3[.0-9]* running $work/a.py, which ./wrap.sh starts" "wrapper planned through the script"
+
+# multiprocessing (fork) over PyOpenCL: results checked by the script, exit status 3 kept, no hang.
+mp=("$python" "$src/pyopencl_multiprocessing.py" 12 4)
+timeout 120 "${mp[@]}" >mp.native 2>mp.native.err
+rc=$?
+[[ $rc -eq 3 ]] || { fail "multiprocessing natively exited $rc, not 3"; cat mp.native.err; }
+timeout 180 "$hetopt" trace -o mp.trace -- "${mp[@]}" >mp.trace.out 2>mp.trace.err
+rc=$?
+[[ $rc -eq 3 ]] || { fail "multiprocessing under trace exited $rc, not 3 (124: hung)"; tail -n 20 mp.trace.err; }
+for i in 1 2 3; do
+  timeout 120 "$hetopt" run --stats "${forced[@]}" -- "${mp[@]}" >mp.run.out 2>mp.run.err
+  rc=$?
+  [[ $rc -eq 3 ]] || { fail "multiprocessing under run (round $i) exited $rc, not 3 (124: hung)"; tail -n 20 mp.run.err; break; }
+done
+for m in trace run; do
+  cmp -s mp.native mp.$m.out || { fail "multiprocessing stdout differs under $m"; diff mp.native mp.$m.out; }
+done
+expect mp.run.err 'hetopt: stats: ' "multiprocessing parent ran optimized"
+
+[[ $failed -eq 0 ]] && echo "OK: scripts, modules and code keyed apart; wrapper; multiprocessing" && cat mp.native
+exit $failed
