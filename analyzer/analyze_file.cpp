@@ -184,7 +184,8 @@ bool analyzeTraceFile(const AnalyzeRequest& req, AnalyzeResult* r, std::string* 
 int showStoredProfile(const std::string& program, const AnalyzeRequest& req, FILE* out) {
   ProgramIdentity id;
   std::string err;
-  if (!programIdentity(program, &id, &err)) {
+  // A `#!` script is its interpreter running it, as `hetopt run` identifies it.
+  if (!commandIdentity({program}, &id, &err, identityCacheDir())) {
     warn("analyze: %s", err.c_str());
     return 2;
   }
@@ -201,13 +202,13 @@ int showStoredProfile(const std::string& program, const AnalyzeRequest& req, FIL
     return 2;
   }
   if (lookup.status == ProfileLookup::Status::None) {
-    warn("no profile for %s in %s; run `hetopt trace` on it", id.path.c_str(), dbPath.c_str());
+    warn("no profile for %s in %s; run `hetopt trace` on it", id.describe().c_str(), dbPath.c_str());
     return 1;
   }
   if (lookup.status == ProfileLookup::Status::Stale) {
     warn("the profile of %s in %s is for another build (%s, analysed %s); this one is %s: run "
          "`hetopt trace` on it again",
-         id.path.c_str(), dbPath.c_str(), lookup.storedKey.c_str(),
+         id.describe().c_str(), dbPath.c_str(), lookup.storedKey.c_str(),
          lookup.storedCreatedUtc.c_str(), id.key().c_str());
     return 1;
   }

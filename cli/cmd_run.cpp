@@ -90,6 +90,13 @@ std::string findTargets(Db& db, const ProgramIdentity& identity, std::vector<Tar
   std::string error;
   const bool named = !identity.profileName.empty();
   if (!named) {
+    // A launcher record first: it names the command's own profile too when the command made
+    // OpenCL calls beside the processes it started.
+    analyzer::LauncherRecord record;
+    bool found = false;
+    if (!analyzer::loadLauncher(db, identity.profilePath(), identity.key(), &record, &found, &error))
+      return error;
+    if (found) return loadLaunched(db, record, identity, targets);
     Target own;
     analyzer::ProfileLookup lookup;
     if (!analyzer::loadProfile(db, identity, &own.profile, &lookup, &error)) return error;
@@ -97,15 +104,10 @@ std::string findTargets(Db& db, const ProgramIdentity& identity, std::vector<Tar
       targets->push_back(std::move(own));
       return {};
     }
-    analyzer::LauncherRecord record;
-    bool found = false;
-    if (!analyzer::loadLauncher(db, identity.profilePath(), identity.key(), &record, &found, &error))
-      return error;
-    if (!found && lookup.status == analyzer::ProfileLookup::Status::Stale)
+    if (lookup.status == analyzer::ProfileLookup::Status::Stale)
       return "the profile of " + identity.describe() + " is for another build (" + lookup.storedKey +
              ", traced " + lookup.storedCreatedUtc + "); run `hetopt trace` on it again";
-    if (!found) return "no profile for " + identity.describe() + "; run `hetopt trace` on it first";
-    return loadLaunched(db, record, identity, targets);
+    return "no profile for " + identity.describe() + "; run `hetopt trace` on it first";
   }
   analyzer::LauncherRecord record;
   bool found = false;

@@ -74,8 +74,9 @@ bool SelfIdentity::matches(const Plan& plan, std::string* why) {
     m_self.contentHash = m_self.buildId.empty() ? planExe.substr(planExe.find(':') + 1) : std::string();
     m_exeState = 1;
   }
-  // An interpreter: which script, module or code it runs must match too (also "none": a plan for
-  // the bare interpreter does not apply to a script it runs).
+  // A plan naming no script is for every process of its executable (hand-written plans, plans
+  // of older hetopt); one naming a script, module or code only for a process running that.
+  if (plan.programKey.size() == planExe.size()) return true;
   if (!script(&error)) {
     *why = "cannot identify what this program runs: " + error;
     return false;
