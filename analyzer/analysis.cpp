@@ -445,16 +445,7 @@ class Analyzer {
     return frames;
   }
 
-  uint64_t siteKeyOf(uint32_t site) const {
-    uint64_t key = kSiteKeySeed;
-    for (const trace::TraceFrame& f : m_t.sites[site - 1].frames) {
-      uint64_t identity = 0;
-      if (f.module >= 0 && static_cast<size_t>(f.module) < m_t.modules.size())
-        identity = moduleIdentity(m_t.modules[f.module].buildId, m_t.modules[f.module].path);
-      key = siteKeyFold(key, identity, f.offset);
-    }
-    return key;
-  }
+  uint64_t siteKeyOf(uint32_t site) const { return traceSiteKey(m_t, site); }
 
   Symbolizer& symbolizer() {
     if (!m_symbolizer) m_symbolizer = std::make_unique<Symbolizer>(m_opt.symbolizer);
@@ -680,6 +671,18 @@ void analyzeTrace(const Trace& trace, const AnalysisOptions& options, AppProfile
   out->startup.firstContextNs = trace.firstContextNs;
   if (!out->startup.known()) out->startup = {};  // the times mean nothing without the anchor
   if (out->device.empty()) out->device = traceDevice(trace);
+}
+
+uint64_t traceSiteKey(const trace::Trace& t, uint32_t site) {
+  uint64_t key = kSiteKeySeed;
+  if (site == 0 || site > t.sites.size()) return key;
+  for (const trace::TraceFrame& f : t.sites[site - 1].frames) {
+    uint64_t identity = 0;
+    if (f.module >= 0 && static_cast<size_t>(f.module) < t.modules.size())
+      identity = moduleIdentity(t.modules[f.module].buildId, t.modules[f.module].path);
+    key = siteKeyFold(key, identity, f.offset);
+  }
+  return key;
 }
 
 std::string traceDevice(const Trace& t) {

@@ -22,6 +22,7 @@
  */
 #pragma once
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -48,10 +49,17 @@ void analyzeTrace(const trace::Trace& trace, const AnalysisOptions& options, App
 /// The devices the trace's queues ran on ("NVIDIA H200", ...), from device labels.
 std::string traceDevice(const trace::Trace& trace);
 
-/// Timeline events of a trace. The trace keeps aggregated times per folded call, not timestamps,
-/// so the timeline is condensed: each thread's OpenCL calls laid end to end in call order (a
-/// folded loop is one slice spanning its body), device commands beside the call that enqueued
-/// them on their queue's track, each slice carrying its call count.
-std::vector<TimelineEvent> timelineEvents(const trace::Trace& trace, TimelineInfo* info);
+/// The ASLR-independent key (common/site_key.h) of trace site `site` (index + 1).
+uint64_t traceSiteKey(const trace::Trace& trace, uint32_t site);
+
+/// Timeline events of a trace. From format 5, in real time: each call's first occurrences
+/// (HETOPT_TIMELINE_CALLS) at their wall-clock time on their thread's track, their timed device
+/// commands on their queue's track through the queue's clock (Trace::clocks), allocations at
+/// `candidateSites` (trace site index + 1) as instants, and each top-level loop as one span on a
+/// track of its thread's loops. Older traces keep aggregated times only, so their timeline is
+/// condensed: each thread's calls laid end to end in call order (a folded loop one slice spanning
+/// its body), device commands beside the call that enqueued them.
+std::vector<TimelineEvent> timelineEvents(const trace::Trace& trace, TimelineInfo* info,
+                                          const std::set<uint32_t>& candidateSites = {});
 
 }  // namespace hetopt::analyzer

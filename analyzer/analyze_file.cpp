@@ -3,6 +3,7 @@
 #include "analyzer/analyze_file.h"
 
 #include <ctime>
+#include <set>
 
 #include "analyzer/analysis.h"
 #include "analyzer/gain.h"
@@ -170,7 +171,12 @@ bool analyzeTraceFile(const AnalyzeRequest& req, AnalyzeResult* r, std::string* 
   }
   if (!req.timelinePath.empty()) {
     TimelineInfo info;
-    std::vector<TimelineEvent> events = timelineEvents(t, &info);
+    std::set<uint64_t> candidateKeys;
+    for (const CandidateSite& c : p.candidates) candidateKeys.insert(c.siteKey);
+    std::set<uint32_t> candidateSites;
+    for (uint32_t site = 1; site <= t.sites.size(); ++site)
+      if (candidateKeys.count(traceSiteKey(t, site))) candidateSites.insert(site);
+    std::vector<TimelineEvent> events = timelineEvents(t, &info, candidateSites);
     if (writeTimeline(req.timelinePath, info, events, &err))
       r->notes.push_back("timeline written to " + req.timelinePath +
                          " (open in ui.perfetto.dev or chrome://tracing)");

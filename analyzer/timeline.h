@@ -2,7 +2,8 @@
 /**
  * @file A timeline of the traced run in Chrome's trace-event JSON format, which Perfetto
  * (ui.perfetto.dev) and chrome://tracing open: kernels and transfers on one track per device queue,
- * OpenCL API calls on one track per host thread. Times are relative to the trace's start.
+ * OpenCL API calls and allocations of candidate sites on one track per host thread, each loop as
+ * one aggregated span on a track of its thread's loops. Times are relative to the trace's start.
  */
 #pragma once
 #include <cstdint>
@@ -13,7 +14,8 @@
 namespace hetopt::analyzer {
 
 struct TimelineEvent {
-  enum class Track : uint8_t { DeviceQueue, HostThread };
+  /// HostLoops: one span per top-level loop of a thread, beside the thread's own track.
+  enum class Track : uint8_t { DeviceQueue, HostThread, HostLoops };
   Track track = Track::HostThread;
   uint64_t trackId = 0;  ///< queue index or thread id
   std::string name;      ///< kernel name, "clEnqueueWriteBuffer", "H2D 256 KiB", ...
@@ -21,6 +23,7 @@ struct TimelineEvent {
   double startNs = 0;
   double durationNs = 0;
   std::vector<std::pair<std::string, std::string>> args;  ///< shown in the event's details
+  bool instant = false;  ///< a moment (an allocation), not a span
 };
 
 struct TimelineInfo {
@@ -29,6 +32,9 @@ struct TimelineInfo {
   uint64_t pid = 0;
   /// Track names; unnamed tracks are called "queue N" / "thread N".
   std::vector<std::pair<uint64_t, std::string>> queueNames, threadNames;
+  /// Said in the file's "otherData" beside program, device and pid: what the times are, how each
+  /// queue's device clock was aligned.
+  std::vector<std::pair<std::string, std::string>> facts;
 };
 
 /// The JSON document (object form, with "traceEvents" and "displayTimeUnit").

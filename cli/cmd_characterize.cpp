@@ -19,6 +19,7 @@
 #include "cli/commands.h"
 #include "common/gnuplot.h"
 #include "cli/icd_doctor.h"
+#include "cli/json_output.h"
 #include "common/cl_select.h"
 #include "common/db.h"
 #include "common/log.h"
@@ -34,6 +35,7 @@ struct Args {
   bool quick = false;
   bool force = false;
   bool show = false;
+  bool json = false;
   bool noPlots = false;
   bool plotsGiven = false;
   uint64_t maxSize = 0;
@@ -46,7 +48,7 @@ void usage() {
   printf(
       "usage: hetopt characterize [--device FILTER] [--quick] [--max-size SIZE] [--force]\n"
       "                           [--db PATH] [--plots DIR | --no-plots] [--plot-format png|svg]\n"
-      "       hetopt characterize --show [--device FILTER] [--db PATH] [--plots DIR]\n\n"
+      "       hetopt characterize --show [--json] [--device FILTER] [--db PATH] [--plots DIR]\n\n"
       "Measures, once per machine, what each host-memory allocation policy costs and how fast\n"
       "data moves from it to each OpenCL device and back (1-4 concurrent transfers), fits a\n"
       "cost function per curve, derives which policy to use per size, and stores it all in the\n"
@@ -61,6 +63,17 @@ void usage() {
       "  --max-size SIZE    largest allocation/transfer, e.g. 64M (default 768 MiB / 256 MiB)\n"
       "  --force            measure again even if the DB has a result for this key\n"
       "  --show             print the stored results (any host's) instead of measuring\n"
+      "  --json             with --show: one JSON object, {\"db\", \"runs\": [...]}; each run has id,\n"
+      "                     device, platform, platform_version, device_name, device_vendor,\n"
+      "                     device_type, driver_version, cpu_model, kernel, hostname, hetopt_version,\n"
+      "                     measured_utc, quick, duration_s, memlock_limit (null: unlimited),\n"
+      "                     lock_beyond_limit, policies [policy, state, reason, max_size], fits\n"
+      "                     [measure, policy, concurrency, rms_rel_err, max_rel_err, points,\n"
+      "                     size_min, size_max, segments [size_lo, latency_ns, ns_per_byte]],\n"
+      "                     decisions [direction, size_lo, size_hi (null: no bound), policy, alloc,\n"
+      "                     predicted_ns, standard_ns, ref_size, speedup, reason] and samples\n"
+      "                     [measure, policy, concurrency, size, reps, median_ns, q1_ns, q3_ns,\n"
+      "                     min_ns, max_ns]; sizes in bytes, times in ns\n"
       "  --db PATH          DB file (default $HETOPT_DB, else $XDG_DATA_HOME/hetopt/hetopt.db)\n"
       "  --plots DIR        where plot data, gnuplot scripts and images go (default ./hetopt-plots;\n"
       "                     with --show, plots are written only when --plots is given)\n"
@@ -93,6 +106,8 @@ int parseArgs(int argc, char** argv, Args* a) {
       a->force = true;
     } else if (arg == "--show") {
       a->show = true;
+    } else if (arg == "--json") {
+      a->json = true;
     } else if (arg == "--no-plots") {
       a->noPlots = true;
     } else if (arg == "--max-size") {
@@ -128,6 +143,10 @@ int parseArgs(int argc, char** argv, Args* a) {
     }
   }
   if (a->db.empty()) a->db = defaultDbPath();
+  if (a->json && !a->show) {
+    warn("characterize: --json goes with --show");
+    return 2;
+  }
   return -1;
 }
 
@@ -205,13 +224,19 @@ int show(const Args& args) {
   }
   std::map<std::string, int> slugs;
   int shown = 0;
+  std::vector<const CharacterizationRun*> matching;
   for (const CharacterizationRun& run : runs) {
     if (!storedRunMatches(run, args.device)) continue;
     ++shown;
+    if (args.json) {
+      matching.push_back(&run);
+      continue;
+    }
     printf("device: %s\n", run.info.describe().c_str());
     printRun(run);
     if (args.plotsGiven && !args.noPlots) writePlots(run, args, &slugs);
   }
+  if (args.json) fputs(characterizationJson(args.db, matching).c_str(), stdout);
   if (shown == 0) {
     warn("characterize: %s holds no characterization%s%s (run `hetopt characterize`)",
          args.db.c_str(), args.device.empty() ? "" : " matching ", args.device.c_str());

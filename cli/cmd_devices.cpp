@@ -6,6 +6,7 @@
 
 #include "cli/commands.h"
 #include "cli/icd_doctor.h"
+#include "cli/json_output.h"
 #include "common/cl_select.h"
 #include "common/options.h"
 
@@ -13,19 +14,28 @@ namespace hetopt::cli {
 
 int cmdDevices(int argc, char** argv) {
   std::string filter;
+  bool json = false;
   for (int i = 1; i < argc; ++i) {
     if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
       printf(
-          "usage: hetopt devices [--device FILTER]\n\n"
+          "usage: hetopt devices [--device FILTER] [--json]\n\n"
           "Lists every OpenCL platform and device, marks the one hetopt commands and test apps\n"
           "use, and diagnoses common set-up problems (vendor library without an ICD file, a CPU\n"
           "platform listed before the GPU). FILTER is 'gpu', 'cpu' or a case-insensitive\n"
           "substring of 'platform / device' (default: $HETOPT_DEVICE, else the first GPU, else\n"
-          "the first device). Exits 1 when no device matches.\n");
+          "the first device). Exits 1 when no device matches.\n\n"
+          "--json prints one JSON object instead: \"devices\" (each with platform_index, platform,\n"
+          "platform_version, device_index, device, vendor, type, driver_version, global_mem_bytes,\n"
+          "max_alloc_bytes, host_unified_memory, selected), \"selected\" (platform_index,\n"
+          "device_index, description; null when none matches), \"error\" (why no device or no\n"
+          "match; null otherwise) and \"findings\" (the diagnosis: level \"warning\" or \"note\",\n"
+          "text). The exit status is the same.\n");
       return 0;
     }
     if (!strcmp(argv[i], "--device") && i + 1 < argc) {
       filter = argv[++i];
+    } else if (!strcmp(argv[i], "--json")) {
+      json = true;
     } else {
       fprintf(stderr, "hetopt: devices: unknown argument %s\n", argv[i]);
       return 2;
@@ -36,6 +46,12 @@ int cmdDevices(int argc, char** argv) {
   ClDevice chosen;
   std::string selectError;
   bool haveChoice = !devices.empty() && selectClDevice(filter, &chosen, &selectError);
+  if (json) {
+    const std::string why = devices.empty() ? (error.empty() ? "no OpenCL devices" : error) : selectError;
+    fputs(devicesJson(devices, haveChoice ? &chosen : nullptr, haveChoice ? "" : why, diagnoseIcdSetup(devices)).c_str(),
+          stdout);
+    return haveChoice ? 0 : 1;
+  }
   unsigned lastPlatform = ~0u;
   for (const ClDevice& d : devices) {
     if (d.platformIndex != lastPlatform) {

@@ -14,8 +14,8 @@ inline uint64_t mix(uint64_t h, uint64_t v) {
 
 }  // namespace
 
-Compressor::Compressor(ObjectTable* objects, unsigned maxBody)
-    : m_objects(objects), m_maxBody(std::max(1u, maxBody)) {
+Compressor::Compressor(ObjectTable* objects, unsigned maxBody, unsigned stampsPerLeaf)
+    : m_objects(objects), m_maxBody(std::max(1u, maxBody)), m_stampsPerLeaf(stampsPerLeaf) {
   m_nodes.emplace_back();  // id 0 is "no node"
 }
 
@@ -171,6 +171,9 @@ void Compressor::merge(NodeId x, NodeId y) {
     l.device.merge(o.device);
     for (size_t i = 0; i < l.args.size() && i < o.args.size(); ++i) l.args[i].merge(o.args[i]);
     l.result.merge(o.result);
+    // `o`'s calls came after `l`'s: the kept times stay a prefix of the calls.
+    for (size_t i = 0; i < o.stamps.size() && l.stamps.size() < m_stampsPerLeaf; ++i) l.stamps.push_back(o.stamps[i]);
+    l.endNs = std::max(l.endNs, o.endNs);
     for (size_t i = 0; i < l.refs.size(); ++i) {
       Ref& r = l.refs[i];
       const Ref& s = o.refs[i];
@@ -251,6 +254,7 @@ uint32_t Compressor::append(Leaf&& leaf, bool wantSlot) {
     }
     m_slots[slot] = id;
     n.pending = 1;
+    if (!n.leaf.stamps.empty()) n.leaf.stamps.back().slot = slot;
   }
   windowPush(id);
   while (foldOnce()) {
@@ -258,13 +262,24 @@ uint32_t Compressor::append(Leaf&& leaf, bool wantSlot) {
   return slot;
 }
 
-void Compressor::deliver(uint32_t slot, const DeviceAgg* timing) {
+void Compressor::deliver(uint32_t slot, const DeviceAgg* timing, uint64_t deviceStart, uint64_t deviceEnd) {
   if (slot == 0 || slot >= m_slots.size()) return;
   NodeId id = m_slots[slot];
   m_slots[slot] = kNoNode;
   m_freeSlots.push_back(slot);
   if (id == kNoNode) return;  // its leaf was written out already
   Node& n = m_nodes[id];
+  // The call's kept times, if it is among the first ones (a freed slot number comes back: the
+  // stamp lets go of it now).
+  for (Stamp& s : n.leaf.stamps) {
+    if (s.slot != slot) continue;
+    s.slot = 0;
+    if (timing && deviceEnd >= deviceStart) {
+      s.deviceStart = deviceStart;
+      s.deviceEnd = deviceEnd;
+    }
+    break;
+  }
   if (timing)
     n.leaf.device.merge(*timing);
   else

@@ -141,6 +141,17 @@ struct Ref {
   uint64_t bytes = 0;               ///< host refs: bytes moved, summed over calls
 };
 
+/// The wall-clock times of one call that a leaf keeps for the timeline (format 5): each leaf keeps
+/// its first calls' (RecorderConfig::stampsPerLeaf: a thread's first calls and a loop's first
+/// iterations). A device command timed by profiling adds its start and end on the device's clock
+/// (deviceEnd 0: none); a Clock record maps that clock to the trace's.
+struct Stamp {
+  uint64_t startNs = 0;  ///< host: when the call began, ns since tracing started
+  uint64_t hostNs = 0;   ///< host: how long it took
+  uint64_t deviceStart = 0, deviceEnd = 0;
+  uint32_t slot = 0;  ///< in memory only: the timing slot whose delivery fills the device times
+};
+
 struct Leaf {
   LeafType type = LeafType::Call;
   uint16_t code = 0;
@@ -151,11 +162,15 @@ struct Leaf {
   std::vector<ArgAgg> args;
   ArgAgg result;
   std::vector<Ref> refs;
+  std::vector<Stamp> stamps;  ///< the first calls' times, in call order (a prefix of the calls)
+  uint64_t endNs = 0;         ///< when the last call ended, ns since tracing started (format 5)
   /// This (empty) leaf becomes `from`, and `from` gets this one's empty vectors with their
   /// memory: cheaper than std::swap, which moves every field three times.
   void take(Leaf& from) {
     args.swap(from.args);
     refs.swap(from.refs);
+    stamps.swap(from.stamps);
+    endNs = from.endNs;
     type = from.type;
     code = from.code;
     site = from.site;
@@ -168,6 +183,8 @@ struct Leaf {
   void reset() {
     args.clear();
     refs.clear();
+    stamps.clear();
+    endNs = 0;
     type = LeafType::Call;
     code = 0;
     site = thread = 0;
@@ -205,7 +222,8 @@ class Compressor {
   /// the window): a bound on memory, large enough for deep queues of non-blocking commands.
   static constexpr size_t kHoldForTimings = 4096;
 
-  explicit Compressor(ObjectTable* objects, unsigned maxBody = 32);
+  /// `stampsPerLeaf`: how many of its first calls' times each leaf keeps (Stamp).
+  explicit Compressor(ObjectTable* objects, unsigned maxBody = 32, unsigned stampsPerLeaf = 32);
 
   /// Appends one event and folds. With `wantSlot`, returns a timing slot that follows the event's
   /// statistics wherever folding moves them (deliver() later), else 0. `leaf` comes back empty
@@ -226,7 +244,8 @@ class Compressor {
 
   /// Delivers the device timing of a slot from append() (null: not available) to the leaf that
   /// holds the event's statistics now, and frees the slot. Dropped when that leaf was written out.
-  void deliver(uint32_t slot, const DeviceAgg* timing);
+  /// `deviceStart`/`deviceEnd` (device clock) go to the call's Stamp when the leaf kept it.
+  void deliver(uint32_t slot, const DeviceAgg* timing, uint64_t deviceStart = 0, uint64_t deviceEnd = 0);
   size_t pendingSlots() const { return m_slots.size() - m_freeSlots.size() - 1; }
 
   size_t liveNodes() const { return m_live; }
@@ -252,6 +271,7 @@ class Compressor {
 
   ObjectTable* m_objects;
   unsigned m_maxBody;
+  unsigned m_stampsPerLeaf;
   std::vector<Node> m_nodes;
   std::vector<NodeId> m_free;
   std::vector<NodeId> m_window;

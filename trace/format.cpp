@@ -56,6 +56,14 @@ const char* regionClassName(RegionClass c) {
   return "?";
 }
 
+const char* clockMethodName(ClockMethod m) {
+  switch (m) {
+    case ClockMethod::Timer: return "clGetDeviceAndHostTimer";
+    case ClockMethod::Estimated: return "estimated from the queued timestamps of timed commands";
+  }
+  return "?";
+}
+
 const char* hostAccessName(HostAccess a) {
   switch (a) {
     case HostAccess::None: return "none";

@@ -44,7 +44,22 @@ enum class RecordTag : uint8_t {
   Time = 7,
   RecordingCost = 8,
   Startup = 9,  ///< version 4
+  Clock = 10,   ///< version 5
 };
+
+/// The format version that added leaf times (Stamp, Leaf::endNs) and Clock records.
+inline constexpr uint32_t kTimelineFormatVersion = 5;
+
+/// How a Clock record knows the offset between a device's profiling clock and the trace's.
+enum class ClockMethod : uint8_t {
+  Timer = 1,      ///< clGetDeviceAndHostTimer (OpenCL 2.1) against the host timer, bracketed
+  Estimated = 2,  ///< from timed commands: their QUEUED timestamp lies inside their host call
+};
+const char* clockMethodName(ClockMethod m);
+
+/// Zigzag encoding of signed values as varints.
+inline uint64_t zigzag(int64_t v) { return (static_cast<uint64_t>(v) << 1) ^ static_cast<uint64_t>(v >> 63); }
+inline int64_t unzigzag(uint64_t v) { return static_cast<int64_t>(v >> 1) ^ -static_cast<int64_t>(v & 1); }
 
 enum class NodeTag : uint8_t { Leaf = 1, Loop = 2 };
 

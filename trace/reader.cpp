@@ -165,6 +165,21 @@ class Parser {
           m_t->firstContextNs = context;
           break;
         }
+        case RecordTag::Clock: {
+          if (m_t->formatVersion < kTimelineFormatVersion)
+            return fail(where() + "unknown record tag " + std::to_string(tag));
+          const auto id = static_cast<ObjectId>(r.varMax(UINT32_MAX));
+          const uint8_t method = r.u8();
+          TraceClock c;
+          c.offsetNs = unzigzag(r.var());
+          c.uncertaintyNs = r.var();
+          if (!r.ok()) break;
+          if (!m_t->objects.count(id)) return fail(where() + "clock of undefined object " + std::to_string(id));
+          if (method < 1 || method > 2) return fail(where() + "unknown clock method " + std::to_string(method));
+          c.method = static_cast<ClockMethod>(method);
+          m_t->clocks[id] = c;
+          break;
+        }
         case RecordTag::Time: {
           uint64_t t = r.var();
           if (r.ok() && !m_t->complete) m_t->durationNs = t;
@@ -200,6 +215,34 @@ class Parser {
       a->min = a->max = a->first;
     }
     return true;
+  }
+
+  /// A leaf's times of its first calls (format 5; FORMAT.md "Nodes").
+  bool readStamps(ByteReader& r, TraceNode* n) {
+    const uint64_t count = r.varMax(1u << 20);
+    if (!r.ok()) return fail(where() + "leaf cut short");
+    if (count > n->host.count) return fail(where() + "more call times than calls");
+    uint64_t start = 0, device = 0;
+    bool firstDevice = true;
+    for (uint64_t i = 0; i < count && r.ok(); ++i) {
+      Stamp s;
+      start += r.var();
+      s.startNs = start;
+      s.hostNs = r.var();
+      const uint8_t hasDevice = r.u8();
+      if (hasDevice > 1) return fail(where() + "bad device time flag");
+      if (hasDevice) {
+        const uint64_t v = r.var();
+        device = firstDevice ? v : device + static_cast<uint64_t>(unzigzag(v));
+        firstDevice = false;
+        s.deviceStart = device;
+        s.deviceEnd = device + r.var();
+        if (s.deviceEnd == 0) s.deviceEnd = 1;  // 0 means "none"
+      }
+      n->stamps.push_back(s);
+    }
+    n->endNs = r.var();
+    return r.ok() || fail(where() + "leaf times cut short");
   }
 
   bool parseNode(ByteReader& r, uint32_t thread, bool provisional, int depth, uint32_t* out) {
@@ -283,6 +326,7 @@ class Parser {
           return fail(where() + "reference to undefined object " + std::to_string(ref.obj));
         n.refs.push_back(ref);
       }
+      if (m_t->formatVersion >= kTimelineFormatVersion && !readStamps(r, &n)) return false;
     } else {
       return fail(where() + "unknown node tag " + std::to_string(tag));
     }

@@ -135,7 +135,7 @@ uint32_t Recorder::thread(uint64_t tid) {
   auto it = m_threadByTid.find(tid);
   if (it != m_threadByTid.end()) return it->second;
   uint32_t index = static_cast<uint32_t>(m_threads.size());
-  m_threads.push_back(new ThreadState(&m_objects, m_config.maxBody));
+  m_threads.push_back(new ThreadState(&m_objects, m_config.maxBody, m_config.stampsPerLeaf));
   m_threads.back()->tid = tid;
   m_threadByTid[tid] = index;
   ByteWriter w(&m_records);
@@ -361,6 +361,7 @@ ObjectId Recorder::recordAlloc(uint32_t thread, uint8_t allocFn, uint64_t ptr, u
   leaf.site = site;
   leaf.thread = thread;
   leaf.host.add(hostNs);
+  stamp(leaf, monotonicNs(), hostNs);
   leaf.args = {ArgAgg::of(size), ArgAgg::of(alignment)};
   leaf.refs.push_back(makeRef(m_objects, id, kRefArgReturn, kRefCreate));
   append(thread, std::move(leaf));
@@ -377,6 +378,7 @@ bool Recorder::recordFree(uint32_t thread, uint64_t ptr) {
   leaf.type = LeafType::Free;
   leaf.thread = thread;
   leaf.host.add(0);
+  stamp(leaf, monotonicNs(), 0);
   leaf.refs.push_back(makeRef(m_objects, id, 0, kRefDestroy));
   append(thread, std::move(leaf));
   return true;
@@ -400,6 +402,7 @@ void Recorder::recordRealloc(uint32_t thread, uint64_t oldPtr, uint64_t newPtr, 
   leaf.site = site;
   leaf.thread = thread;
   leaf.host.add(hostNs);
+  stamp(leaf, monotonicNs(), hostNs);
   leaf.args = {ArgAgg::of(size), ArgAgg::of(0)};
   if (oldObj) leaf.refs.push_back(makeRef(m_objects, oldObj, 0, kRefDestroy));
   if (site) {
@@ -441,8 +444,32 @@ uint32_t Recorder::append(uint32_t thread, Leaf&& leaf, bool wantSlot) {
   return slot;
 }
 
-void Recorder::deliver(uint32_t thread, uint32_t slot, const DeviceAgg* timing) {
-  if (thread < m_threads.size()) m_threads[thread]->compressor.deliver(slot, timing);
+void Recorder::deliver(uint32_t thread, uint32_t slot, const DeviceAgg* timing, uint64_t deviceStart,
+                       uint64_t deviceEnd) {
+  if (thread < m_threads.size()) m_threads[thread]->compressor.deliver(slot, timing, deviceStart, deviceEnd);
+}
+
+void Recorder::noteClock(uint64_t queue, ClockMethod method, int64_t offsetNs, uint64_t uncertaintyNs) {
+  const ObjectId id = findHandle(queue);
+  if (id == kNoObject) return;
+  m_clocks[id] = Clock{method, offsetNs, uncertaintyNs, false};
+  m_clocksChanged = true;
+}
+
+void Recorder::writeClocks() {
+  if (!m_clocksChanged) return;
+  m_clocksChanged = false;
+  for (auto& [id, c] : m_clocks) {
+    if (c.written) continue;
+    c.written = true;
+    emitObject(&m_records, id, true);
+    ByteWriter w(&m_records);
+    w.u8(static_cast<uint8_t>(RecordTag::Clock));
+    w.var(id);
+    w.u8(static_cast<uint8_t>(c.method));
+    w.var(zigzag(c.offsetNs));
+    w.var(c.uncertaintyNs);
+  }
 }
 
 void Recorder::afterAppend(uint32_t thread) {
@@ -569,6 +596,24 @@ void Recorder::writeNode(std::string* out, const Compressor& c, NodeId id) {
       w.var(r.bytes);
     }
   }
+  // Times of the first calls: host starts as deltas (the calls are in order), device starts as
+  // signed deltas (an out-of-order queue may run them in another order).
+  w.var(l.stamps.size());
+  uint64_t prevStart = 0, prevDevice = 0;
+  bool firstDevice = true;
+  for (const Stamp& s : l.stamps) {
+    w.var(s.startNs - std::min(prevStart, s.startNs));
+    prevStart = s.startNs;
+    w.var(s.hostNs);
+    const bool device = s.deviceEnd != 0;
+    w.u8(device ? 1 : 0);
+    if (!device) continue;
+    w.var(firstDevice ? s.deviceStart : zigzag(static_cast<int64_t>(s.deviceStart - prevDevice)));
+    w.var(s.deviceEnd - s.deviceStart);
+    prevDevice = s.deviceStart;
+    firstDevice = false;
+  }
+  w.var(l.endNs);
 }
 
 void Recorder::writeEntries(std::string* out, uint32_t thread, const Compressor& c,
@@ -584,6 +629,7 @@ void Recorder::writeEntries(std::string* out, uint32_t thread, const Compressor&
 
 void Recorder::checkpoint(bool withTail) {
   m_lastCheckpoint = monotonicNs();
+  writeClocks();
   if (m_writer.failed()) {  // nothing more can be saved: keep memory flat
     m_records.clear();
     return;
@@ -618,6 +664,7 @@ void Recorder::threadExit(uint32_t thread) {
 void Recorder::finish() {
   if (m_finished || !m_writer.isOpen()) return;
   for (uint32_t t = 0; t < m_threads.size(); ++t) writeFinal(t, true);
+  writeClocks();
   ByteWriter w(&m_records);
   if (m_costCalls) {
     w.u8(static_cast<uint8_t>(RecordTag::RecordingCost));
@@ -647,6 +694,8 @@ bool Recorder::restartInChild(const RecorderConfig& config, std::string* error) 
   m_threadByTid.clear();
   m_records.clear();
   m_objects.resetEmitted();
+  for (auto& [id, c] : m_clocks) c.written = false;  // the child's file needs them too
+  m_clocksChanged = !m_clocks.empty();
   m_events = 0;
   ++m_generation;
   if (!open(config, error)) return false;

@@ -59,6 +59,7 @@ struct RecorderConfig {
   std::string path;
   FileHeader header;
   unsigned maxBody = 32;              ///< longest loop body folded (top-level nodes)
+  unsigned stampsPerLeaf = 32;        ///< calls whose times each leaf keeps (HETOPT_TIMELINE_CALLS)
   size_t chunkBytes = 64 * 1024;      ///< uncompressed bytes per Records chunk
   uint64_t checkpointNs = 1000000000;  ///< tail snapshot at least this often while events arrive
   ModuleLookup modules = nullptr;     ///< null: no module records (tests)
@@ -137,7 +138,18 @@ class Recorder {
     l.reset();
     return l;
   }
-  void deliver(uint32_t thread, uint32_t slot, const DeviceAgg* timing);
+  void deliver(uint32_t thread, uint32_t slot, const DeviceAgg* timing, uint64_t deviceStart = 0,
+               uint64_t deviceEnd = 0);
+  /// Gives `leaf` (one call) its times for the timeline: it began at `monoStartNs`
+  /// (monotonicNs()) and took `hostNs`. No lock needed.
+  void stamp(Leaf& leaf, uint64_t monoStartNs, uint64_t hostNs) const {
+    const uint64_t start = monoStartNs > m_startMono ? monoStartNs - m_startMono : 0;
+    leaf.stamps.push_back(Stamp{start, hostNs, 0, 0, 0});
+    leaf.endNs = start + hostNs;
+  }
+  /// How the device clock of the queue with handle `queue` maps to the trace's: trace ns = device
+  /// ns + offset (a Clock record, written at the next checkpoint).
+  void noteClock(uint64_t queue, ClockMethod method, int64_t offsetNs, uint64_t uncertaintyNs);
   /// The thread ended: everything it recorded becomes final.
   void threadExit(uint32_t thread);
   /// Writes what is final and the tail now (a checkpoint): the file reads as an incomplete trace
@@ -172,7 +184,7 @@ class Recorder {
     uint64_t tid = 0;
     Compressor compressor;
     Leaf scratch;  ///< scratchLeaf(): recycled through Compressor::append
-    explicit ThreadState(ObjectTable* objects, unsigned maxBody) : compressor(objects, maxBody) {}
+    ThreadState(ObjectTable* objects, unsigned maxBody, unsigned stamps) : compressor(objects, maxBody, stamps) {}
   };
   struct Range {
     uint64_t end;
@@ -193,6 +205,7 @@ class Recorder {
   void writeNode(std::string* out, const Compressor& c, NodeId id);
   void writeEntries(std::string* out, uint32_t thread, const Compressor& c,
                     const std::vector<NodeId>& roots, bool persistent);
+  void writeClocks();
   void classify(uint64_t address, ObjectInfo* info);
 
   std::mutex m_mutex;
@@ -215,6 +228,14 @@ class Recorder {
   uint64_t m_events = 0;
   uint64_t m_costCalls = 0, m_costNs = 0;
   uint64_t m_firstCallNs = 0, m_firstContextNs = 0;
+  struct Clock {
+    ClockMethod method;
+    int64_t offsetNs;
+    uint64_t uncertaintyNs;
+    bool written;
+  };
+  std::map<ObjectId, Clock> m_clocks;  ///< by queue object
+  bool m_clocksChanged = false;
   bool m_finished = false;
   uint32_t m_generation = 1;
 };

@@ -85,6 +85,7 @@ bool TraceFileWriter::open(const std::string& path, const FileHeader& header, st
     *error = "cannot create " + path + ": " + openError;
     return false;
   }
+  static_assert(HETOPT_TRACE_FORMAT_VERSION >= kTimelineFormatVersion, "leaf times need their format");
   std::string h = encodeHeader(header, HETOPT_TRACE_FORMAT_VERSION);
   std::string writeError;
   if (!pwriteAll(m_fd, h.data(), h.size(), 0, &writeError)) {

@@ -103,9 +103,61 @@ cl_event DeviceTiming::take(CallRecord& call, const CallState& state, bool ok) {
   return produced;
 }
 
-void DeviceTiming::addPending(cl_event event, uint32_t thread, uint32_t slot, const CallState& state) {
+void DeviceTiming::addPending(cl_event event, uint32_t thread, uint32_t slot, const CallState& state,
+                              uint64_t queue, uint64_t hostStart, uint64_t hostEnd) {
   const uint64_t weight = state.sampled ? m_period : 1;
-  m_pending.push_back(Pending{event, thread, slot, m_recorder.generation(), static_cast<uint32_t>(weight)});
+  m_pending.push_back(Pending{event, thread, slot, m_recorder.generation(), static_cast<uint32_t>(weight),
+                              queue, hostStart, hostEnd});
+}
+
+DeviceTiming::QueueClock* DeviceTiming::clockOf(uint64_t queue) {
+  for (QueueClock& c : m_clocks)
+    if (c.queue == queue) return &c;
+  return nullptr;
+}
+
+bool DeviceTiming::measureTimer(uint64_t queue, int64_t* offsetNs, uint64_t* uncertaintyNs) const {
+  using QueueInfoFn = cl_int(CL_API_CALL*)(cl_command_queue, cl_command_queue_info, size_t, void*, size_t*);
+  using BothFn = cl_int(CL_API_CALL*)(cl_device_id, cl_ulong*, cl_ulong*);
+  using HostFn = cl_int(CL_API_CALL*)(cl_device_id, cl_ulong*);
+  auto queueInfo = realClFunction<QueueInfoFn>(ApiId::clGetCommandQueueInfo);
+  auto both = realClFunction<BothFn>(ApiId::clGetDeviceAndHostTimer);
+  auto host = realClFunction<HostFn>(ApiId::clGetHostTimer);
+  cl_device_id device = nullptr;
+  if (!queueInfo || !both || !host ||
+      queueInfo(reinterpret_cast<cl_command_queue>(queue), CL_QUEUE_DEVICE, sizeof device, &device, nullptr) != CL_SUCCESS ||
+      !device)
+    return false;
+  cl_ulong deviceNs = 0, hostTimerNs = 0;
+  if (both(device, &deviceNs, &hostTimerNs) != CL_SUCCESS || deviceNs == 0) return false;
+  // The host timer's clock is the driver's choice: it is read between two of ours, the narrowest
+  // of a few tries, to place it on the trace's clock.
+  uint64_t best = UINT64_MAX, mid = 0;
+  cl_ulong hostAtMid = 0;
+  for (int i = 0; i < 3; ++i) {
+    cl_ulong h = 0;
+    const uint64_t before = m_recorder.elapsedNs();
+    if (host(device, &h) != CL_SUCCESS) return false;
+    const uint64_t after = m_recorder.elapsedNs();
+    if (after - before < best) {
+      best = after - before;
+      mid = before + best / 2;
+      hostAtMid = h;
+    }
+  }
+  *offsetNs = static_cast<int64_t>(hostTimerNs - deviceNs) + static_cast<int64_t>(mid - hostAtMid);
+  *uncertaintyNs = best / 2;
+  return true;
+}
+
+void DeviceTiming::noteQueued(const Pending& p, uint64_t queued) {
+  QueueClock* c = clockOf(p.queue);
+  if (!c) {
+    m_clocks.push_back(QueueClock{p.queue, false, {}});
+    c = &m_clocks.back();
+  }
+  if (!c->timer && c->estimate.add(p.hostStart, p.hostEnd, queued))
+    m_recorder.noteClock(p.queue, trace::ClockMethod::Estimated, c->estimate.offsetNs(), c->estimate.uncertaintyNs());
 }
 
 void DeviceTiming::afterCall(bool sync, size_t pending) {
@@ -118,13 +170,29 @@ void DeviceTiming::release(cl_event event) {
 
 void DeviceTiming::resolve(bool all) {
   std::vector<Pending> work;
+  std::vector<uint64_t> unclocked;  // queues whose device clock was never asked
   uint32_t gen;
   {
     auto lock = m_recorder.lock();
     work.swap(m_pending);
     gen = m_recorder.generation();
+    for (const Pending& p : work)
+      if (!clockOf(p.queue) && std::find(unclocked.begin(), unclocked.end(), p.queue) == unclocked.end())
+        unclocked.push_back(p.queue);
   }
   if (work.empty()) return;
+  struct Timer {
+    uint64_t queue;
+    bool ok;
+    int64_t offset;
+    uint64_t uncertainty;
+  };
+  std::vector<Timer> timers;
+  for (uint64_t q : unclocked) {
+    Timer t{q, false, 0, 0};
+    t.ok = measureTimer(q, &t.offset, &t.uncertainty);
+    timers.push_back(t);
+  }
   using InfoFn = cl_int(CL_API_CALL*)(cl_event, cl_event_info, size_t, void*, size_t*);
   using ProfFn = cl_int(CL_API_CALL*)(cl_event, cl_profiling_info, size_t, void*, size_t*);
   auto info = realClFunction<InfoFn>(ApiId::clGetEventInfo);
@@ -133,6 +201,7 @@ void DeviceTiming::resolve(bool all) {
     Pending p;
     bool timed;
     trace::DeviceAgg d;
+    uint64_t queued, start, end;  ///< device clock
   };
   std::vector<Done> done;
   std::vector<Pending> keep;
@@ -150,13 +219,16 @@ void DeviceTiming::resolve(bool all) {
         continue;
       }
     }
-    Done d{p, false, {}};
+    Done d{p, false, {}, 0, 0, 0};
     const cl_profiling_info which[3] = {CL_PROFILING_COMMAND_QUEUED, CL_PROFILING_COMMAND_SUBMIT,
                                         CL_PROFILING_COMMAND_START};
     for (int k = 0; okAll && k < 3; ++k)
       okAll = prof(p.event, which[k], sizeof t[k], &t[k], nullptr) == CL_SUCCESS;
     if (okAll && t[3] >= t[2]) {
       d.timed = true;
+      d.queued = t[0];
+      d.start = t[2];
+      d.end = t[3];
       d.d = trace::DeviceAgg::command(t[3] - t[2], t[1] >= t[0] ? t[1] - t[0] : 0,
                                       t[2] >= t[1] ? t[2] - t[1] : 0, p.weight);
     }
@@ -164,7 +236,16 @@ void DeviceTiming::resolve(bool all) {
     done.push_back(d);
   }
   auto lock = m_recorder.lock();
-  for (const Done& d : done) m_recorder.deliver(d.p.thread, d.p.slot, d.timed ? &d.d : nullptr);
+  for (const Timer& t : timers) {
+    if (!t.ok || clockOf(t.queue) || gen != m_recorder.generation()) continue;
+    m_clocks.push_back(QueueClock{t.queue, true, {}});
+    m_recorder.noteClock(t.queue, trace::ClockMethod::Timer, t.offset, t.uncertainty);
+  }
+  for (const Done& d : done) {
+    if (d.p.generation != m_recorder.generation()) continue;
+    m_recorder.deliver(d.p.thread, d.p.slot, d.timed ? &d.d : nullptr, d.start, d.end);
+    if (d.timed) noteQueued(d.p, d.queued);
+  }
   m_pending.insert(m_pending.end(), keep.begin(), keep.end());
   m_resolveAt = std::max<size_t>(64, 2 * m_pending.size());
 }

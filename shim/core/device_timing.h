@@ -10,8 +10,13 @@
  * queue/context release) or when many are pending, then released. Nothing is read at exit: the
  * OpenCL runtime may already be gone by then.
  *
- * The pending list is guarded by the recorder's mutex (the fork protocol holds it); no OpenCL
- * call is made under it.
+ * Each timed command's start and end also go to its call's times for the timeline, when the leaf
+ * keeps them, and every queue gets a clock: how its device's profiling clock maps to the trace's,
+ * from clGetDeviceAndHostTimer where the device has it (OpenCL 2.1), else estimated from the
+ * commands' QUEUED timestamps (trace/device_clock.h); the recorder writes it as a Clock record.
+ *
+ * The pending list and the clocks are guarded by the recorder's mutex (the fork protocol holds
+ * it); no OpenCL call is made under it.
  */
 #pragma once
 #include <CL/cl.h>
@@ -21,6 +26,7 @@
 #include <vector>
 
 #include "shim/core/interceptor.h"
+#include "trace/device_clock.h"
 #include "trace/recorder.h"
 #include "trace/time_sampler.h"
 
@@ -59,8 +65,10 @@ class DeviceTiming {
   /// mean to it).
   static bool unsampled(const CallState& state, bool ok) { return ok && state.timeable && !state.timed; }
 
-  /// Recorder lock held: `event` times the leaf in `slot` of `thread`.
-  void addPending(cl_event event, uint32_t thread, uint32_t slot, const CallState& state);
+  /// Recorder lock held: `event` times the leaf in `slot` of `thread`; the command was enqueued
+  /// on `queue` by a call that ran [hostStart, hostEnd] (ns since tracing started).
+  void addPending(cl_event event, uint32_t thread, uint32_t slot, const CallState& state, uint64_t queue,
+                  uint64_t hostStart, uint64_t hostEnd);
   /// Recorder lock held: how many events wait.
   size_t pending() const { return m_pending.size(); }
   /// After a call was recorded, with `pending` events waiting: reads what finished at sync
@@ -83,12 +91,27 @@ class DeviceTiming {
     uint32_t slot;
     uint32_t generation;
     uint32_t weight;  ///< sampling weight of the command (trace/time_sampler.h)
+    uint64_t queue;   ///< the program's queue
+    uint64_t hostStart, hostEnd;  ///< the enqueue call, ns since tracing started
   };
+  /// A queue's device clock against the trace's.
+  struct QueueClock {
+    uint64_t queue;
+    bool timer;  ///< from clGetDeviceAndHostTimer; else `estimate`
+    trace::ClockEstimate estimate;
+  };
+  QueueClock* clockOf(uint64_t queue);
+  /// clGetDeviceAndHostTimer of the queue's device against our clock: the offset of trace ns
+  /// to device ns. False when the device or the ICD loader cannot tell. No lock held.
+  bool measureTimer(uint64_t queue, int64_t* offsetNs, uint64_t* uncertaintyNs) const;
+  /// Recorder lock held: a timed command's QUEUED timestamp narrows its queue's estimate.
+  void noteQueued(const Pending& p, uint64_t queued);
   static constexpr size_t kMaxPending = 8192;  ///< device timings waiting before we give up on the oldest
 
   trace::Recorder& m_recorder;
   uint64_t m_period = trace::TimeSampler::kDefaultPeriod;
   std::vector<Pending> m_pending;  ///< recorder lock
+  std::vector<QueueClock> m_clocks;  ///< recorder lock
   size_t m_resolveAt = 64;
 };
 

@@ -160,6 +160,11 @@ TraceInterceptor* TraceInterceptor::create() {
   h.program = exe;
   h.arguments = readFile("/proc/self/cmdline");
   describeScript(&h);
+  bool stampsOk = true;
+  t->m_config.stampsPerLeaf = static_cast<unsigned>(optionUnsigned(Option::TIMELINE_CALLS, 1, 65536, &stampsOk));
+  if (!stampsOk)
+    warn("trace mode: HETOPT_TIMELINE_CALLS='%s' is not a number in 1..65536; using %s",
+         optionString(Option::TIMELINE_CALLS), optionInfo(Option::TIMELINE_CALLS).defaultValue);
   std::string error;
   if (!t->m_recorder.open(t->m_config, &error)) {
     warn("trace mode: %s; running untraced", error.c_str());
@@ -376,10 +381,12 @@ void TraceInterceptor::recordCall(CallRecord& call, uint64_t hostNs) {
     const uint32_t thread = threadIndex();
     trace::Leaf& leaf = m_recorder.scratchLeaf(thread);
     m_model.build(m_recorder, view, outcome, hostNs, leaf);
+    m_recorder.stamp(leaf, st.startNs, hostNs);
+    const uint64_t hostStart = leaf.stamps.back().startNs;  // the leaf comes back empty from append()
     if (DeviceTiming::unsampled(st.timing, outcome.ok)) leaf.device.unsampled = 1;
     const uint32_t slot = m_recorder.append(thread, std::move(leaf), produced != nullptr);
     if (produced && slot) {
-      m_timing.addPending(produced, thread, slot, st.timing);
+      m_timing.addPending(produced, thread, slot, st.timing, call.args[0], hostStart, hostStart + hostNs);
       produced = nullptr;
     }
     pending = m_timing.pending();
