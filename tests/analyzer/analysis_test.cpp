@@ -11,7 +11,9 @@
 
 #include <cmath>
 #include <cstdio>
+#include <map>
 #include <random>
+#include <set>
 
 #include "analyzer/analyze_file.h"
 #include "analyzer/profile_store.h"
@@ -47,7 +49,10 @@ class App {
     m_kernel = rec().createHandle(ObjectKind::Kernel, 0x9100);
     rec().objects().info(m_kernel).fields |= trace::kObjLabel;
     rec().objects().info(m_kernel).label = "axpb";
+    rec().noteClock(0x9000, trace::ClockMethod::Estimated, -kDeviceEpoch, 100);
   }
+  /// The queue's device clock stands this far ahead of the trace's.
+  static constexpr int64_t kDeviceEpoch = 5000000000;
   bool ok() const { return m_synth.ok(); }
   trace::Recorder& rec() { return m_synth.recorder(); }
   trace::testing::Synth& synth() { return m_synth; }
@@ -137,6 +142,11 @@ class App {
     if (!execNs) l->device.missing = 1;
     else if (!w) l->device.unsampled = 1;
     else l->device = trace::DeviceAgg::command(execNs, 0, 0, w);
+    if (execNs && w) {  // on the device 100 ns after the call began
+      trace::Stamp& s = l->stamps.back();
+      s.deviceStart = s.startNs + 100 + kDeviceEpoch;
+      s.deviceEnd = s.deviceStart + execNs;
+    }
   }
   trace::TimeSampler m_sampler{1};
  public:
@@ -616,31 +626,87 @@ TEST_F(Analysis, TimelineHasKernelsAndTransfersOnTheQueueAndCallsOnTheThread) {
   App app(m_trace);
   writeKernelRead(app, 3, 1000, 4000);
   trace::Trace t = app.read();
+  for (uint32_t version : {4u, trace::kTimelineFormatVersion}) {
+    t.formatVersion = version;  // format 4 has no times: laid out condensed
+    TimelineInfo info;
+    std::vector<TimelineEvent> events = timelineEvents(t, &info);
+    int kernels = 0, h2d = 0, d2h = 0, api = 0;
+    double kernelNs = 0;
+    for (const TimelineEvent& e : events) {
+      if (e.category == "kernel") ++kernels, kernelNs += e.durationNs;
+      if (e.category == "h2d") ++h2d;
+      if (e.category == "d2h") ++d2h;
+      if (e.category == "api") ++api;
+      if (e.category == "kernel") {
+        EXPECT_EQ(e.name, "axpb");
+        EXPECT_EQ(e.track, TimelineEvent::Track::DeviceQueue);
+      }
+    }
+    // Folded or not, every kernel's device time is on the timeline exactly once.
+    EXPECT_GE(kernels, 1);
+    EXPECT_DOUBLE_EQ(kernelNs, 12000);
+    EXPECT_GE(h2d, 1);
+    EXPECT_GE(d2h, 1);
+    EXPECT_GE(api, 4);
+    EXPECT_EQ(info.program, "/usr/bin/fake_app");
+    std::string path = m_dir + "/timeline.json";
+    std::string error;
+    ASSERT_TRUE(writeTimeline(path, info, events, &error)) << error;
+    EXPECT_TRUE(testing::pythonParsesJson(path));
+  }
+}
+
+// In real time (format 5): each call's first 32 occurrences at their own times, their device
+// commands where the queue's clock puts them, the loop once as an aggregate of all 40 iterations,
+// the candidate site's allocation as an instant, and the clock's method said in the file.
+TEST_F(Analysis, RealTimeTimelineKeepsTheFirstCallsAndAggregatesTheLoop) {
+  App app(m_trace);
+  writeKernelRead(app, 40, 1000, 4000);
+  trace::Trace t = app.read();
+  const AppProfile p = analyze(t);
+  ASSERT_EQ(p.candidates.size(), 1u);
+  std::set<uint32_t> candidates;
+  for (uint32_t site = 1; site <= t.sites.size(); ++site)
+    if (traceSiteKey(t, site) == p.candidates[0].siteKey) candidates.insert(site);
+  ASSERT_EQ(candidates.size(), 1u);
   TimelineInfo info;
-  std::vector<TimelineEvent> events = timelineEvents(t, &info);
-  int kernels = 0, h2d = 0, d2h = 0, api = 0;
-  double kernelNs = 0;
+  std::vector<TimelineEvent> events = timelineEvents(t, &info, candidates);
+  std::map<std::string, const TimelineEvent*> hostAt;  // host call by start
+  int kernels = 0, launches = 0, loops = 0, allocations = 0;
   for (const TimelineEvent& e : events) {
-    if (e.category == "kernel") ++kernels, kernelNs += e.durationNs;
-    if (e.category == "h2d") ++h2d;
-    if (e.category == "d2h") ++d2h;
-    if (e.category == "api") ++api;
-    if (e.category == "kernel") {
-      EXPECT_EQ(e.name, "axpb");
-      EXPECT_EQ(e.track, TimelineEvent::Track::DeviceQueue);
+    if (e.track == TimelineEvent::Track::HostThread && e.category == "api") {
+      hostAt[std::to_string(static_cast<uint64_t>(e.startNs))] = &e;
+      if (e.name == "clEnqueueNDRangeKernel") ++launches;
+    }
+    if (e.category == "kernel") ++kernels;
+    if (e.category == "alloc") {
+      ++allocations;
+      EXPECT_TRUE(e.instant);
+      EXPECT_EQ(e.name, "malloc 256.0 KiB");
+    }
+    if (e.track == TimelineEvent::Track::HostLoops) {
+      ++loops;
+      EXPECT_EQ(e.name, "loop x40");
+      std::map<std::string, std::string> args(e.args.begin(), e.args.end());
+      EXPECT_EQ(args["calls"], "120");
+      EXPECT_EQ(args["calls shown"], "96");
     }
   }
-  // Folded or not, every kernel's device time is on the timeline exactly once.
-  EXPECT_GE(kernels, 1);
-  EXPECT_DOUBLE_EQ(kernelNs, 12000);
-  EXPECT_GE(h2d, 1);
-  EXPECT_GE(d2h, 1);
-  EXPECT_GE(api, 4);
-  EXPECT_EQ(info.program, "/usr/bin/fake_app");
-  std::string path = m_dir + "/timeline.json";
-  std::string error;
-  ASSERT_TRUE(writeTimeline(path, info, events, &error)) << error;
-  EXPECT_TRUE(testing::pythonParsesJson(path));
+  EXPECT_EQ(launches, 32);
+  EXPECT_EQ(kernels, 32);
+  EXPECT_EQ(loops, 1);
+  EXPECT_EQ(allocations, 1) << "only the candidate site's";
+  // Each device command 100 ns after its call began: the clock maps it back exactly.
+  for (const TimelineEvent& e : events) {
+    if (e.track != TimelineEvent::Track::DeviceQueue) continue;
+    auto host = hostAt.find(std::to_string(static_cast<uint64_t>(e.startNs - 100)));
+    ASSERT_NE(host, hostAt.end()) << e.name << " at " << e.startNs;
+    EXPECT_EQ(host->second->name, e.args[0].second);  // "enqueued by"
+  }
+  bool saysClock = false;
+  for (const auto& [k, v] : info.facts)
+    if (k.rfind("clock of queue", 0) == 0) saysClock = v.find("estimated") != std::string::npos;
+  EXPECT_TRUE(saysClock);
 }
 
 // ---- the whole step, from a file ----

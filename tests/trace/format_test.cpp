@@ -39,6 +39,8 @@ std::string sampleTrace() {
     }
     s.write(mem, 0x7fff0000, 256);  // untracked memory
     s.free(0x10000);
+    s.recorder().createHandle(ObjectKind::Queue, 0xc0);
+    s.recorder().noteClock(0xc0, ClockMethod::Timer, -1234567890123, 7);
     s.recorder().noteRecordingCost(7, 7700);
     s.recorder().noteStartup(123456, 654321);
     s.finish();
@@ -46,6 +48,35 @@ std::string sampleTrace() {
   std::string data = slurp(path);
   unlink(path.c_str());
   return data;
+}
+
+/// A file of format `version` (header as that version writes it) whose one Records chunk holds
+/// `records` as they are: to see a reader refuse a record its version does not have.
+std::string recordsOfVersion(const std::string& records, uint32_t version) {
+  std::string path = tempPath("records");
+  {
+    TraceFileWriter w;
+    FileHeader h;
+    h.writerVersion = "test";
+    std::string error;
+    EXPECT_TRUE(w.open(path, h, &error)) << error;
+    EXPECT_TRUE(w.write(records, nullptr));
+    w.close();
+  }
+  std::string data = slurp(path);
+  unlink(path.c_str());
+  auto* p = reinterpret_cast<unsigned char*>(data.data());
+  putU32(p + 8, version);
+  const uint32_t headerBytes = getU32(p + 12);
+  putU32(p + headerBytes - 4, crc32(p, headerBytes - 4));
+  return data;
+}
+
+std::string parseError(const std::string& data) {
+  Trace t;
+  std::string error;
+  EXPECT_FALSE(parseTrace(data.data(), data.size(), &t, &error));
+  return error;
 }
 
 }  // namespace
@@ -92,30 +123,77 @@ TEST(TraceFormat, RoundTrip) {
   EXPECT_EQ(t.firstContextNs, 654321u);
 }
 
-// Format 3's RecordingCost record is unknown to format 2: a file that says 2 and holds one is
-// rejected, not misread.
-TEST(TraceFormat, RecordingCostNeedsFormatThree) {
-  std::string data = sampleTrace();
-  auto* p = reinterpret_cast<unsigned char*>(data.data());
-  putU32(p + 8, 2);
-  const uint32_t headerBytes = getU32(p + 12);
-  putU32(p + headerBytes - 4, crc32(p, headerBytes - 4));
-  Trace t;
-  std::string error;
-  EXPECT_FALSE(parseTrace(data.data(), data.size(), &t, &error));
+// A record newer than the file's version is rejected, not misread: RecordingCost (format 3) in
+// format 2, Startup (4) in 3, Clock (5) in 4.
+TEST(TraceFormat, RecordsNeedTheirFormat) {
+  const std::string cost = {static_cast<char>(RecordTag::RecordingCost), 1, 1};
+  const std::string startup = {static_cast<char>(RecordTag::Startup), 1, 1};
+  const std::string clock = {static_cast<char>(RecordTag::Clock), 1, 1, 0, 0};
+  std::string error = parseError(recordsOfVersion(cost, 2));
   EXPECT_NE(error.find("unknown record tag 8"), std::string::npos) << error;
+  error = parseError(recordsOfVersion(startup, 3));
+  EXPECT_NE(error.find("unknown record tag 9"), std::string::npos) << error;
+  error = parseError(recordsOfVersion(clock, kTimelineFormatVersion - 1));
+  EXPECT_NE(error.find("unknown record tag 10"), std::string::npos) << error;
+  // In its own version a clock must name a defined object and a known method.
+  error = parseError(recordsOfVersion(clock, kTimelineFormatVersion));
+  EXPECT_NE(error.find("clock of undefined object 1"), std::string::npos) << error;
 }
 
-TEST(TraceFormat, StartupNeedsFormatFour) {
+// Format 5: each leaf's first calls' times, in call order, and the queue's clock.
+TEST(TraceFormat, LeavesKeepTheirCallsTimesAndQueuesTheirClocks) {
   std::string data = sampleTrace();
-  auto* p = reinterpret_cast<unsigned char*>(data.data());
-  putU32(p + 8, 3);
-  const uint32_t headerBytes = getU32(p + 12);
-  putU32(p + headerBytes - 4, crc32(p, headerBytes - 4));
   Trace t;
   std::string error;
-  EXPECT_FALSE(parseTrace(data.data(), data.size(), &t, &error));
-  EXPECT_NE(error.find("unknown record tag 9"), std::string::npos) << error;
+  ASSERT_TRUE(parseTrace(data.data(), data.size(), &t, &error)) << error;
+  size_t leaves = 0;
+  for (const TraceNode& n : t.nodes) {
+    if (n.loop || n.type != LeafType::Call) continue;
+    ++leaves;
+    ASSERT_EQ(n.stamps.size(), std::min<uint64_t>(n.host.count, 32)) << t.leafName(n);
+    for (size_t i = 1; i < n.stamps.size(); ++i) EXPECT_GT(n.stamps[i].startNs, n.stamps[i - 1].startNs);
+    EXPECT_EQ(n.endNs, n.stamps.back().startNs + n.stamps.back().hostNs) << "Synth: at most 32 calls per leaf";
+  }
+  EXPECT_GT(leaves, 3u);
+  ASSERT_EQ(t.clocks.size(), 1u);
+  const TraceClock& c = t.clocks.begin()->second;
+  EXPECT_EQ(t.object(t.clocks.begin()->first)->kind, ObjectKind::Queue);
+  EXPECT_EQ(c.method, ClockMethod::Timer);
+  EXPECT_EQ(c.offsetNs, -1234567890123);
+  EXPECT_EQ(c.uncertaintyNs, 7u);
+}
+
+// Device times are stored as deltas between a leaf's stamps: an out-of-order queue's later command
+// may start first, and a device clock may be far from the trace's.
+TEST(TraceFormat, DeviceTimesOfStampsRoundTrip) {
+  const std::string path = tempPath("device-stamps");
+  const uint64_t starts[4] = {1ull << 62, (1ull << 62) - 5000, (1ull << 62) + 90000, 0};
+  {
+    Synth s(path);
+    const uint32_t thread = s.recorder().thread(1000);
+    for (uint64_t start : starts) {
+      Leaf l = s.call(ApiId::clFinish);
+      if (start) {
+        l.stamps[0].deviceStart = start;
+        l.stamps[0].deviceEnd = start + 321;
+      }
+      s.recorder().append(thread, std::move(l));
+    }
+    s.finish();
+  }
+  Trace t;
+  std::string error;
+  ASSERT_TRUE(readTraceFile(path, &t, &error)) << error;
+  unlink(path.c_str());
+  const TraceNode* leaf = nullptr;
+  for (const TraceNode& n : t.nodes)
+    if (!n.loop && n.stamps.size() == 4) leaf = &n;
+  ASSERT_NE(leaf, nullptr) << "the four calls fold into one leaf";
+  for (size_t i = 0; i < 4; ++i) {
+    EXPECT_EQ(leaf->stamps[i].deviceStart, starts[i]);
+    EXPECT_EQ(leaf->stamps[i].deviceEnd, starts[i] ? starts[i] + 321 : 0);
+    EXPECT_EQ(leaf->stamps[i].hostNs, 1000u);
+  }
 }
 
 // Format 5: the header says what an interpreter ran; older headers have no such fields.

@@ -52,13 +52,17 @@ class Synth {
   bool ok() const { return m_ok; }
   Recorder& recorder() { return m_rec; }
 
-  /// A leaf for `id` with every argument 0 except those set later.
+  /// A leaf for `id` with every argument 0 except those set later. It takes 1 us and begins 1 us
+  /// after the one before, on a clock of the test's own (its Stamp).
   Leaf call(ApiId id) {
     Leaf l;
     l.type = LeafType::Call;
     l.code = static_cast<uint16_t>(id);
     l.host.add(1000);
     l.args.assign(api::apiInfo(id).numArgs, ArgAgg::of(0));
+    m_clockNs += 2000;
+    l.stamps.push_back(Stamp{m_clockNs, 1000, 0, 0, 0});
+    l.endNs = m_clockNs + 1000;
     return l;
   }
   Ref ref(ObjectId obj, uint8_t arg, uint8_t flags) { return makeRef(m_rec.objects(), obj, arg, flags); }
@@ -128,6 +132,7 @@ class Synth {
   Recorder m_rec;
   uint32_t m_thread = 0;
   bool m_ok = false;
+  uint64_t m_clockNs = 0;
 };
 
 /// The structure of a trace without counts: what must not depend on a loop's trip count.
