@@ -115,6 +115,10 @@ void printNode(const Trace& t, uint32_t id, int depth) {
   } else if (n.device.unsampled) {
     line += "  device ? (sampled: none of " + std::to_string(n.device.unsampled) + " timed)";
   }
+  if (!n.stamps.empty()) {  // format 5: when the first call began (the timeline's times)
+    line += "  at " + timeText(static_cast<double>(n.stamps[0].startNs));
+    if (n.stamps.size() < n.host.count) line += " (times of the first " + std::to_string(n.stamps.size()) + ")";
+  }
   if (n.result.varies || n.result.first != 0) line += "  status " + std::to_string(static_cast<int32_t>(n.result.first)) + (n.result.varies ? "(varies)" : "");
   if (n.provisional) line += "  [checkpoint]";
   printf("%s\n", line.c_str());

@@ -408,3 +408,25 @@ TEST(TraceFormat, FormatOneStillReads) {
   EXPECT_EQ(callCount(t, "clEnqueueNDRangeKernel"), 90u);
   for (const TraceNode& n : t.nodes) EXPECT_EQ(n.device.unsampled, 0u);
 }
+
+// A real format-5 trace (loop_wkr --size 4K --iters 40 on PoCL): every leaf keeps its first
+// calls' times (at most 32), in order, within the traced time, and the loop's timed commands
+// their device times on the queue whose clock the file holds.
+TEST(TraceFormat, ReadsFormatFiveGoldenTimes) {
+  Trace t;
+  std::string error;
+  ASSERT_TRUE(readTraceFile(HETOPT_TRACE_GOLDEN_DIR "/format5-timeline.trace", &t, &error)) << error;
+  EXPECT_EQ(t.formatVersion, kTimelineFormatVersion);
+  ASSERT_TRUE(t.complete);
+  ASSERT_EQ(t.clocks.size(), 1u);
+  EXPECT_EQ(t.clocks.begin()->second.method, ClockMethod::Estimated);
+  uint64_t deviceTimed = 0;
+  for (const TraceNode& n : t.nodes) {
+    if (n.loop) continue;
+    ASSERT_EQ(n.stamps.size(), std::min<uint64_t>(n.host.count, 32)) << t.leafName(n);
+    for (size_t i = 1; i < n.stamps.size(); ++i) EXPECT_GE(n.stamps[i].startNs, n.stamps[i - 1].startNs + n.stamps[i - 1].hostNs);
+    EXPECT_LE(n.endNs, t.durationNs);
+    for (const Stamp& s : n.stamps) deviceTimed += s.deviceEnd != 0;
+  }
+  EXPECT_EQ(deviceTimed, 3u * 32) << "the loop's write, kernel and read: their first 32 commands";
+}
