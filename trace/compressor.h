@@ -264,6 +264,8 @@ class Compressor {
   bool equalSeq(const NodeId* x, const NodeId* y, size_t k, Bijection& bij) const;
   /// Merges the statistics of `y` into `x` (equal structure) and retires `y`.
   void merge(NodeId x, NodeId y);
+  /// `l` keeps the times of `o`'s calls while it has room (Stamp).
+  [[gnu::noinline]] void keepStamps(Leaf& l, const Leaf& o);
   bool foldOnce();
   bool hasPending(NodeId id) const;
   /// A node leaving for the file: timings still pending on its leaves become `missing`.
