@@ -52,7 +52,7 @@ std::string traceDevice(const trace::Trace& trace);
 /// The ASLR-independent key (common/site_key.h) of trace site `site` (index + 1).
 uint64_t traceSiteKey(const trace::Trace& trace, uint32_t site);
 
-/// Timeline events of a trace. From format 5, in real time: each call's first occurrences
+/// Timeline events of a trace. From format 6, in real time: each call's first occurrences
 /// (HETOPT_TIMELINE_CALLS) at their wall-clock time on their thread's track, their timed device
 /// commands on their queue's track through the queue's clock (Trace::clocks), allocations at
 /// `candidateSites` (trace site index + 1) as instants, and each top-level loop as one span on a

@@ -127,7 +127,7 @@ class TimelineBuilder {
   TimelineBuilder(const Trace& t, const std::set<uint32_t>& candidateSites, std::vector<TimelineEvent>* out)
       : m_t(t), m_candidates(candidateSites), m_out(out) {}
 
-  /// Format 5 on: each kept call at its wall-clock time, its device command at the device's time
+  /// Format 6 on: each kept call at its wall-clock time, its device command at the device's time
   /// on the trace's clock, each top-level loop as one span beside.
   void realThread(const trace::TraceThread& th) {
     for (uint32_t e : th.entries) realNode(e, th.tid, 0);

@@ -115,7 +115,7 @@ void printNode(const Trace& t, uint32_t id, int depth) {
   } else if (n.device.unsampled) {
     line += "  device ? (sampled: none of " + std::to_string(n.device.unsampled) + " timed)";
   }
-  if (!n.stamps.empty()) {  // format 5: when the first call began (the timeline's times)
+  if (!n.stamps.empty()) {  // format 6: when the first call began (the timeline's times)
     line += "  at " + timeText(static_cast<double>(n.stamps[0].startNs));
     if (n.stamps.size() < n.host.count) line += " (times of the first " + std::to_string(n.stamps.size()) + ")";
   }

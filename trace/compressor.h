@@ -141,7 +141,7 @@ struct Ref {
   uint64_t bytes = 0;               ///< host refs: bytes moved, summed over calls
 };
 
-/// The wall-clock times of one call that a leaf keeps for the timeline (format 5): each leaf keeps
+/// The wall-clock times of one call that a leaf keeps for the timeline (format 6): each leaf keeps
 /// its first calls' (RecorderConfig::stampsPerLeaf: a thread's first calls and a loop's first
 /// iterations). A device command timed by profiling adds its start and end on the device's clock
 /// (deviceEnd 0: none); a Clock record maps that clock to the trace's.
@@ -163,7 +163,7 @@ struct Leaf {
   ArgAgg result;
   std::vector<Ref> refs;
   std::vector<Stamp> stamps;  ///< the first calls' times, in call order (a prefix of the calls)
-  uint64_t endNs = 0;         ///< when the last call ended, ns since tracing started (format 5)
+  uint64_t endNs = 0;         ///< when the last call ended, ns since tracing started (format 6)
   /// This (empty) leaf becomes `from`, and `from` gets this one's empty vectors with their
   /// memory: cheaper than std::swap, which moves every field three times.
   void take(Leaf& from) {

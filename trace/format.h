@@ -44,11 +44,13 @@ enum class RecordTag : uint8_t {
   Time = 7,
   RecordingCost = 8,
   Startup = 9,  ///< version 4
-  Clock = 10,   ///< version 5
+  Clock = 10,   ///< version 6
 };
 
 /// The format version that added leaf times (Stamp, Leaf::endNs) and Clock records.
-inline constexpr uint32_t kTimelineFormatVersion = 5;
+/// The version from which the header names the script an interpreter ran.
+inline constexpr uint32_t kScriptFormatVersion = 5;
+inline constexpr uint32_t kTimelineFormatVersion = 6;
 
 /// How a Clock record knows the offset between a device's profiling clock and the trace's.
 enum class ClockMethod : uint8_t {

@@ -217,7 +217,7 @@ class Parser {
     return true;
   }
 
-  /// A leaf's times of its first calls (format 5; FORMAT.md "Nodes").
+  /// A leaf's times of its first calls (format 6; FORMAT.md "Nodes").
   bool readStamps(ByteReader& r, TraceNode* n) {
     const uint64_t count = r.varMax(1u << 20);
     if (!r.ok()) return fail(where() + "leaf cut short");
@@ -456,7 +456,7 @@ bool parseTrace(const void* data, size_t size, Trace* out, std::string* error,
     out->header.startUnixNs = r.var();
     out->header.program = r.str(4096);
     out->header.arguments = r.str(1 << 20);
-    if (out->formatVersion >= 5) {
+    if (out->formatVersion >= kScriptFormatVersion) {
       out->header.scriptKind = r.u8();
       out->header.scriptName = r.str(4096);
       out->header.scriptHash = r.str(64);

@@ -87,11 +87,11 @@ struct TraceNode {
   std::vector<ArgAgg> args;  ///< in the API table's parameter order (alloc: size, alignment)
   ArgAgg result;
   std::vector<Ref> refs;  ///< Ref::obj are object ids of Trace::objects
-  /// The first calls' times (format 5): host start and duration in ns since tracing started, the
+  /// The first calls' times (format 6): host start and duration in ns since tracing started, the
   /// device command's start and end on its device's clock (deviceEnd 0: not timed; map it with
   /// Trace::clocks of the call's queue). A prefix of the calls: the rest are in the aggregates.
   std::vector<Stamp> stamps;
-  uint64_t endNs = 0;  ///< when the leaf's last call ended (format 5; 0: unknown)
+  uint64_t endNs = 0;  ///< when the leaf's last call ended (format 6; 0: unknown)
   // loops
   uint64_t iterations = 0;
   uint64_t instances = 0;
@@ -107,7 +107,7 @@ struct TraceThread {
 /// Fewest timed calls from which the recording cost of every call is estimated.
 inline constexpr uint64_t kRecordingCostMinSample = 8;
 
-/// How a queue's device clock maps to the trace's (format 5): trace ns = device ns + offsetNs,
+/// How a queue's device clock maps to the trace's (format 6): trace ns = device ns + offsetNs,
 /// give or take uncertaintyNs.
 struct TraceClock {
   ClockMethod method = ClockMethod::Estimated;
@@ -134,7 +134,7 @@ struct Trace {
   std::map<ObjectId, TraceObject> objects;
   std::vector<TraceNode> nodes;
   std::vector<TraceThread> threads;
-  std::map<ObjectId, TraceClock> clocks;  ///< by queue object (format 5)
+  std::map<ObjectId, TraceClock> clocks;  ///< by queue object (format 6)
 
   const TraceObject* object(ObjectId id) const {
     auto it = objects.find(id);

@@ -59,7 +59,7 @@ std::string encodeHeader(const FileHeader& h, uint32_t formatVersion) {
   w.var(h.startUnixNs);
   w.str(h.program);
   w.str(h.arguments);
-  if (formatVersion >= 5) {
+  if (formatVersion >= kScriptFormatVersion) {
     w.u8(h.scriptKind);
     w.str(h.scriptName);
     w.str(h.scriptHash);

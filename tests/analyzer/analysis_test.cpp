@@ -656,7 +656,7 @@ TEST_F(Analysis, TimelineHasKernelsAndTransfersOnTheQueueAndCallsOnTheThread) {
   }
 }
 
-// In real time (format 5): each call's first 32 occurrences at their own times, their device
+// In real time (format 6): each call's first 32 occurrences at their own times, their device
 // commands where the queue's clock puts them, the loop once as an aggregate of all 40 iterations,
 // the candidate site's allocation as an instant, and the clock's method said in the file.
 TEST_F(Analysis, RealTimeTimelineKeepsTheFirstCallsAndAggregatesTheLoop) {

@@ -140,7 +140,7 @@ TEST(TraceFormat, RecordsNeedTheirFormat) {
   EXPECT_NE(error.find("clock of undefined object 1"), std::string::npos) << error;
 }
 
-// Format 5: each leaf's first calls' times, in call order, and the queue's clock.
+// Format 6: each leaf's first calls' times, in call order, and the queue's clock.
 TEST(TraceFormat, LeavesKeepTheirCallsTimesAndQueuesTheirClocks) {
   std::string data = sampleTrace();
   Trace t;
@@ -409,13 +409,13 @@ TEST(TraceFormat, FormatOneStillReads) {
   for (const TraceNode& n : t.nodes) EXPECT_EQ(n.device.unsampled, 0u);
 }
 
-// A real format-5 trace (loop_wkr --size 4K --iters 40 on PoCL): every leaf keeps its first
+// A real format-6 trace (loop_wkr --size 4K --iters 40 on PoCL): every leaf keeps its first
 // calls' times (at most 32), in order, within the traced time, and the loop's timed commands
 // their device times on the queue whose clock the file holds.
-TEST(TraceFormat, ReadsFormatFiveGoldenTimes) {
+TEST(TraceFormat, ReadsFormatSixGoldenTimes) {
   Trace t;
   std::string error;
-  ASSERT_TRUE(readTraceFile(HETOPT_TRACE_GOLDEN_DIR "/format5-timeline.trace", &t, &error)) << error;
+  ASSERT_TRUE(readTraceFile(HETOPT_TRACE_GOLDEN_DIR "/format6-timeline.trace", &t, &error)) << error;
   EXPECT_EQ(t.formatVersion, kTimelineFormatVersion);
   ASSERT_TRUE(t.complete);
   ASSERT_EQ(t.clocks.size(), 1u);
