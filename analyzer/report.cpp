@@ -9,7 +9,7 @@
 #include <cstdio>
 #include <map>
 
-#include "analyzer/json_writer.h"
+#include "common/json_writer.h"
 #include "common/paths.h"
 
 namespace hetopt::analyzer {
@@ -179,31 +179,6 @@ std::vector<PrintedSite> printedSites(const AppProfile& p) {
 }
 
 }  // namespace
-
-std::string formatDuration(double ns) {
-  char buf[48];
-  double a = std::fabs(ns);
-  if (!std::isfinite(ns)) return "inf";
-  if (a < 1e3) snprintf(buf, sizeof buf, "%.0f ns", ns);
-  else if (a < 1e6) snprintf(buf, sizeof buf, "%.1f us", ns / 1e3);
-  else if (a < 1e9) snprintf(buf, sizeof buf, "%.2f ms", ns / 1e6);
-  else snprintf(buf, sizeof buf, "%.2f s", ns / 1e9);
-  return buf;
-}
-
-std::string formatBytes(uint64_t bytes) {
-  static const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  double v = static_cast<double>(bytes);
-  int u = 0;
-  while (v >= 1024 && u < 4) {
-    v /= 1024;
-    ++u;
-  }
-  char buf[48];
-  if (u == 0 || v == std::floor(v)) snprintf(buf, sizeof buf, "%.0f %s", v, kUnits[u]);
-  else snprintf(buf, sizeof buf, "%.1f %s", v, kUnits[u]);
-  return buf;
-}
 
 std::string formatReport(const AppProfile& p) {
   std::string r;

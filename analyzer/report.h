@@ -8,13 +8,13 @@
 #include <string>
 
 #include "analyzer/profile.h"
+#include "common/units.h"
 
 namespace hetopt::analyzer {
 
-/// "12.3 ms", "850 ns", "1.50 s".
-std::string formatDuration(double ns);
-/// "256 KiB", "1.5 MiB", "812 B".
-std::string formatBytes(uint64_t bytes);
+/// Reports write sizes and durations the one way (common/units.h): "256 KiB", "12.3 ms".
+using hetopt::formatBytes;
+using hetopt::formatDuration;
 
 /// The report printed at the end of `hetopt trace` and by `hetopt analyze` (ends with '\n').
 std::string formatReport(const AppProfile& profile);

@@ -11,7 +11,7 @@
 #include <memory>
 
 #include "characterize/host_info.h"
-#include "characterize/units.h"
+#include "common/units.h"
 #include "common/log.h"
 #include "hetopt/version.h"
 #include "policies/os_memory.h"
@@ -175,7 +175,7 @@ class Tracker {
     } else {
       a.state = a.maxSize ? PolicyAvailability::State::Partial
                           : PolicyAvailability::State::Unavailable;
-      a.reason = a.maxSize ? "fails at " + formatBytes(static_cast<double>(m_firstFail)) + ": " +
+      a.reason = a.maxSize ? "fails at " + formatBytes(m_firstFail) + ": " +
                                  m_failReason
                            : m_failReason;
     }
@@ -286,7 +286,7 @@ class DeviceBench {
     m_progress->phase("allocation", allocWork);
     for (uint64_t size : m_plan.allocSizes) {
       allocationSize(size);
-      m_progress->advance(allocWeight(size) * kPolicyCount, formatBytes(static_cast<double>(size)));
+      m_progress->advance(allocWeight(size) * kPolicyCount, formatBytes(size));
     }
     // A policy that stopped during allocation may still serve the (smaller) transfer sizes.
     for (State& st : m_states) st.active = st.tracker.probed();
@@ -329,7 +329,7 @@ class DeviceBench {
       if (kind == PolicyKind::Register) {
         pt->existing.reset(malloc(size));
         if (!pt->existing) {
-          st.tracker.fail(size, "malloc of " + formatBytes(static_cast<double>(size)) + " failed");
+          st.tracker.fail(size, "malloc of " + formatBytes(size) + " failed");
           st.active = false;
           continue;
         }
@@ -408,7 +408,7 @@ class DeviceBench {
           st.active = false;
         } else {
           st.tracker.note("only " + std::to_string(i) + " concurrent blocks of " +
-                          formatBytes(static_cast<double>(size)) + ": " + reasonText(s));
+                          formatBytes(size) + ": " + reasonText(s));
         }
         break;
       }
@@ -467,7 +467,7 @@ class DeviceBench {
         }
         // One step of transferSizeWeight(): the bar moves during the large sizes too.
         m_progress->advance(transferWeight(size, c) * kPolicyCount,
-                            formatBytes(static_cast<double>(size)) +
+                            formatBytes(size) +
                                 (dir == Measure::H2D ? " h2d x" : " d2h x") + std::to_string(c));
       }
     }
@@ -477,7 +477,7 @@ class DeviceBench {
         size_t bad = verifyPattern(b.allocs[i].ptr, size, blockSeed(kind, i, size));
         if (bad != SIZE_MAX)
           throw BenchError{std::string("wrong data after a host->device->host round trip from ") +
-                           policyName(kind) + " memory (" + formatBytes(static_cast<double>(size)) +
+                           policyName(kind) + " memory (" + formatBytes(size) +
                            ", queue " + std::to_string(i) + ", first bad byte at offset " +
                            std::to_string(bad) + ")"};
       }
@@ -557,7 +557,7 @@ BenchPlan makeBenchPlan(const BenchConfig& config, uint64_t hostAvailable, uint6
     if (limit == 0 || limit >= *value) return;
     *value = std::max<uint64_t>(limit, kKiB);
     plan.notes.push_back(std::string(which) + " sizes capped at " +
-                         formatBytes(static_cast<double>(*value)) + " by " + why);
+                         formatBytes(*value) + " by " + why);
   };
   if (config.maxSize) {
     cap(&allocMax, config.maxSize, "allocation", "--max-size");

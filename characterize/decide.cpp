@@ -8,7 +8,7 @@
 #include <map>
 #include <tuple>
 
-#include "characterize/units.h"
+#include "common/units.h"
 
 namespace hetopt::characterize {
 namespace {
@@ -75,7 +75,7 @@ bool measurementsConfirm(const CharacterizationRun& run, PolicyKind p, Direction
     if (ms <= mp * (1 + r.similarRel / 2) || ms - mp <= r.similarAbsNs) {
       char buf[160];
       snprintf(buf, sizeof buf, "the fit's gain of %s is not in the medians measured at %s (%.2fx)",
-               policyName(p), formatBytes(x).c_str(), ms / mp);
+               policyName(p), formatBytes(s.size).c_str(), ms / mp);
       *why = buf;
       return false;
     }
@@ -188,12 +188,12 @@ Choice choose(const CharacterizationRun& run, Direction d, double size, const De
   double gain = c.standardNs - pick->t;
   if (pick->mode == AllocMode::Direct) {
     snprintf(buf, sizeof buf, "; allocation +%s repaid by one transfer (saves %s)",
-             formatNs(std::max(pick->extraAlloc, 0.0)).c_str(), formatNs(gain).c_str());
+             formatDuration(std::max(pick->extraAlloc, 0.0)).c_str(), formatDuration(gain).c_str());
   } else if (std::isinf(pick->extraAlloc)) {
     snprintf(buf, sizeof buf, "; allocation cost unknown: pool");
   } else {
     snprintf(buf, sizeof buf, "; allocation +%s exceeds one transfer's saving %s: pool%s",
-             formatNs(pick->extraAlloc).c_str(), formatNs(gain).c_str(),
+             formatDuration(pick->extraAlloc).c_str(), formatDuration(gain).c_str(),
              allocationOverlapsContextCreation(pick->p) ? " (prepared during context creation)"
                                                         : "");
   }
@@ -203,9 +203,9 @@ Choice choose(const CharacterizationRun& run, Direction d, double size, const De
 
 std::string rangeText(uint64_t lo, uint64_t hi) {
   if (lo == 0 && hi == UINT64_MAX) return "all sizes";
-  if (lo == 0) return "< " + formatBytes(static_cast<double>(hi));
-  if (hi == UINT64_MAX) return ">= " + formatBytes(static_cast<double>(lo));
-  return formatBytes(static_cast<double>(lo)) + " .. " + formatBytes(static_cast<double>(hi));
+  if (lo == 0) return "< " + formatBytes(hi);
+  if (hi == UINT64_MAX) return ">= " + formatBytes(lo);
+  return formatBytes(lo) + " .. " + formatBytes(hi);
 }
 
 }  // namespace
@@ -292,9 +292,9 @@ std::string formatDecisionTable(const CharacterizationRun& run) {
   for (const Decision& d : run.decisions) {
     // Standard rows show the time itself, the others their speedup, both at the reference size.
     char vs[64];
-    std::string ref = formatBytes(static_cast<double>(d.refSize));
+    std::string ref = formatBytes(d.refSize);
     if (d.policy == PolicyKind::Standard)
-      snprintf(vs, sizeof vs, "%s @%s", formatNs(d.standardNs).c_str(), ref.c_str());
+      snprintf(vs, sizeof vs, "%s @%s", formatDuration(d.standardNs).c_str(), ref.c_str());
     else
       snprintf(vs, sizeof vs, "%.1fx @%s", d.speedup(), ref.c_str());
     snprintf(line, sizeof line, "  %-10s %-22s %-9s %-24s %-7s %s\n", directionName(d.direction),
@@ -323,9 +323,9 @@ std::string formatMeasuredSummary(const CharacterizationRun& run) {
   const Sample* refC = at(Measure::H2D, PolicyKind::Standard, maxC, UINT64_MAX);
   if (!ref) return "";
   char line[256];
-  std::string bw = formatBytes(static_cast<double>(ref->size));
+  std::string bw = formatBytes(ref->size);
   std::string conc = std::to_string(maxC) + "x" +
-                     (refC ? formatBytes(static_cast<double>(refC->size)) : std::string("?"));
+                     (refC ? formatBytes(refC->size) : std::string("?"));
   snprintf(line, sizeof line, "  %-9s %13s %13s %15s %15s %12s %12s\n", "measured", ("H2D@" + bw).c_str(),
            ("D2H@" + bw).c_str(), ("H2D " + conc).c_str(), ("D2H " + conc).c_str(), "alloc 64MiB",
            "alloc 256MiB");
@@ -340,7 +340,7 @@ std::string formatMeasuredSummary(const CharacterizationRun& run) {
   };
   auto allocAt = [&](PolicyKind p, uint64_t size) {
     const Sample* s = at(Measure::Alloc, p, 1, size);
-    return s && s->size == size ? formatNs(s->medianNs) : std::string("-");
+    return s && s->size == size ? formatDuration(s->medianNs) : std::string("-");
   };
   for (PolicyKind p : kAllPolicies) {
     const Sample* h = at(Measure::H2D, p, 1, ref->size);
@@ -360,7 +360,7 @@ std::string formatPolicySummary(const CharacterizationRun& run) {
   for (const PolicyAvailability& p : run.policies) {
     out += "  " + std::string(policyName(p.policy)) + ": " + availabilityName(p.state);
     if (p.state == PolicyAvailability::State::Partial)
-      out += " up to " + formatBytes(static_cast<double>(p.maxSize));
+      out += " up to " + formatBytes(p.maxSize);
     if (!p.reason.empty()) out += " (" + p.reason + ")";
     out += "\n";
   }

@@ -15,7 +15,7 @@
 #include <cstring>
 #include <map>
 
-#include "characterize/units.h"
+#include "common/units.h"
 #include "common/paths.h"
 
 namespace hetopt::characterize {
@@ -61,7 +61,8 @@ std::string sizeTics(double maxSize) {
   std::string t = "(";
   for (double s = 1024; s <= maxSize * 1.01; s *= 4) {
     if (t.size() > 1) t += ", ";
-    t += quoted(formatBytes(s)) + " " + std::to_string(static_cast<uint64_t>(s));
+    const uint64_t bytes = static_cast<uint64_t>(s);
+    t += quoted(formatBytes(bytes)) + " " + std::to_string(bytes);
   }
   return t + ")";
 }
@@ -267,7 +268,7 @@ set tics nomirror
   gp += "set output " + quoted(slug + "-concurrency") + ".ext\n";
   gp += "set multiplot layout 1,2 title " +
         quoted("Aggregate bandwidth of concurrent transfers on separate queues, " +
-               formatBytes(maxTransfer) + " each - " + device) + "\n";
+               formatBytes(static_cast<uint64_t>(maxTransfer)) + " each - " + device) + "\n";
   gp += "unset logscale x\nset xrange [0.5:" + std::to_string(maxConcurrency) + ".5]\nset xtics 1\n";
   gp += "set xlabel \"concurrent transfers\"\nset ylabel \"aggregate bandwidth (GB/s)\"\n";
   for (Measure m : {Measure::H2D, Measure::D2H}) {

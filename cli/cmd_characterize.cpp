@@ -15,7 +15,7 @@
 #include "characterize/decide.h"
 #include "characterize/plot.h"
 #include "characterize/records.h"
-#include "characterize/units.h"
+#include "common/units.h"
 #include "cli/commands.h"
 #include "common/gnuplot.h"
 #include "cli/icd_doctor.h"

@@ -9,6 +9,7 @@
 #include "cli/json_output.h"
 #include "common/cl_select.h"
 #include "common/options.h"
+#include "common/units.h"
 
 namespace hetopt::cli {
 
@@ -60,9 +61,9 @@ int cmdDevices(int argc, char** argv) {
       lastPlatform = d.platformIndex;
     }
     bool picked = haveChoice && d.device == chosen.device;
-    printf("  %s device %u: %s [%s, driver %s, %.1f GiB]%s\n", picked ? "*" : " ", d.deviceIndex,
+    printf("  %s device %u: %s [%s, driver %s, %s]%s\n", picked ? "*" : " ", d.deviceIndex,
            d.deviceName.c_str(), d.typeName().c_str(), d.driverVersion.c_str(),
-           static_cast<double>(d.globalMemBytes) / (1ull << 30), picked ? "  <- hetopt uses this" : "");
+           formatBytes(d.globalMemBytes, ByteUnit::GiB).c_str(), picked ? "  <- hetopt uses this" : "");
   }
   if (devices.empty()) printf("no OpenCL devices (%s)\n", error.c_str());
   for (const IcdFinding& f : diagnoseIcdSetup(devices))

@@ -12,7 +12,9 @@
 #include "api_table.h"
 #include "cli/commands.h"
 #include "cli/show.h"
+#include "common/json_writer.h"
 #include "common/log.h"
+#include "common/units.h"
 #include "trace/reader.h"
 
 namespace hetopt::cli {
@@ -32,31 +34,9 @@ std::string versions(const Ref& r) {
   return ".v" + std::to_string(r.vFirst) + "..v" + std::to_string(r.vLast);
 }
 
-std::string bytesText(uint64_t b) {
-  char buf[32];
-  if (b >= (1ull << 30))
-    snprintf(buf, sizeof buf, "%.2f GiB", b / 1073741824.0);
-  else if (b >= (1ull << 20))
-    snprintf(buf, sizeof buf, "%.2f MiB", b / 1048576.0);
-  else if (b >= 1024)
-    snprintf(buf, sizeof buf, "%.1f KiB", b / 1024.0);
-  else
-    snprintf(buf, sizeof buf, "%" PRIu64 " B", b);
-  return buf;
-}
-
-std::string timeText(double ns) {
-  char buf[32];
-  if (ns >= 1e9)
-    snprintf(buf, sizeof buf, "%.3f s", ns / 1e9);
-  else if (ns >= 1e6)
-    snprintf(buf, sizeof buf, "%.2f ms", ns / 1e6);
-  else if (ns >= 1e3)
-    snprintf(buf, sizeof buf, "%.1f us", ns / 1e3);
-  else
-    snprintf(buf, sizeof buf, "%.0f ns", ns);
-  return buf;
-}
+// A trace dump says a digit more than a report ("1.50 MiB", "2.204 s").
+std::string bytesText(uint64_t b) { return formatBytes(b, ByteUnit::Auto, Detail::Detailed); }
+std::string timeText(double ns) { return formatDuration(ns, TimeUnit::Auto, Detail::Detailed); }
 
 std::string frameText(const Trace& t, const TraceFrame& f) {
   char off[32];
@@ -159,235 +139,157 @@ void printSummary(const Trace& t, FILE* out) {
 
 // ---- JSON ------------------------------------------------------------------------------------------
 
-class Json {
- public:
-  void raw(const std::string& s) { m_out += s; }
-  void str(const std::string& s) {
-    m_out += '"';
-    for (unsigned char c : s) {
-      if (c == '"' || c == '\\') {
-        m_out += '\\';
-        m_out += static_cast<char>(c);
-      } else if (c < 0x20) {
-        char b[8];
-        snprintf(b, sizeof b, "\\u%04x", c);
-        m_out += b;
-      } else {
-        m_out += static_cast<char>(c);
-      }
-    }
-    m_out += '"';
-  }
-  void key(const char* k) {
-    str(k);
-    m_out += ':';
-  }
-  void num(uint64_t v) { m_out += std::to_string(v); }
-  void agg(const Agg& a) {
-    raw("{\"count\":" + std::to_string(a.count) + ",\"total\":" + std::to_string(a.total) +
-        ",\"min\":" + std::to_string(a.min) + ",\"max\":" + std::to_string(a.max) + "}");
-  }
-  const std::string& text() const { return m_out; }
+void jsonAgg(JsonWriter& j, const char* key, const Agg& a) {
+  j.key(key).beginObject().member("count", a.count).member("total", a.total).member("min", a.min);
+  j.member("max", a.max).endObject();
+}
 
- private:
-  std::string m_out;
-};
+const char* refAccess(const Ref& r) {
+  if (r.flags & kRefCreate) return "create";
+  if (r.flags & kRefWrite) return "write";
+  if (r.flags & kRefDestroy) return "destroy";
+  return "read";
+}
 
-void jsonNode(const Trace& t, uint32_t id, Json& j) {
+void jsonNode(const Trace& t, uint32_t id, JsonWriter& j) {
   const TraceNode& n = t.nodes[id];
+  j.beginObject();
   if (n.loop) {
-    j.raw("{\"loop\":{\"iterations\":" + std::to_string(n.iterations) +
-          ",\"instances\":" + std::to_string(n.instances) + ",\"body\":[");
-    for (size_t i = 0; i < n.body.size(); ++i) {
-      if (i) j.raw(",");
-      jsonNode(t, n.body[i], j);
-    }
-    j.raw("]}}");
+    j.key("loop").beginObject().member("iterations", n.iterations).member("instances", n.instances);
+    j.key("body").beginArray();
+    for (uint32_t b : n.body) jsonNode(t, b, j);
+    j.endArray().endObject().endObject();
     return;
   }
-  j.raw("{");
-  j.key(n.type == LeafType::Call ? "call" : n.type == LeafType::Free ? "free" : "alloc");
-  j.str(t.leafName(n));
-  j.raw(",\"count\":" + std::to_string(n.host.count));
-  if (n.site) j.raw(",\"site\":" + std::to_string(n.site - 1));
-  if (n.provisional) j.raw(",\"provisional\":true");
-  j.raw(",\"host_ns\":");
-  j.agg(n.host);
-  j.raw(",\"device_ns\":");
-  j.agg(n.device.exec);
-  j.raw(",\"queued_to_submit_ns\":" + std::to_string(n.device.queuedToSubmit) +
-        ",\"submit_to_start_ns\":" + std::to_string(n.device.submitToStart) +
-        ",\"device_missing\":" + std::to_string(n.device.missing) +
-        ",\"device_sampled_out\":" + std::to_string(n.device.unsampled) +
-        ",\"device_estimated_ns\":" + std::to_string(std::llround(n.device.execNs())));
-  j.raw(",\"status\":" + std::to_string(static_cast<int32_t>(n.result.first)));
-  j.raw(",\"args\":[");
+  j.member(n.type == LeafType::Call ? "call" : n.type == LeafType::Free ? "free" : "alloc", t.leafName(n));
+  j.member("count", n.host.count);
+  if (n.site) j.member("site", n.site - 1);
+  if (n.provisional) j.member("provisional", true);
+  jsonAgg(j, "host_ns", n.host);
+  jsonAgg(j, "device_ns", n.device.exec);
+  j.member("queued_to_submit_ns", n.device.queuedToSubmit).member("submit_to_start_ns", n.device.submitToStart);
+  j.member("device_missing", n.device.missing).member("device_sampled_out", n.device.unsampled);
+  j.member("device_estimated_ns", std::llround(n.device.execNs()));
+  j.member("status", static_cast<int32_t>(n.result.first));
   const api::ApiInfo* info = n.type == LeafType::Call ? &api::apiInfo(static_cast<api::ApiId>(n.code)) : nullptr;
+  j.key("args").beginArray();
   for (size_t i = 0; i < n.args.size(); ++i) {
     const ArgAgg& a = n.args[i];
-    if (i) j.raw(",");
-    j.raw("{\"name\":");
-    j.str(info ? info->args[i].name : (i == 0 ? "size" : "alignment"));
-    j.raw(",\"first\":" + std::to_string(a.first) + ",\"min\":" + std::to_string(a.min) +
-          ",\"max\":" + std::to_string(a.max) + ",\"varies\":" + (a.varies ? "true" : "false") + "}");
+    j.beginObject().member("name", info ? info->args[i].name : (i == 0 ? "size" : "alignment"));
+    j.member("first", a.first).member("min", a.min).member("max", a.max).member("varies", a.varies).endObject();
   }
-  j.raw("],\"refs\":[");
-  for (size_t i = 0; i < n.refs.size(); ++i) {
-    const Ref& r = n.refs[i];
-    if (i) j.raw(",");
-    j.raw("{\"object\":" + std::to_string(r.obj) + ",\"arg\":");
+  j.endArray().key("refs").beginArray();
+  for (const Ref& r : n.refs) {
+    j.beginObject().member("object", r.obj).key("arg");
     if (r.arg == kRefArgReturn)
-      j.str("return");
+      j.value("return");
     else if (r.arg == kRefArgBound)
-      j.str("bound");
+      j.value("bound");
     else
-      j.str(info && r.arg < info->numArgs ? info->args[r.arg].name : std::to_string(r.arg));
-    std::string access;
-    if (r.flags & kRefCreate) access = "create";
-    else if (r.flags & kRefWrite) access = "write";
-    else if (r.flags & kRefDestroy) access = "destroy";
-    else access = "read";
-    j.raw(",\"access\":");
-    j.str(access);
-    j.raw(",\"version\":[" + std::to_string(r.vFirst) + "," + std::to_string(r.vLast) + "]");
+      j.value(info && r.arg < info->numArgs ? std::string(info->args[r.arg].name) : std::to_string(r.arg));
+    j.member("access", refAccess(r));
+    j.key("version").beginArray().value(r.vFirst).value(r.vLast).endArray();
     if (r.flags & kRefHost) {
-      j.raw(",\"host\":");
-      j.str(hostAccessName(r.access));
-      j.raw(",\"bytes\":" + std::to_string(r.bytes) + ",\"offset_min\":" + std::to_string(r.offMin) +
-            ",\"end_max\":" + std::to_string(r.endMax));
+      j.member("host", hostAccessName(r.access)).member("bytes", r.bytes);
+      j.member("offset_min", r.offMin).member("end_max", r.endMax);
     }
-    j.raw("}");
+    j.endObject();
   }
-  j.raw("]}");
+  j.endArray().endObject();
+}
+
+void jsonSummary(const Trace& t, JsonWriter& j) {
+  TraceSummary s = summarize(t);
+  j.key("summary").beginObject();
+  j.member("calls", s.calls).member("allocations", s.allocations).member("frees", s.frees);
+  j.member("reallocs", s.reallocs).member("h2d_bytes", s.h2dBytes).member("d2h_bytes", s.d2hBytes);
+  j.member("h2d_transfers", s.h2dTransfers).member("d2h_transfers", s.d2hTransfers);
+  j.member("mapped_bytes", s.mappedBytes).member("wrapped_bytes", s.wrappedBytes);
+  j.member("kernels", s.kernels).member("kernel_ns", s.kernelNs).member("transfer_ns", s.transferNs);
+  j.member("other_device_ns", s.otherDeviceNs).member("launch_latency_ns", s.launchLatencyNs);
+  j.member("host_call_ns", s.hostCallNs).member("device_missing", s.deviceMissing);
+  j.member("device_timed", s.deviceTimed).member("device_sampled_out", s.deviceUnsampled);
+  j.member("recording_ns", static_cast<uint64_t>(s.recordingNs));
+  j.member("first_call_ns", t.firstCallNs).member("first_context_ns", t.firstContextNs);
+  j.key("calls_by_function").beginObject();
+  for (const auto& [name, count] : s.callsByFunction) j.member(name, count);
+  j.endObject().key("by_object").beginArray();
+  for (const auto& [id, b] : s.byObject) {
+    j.beginObject().member("object", id).member("h2d_bytes", b.h2dBytes).member("d2h_bytes", b.d2hBytes);
+    j.member("h2d_transfers", b.h2dTransfers).member("d2h_transfers", b.d2hTransfers).endObject();
+  }
+  j.endArray().endObject();
+}
+
+void jsonObject(ObjectId id, const TraceObject& o, JsonWriter& j) {
+  const ObjectInfo& i = o.info;
+  j.beginObject().member("id", id).member("kind", objectKindName(o.kind));
+  if (i.fields & kObjAddress) j.member("address", i.address).member("size", i.size);
+  if (i.fields & kObjSite) {
+    j.key("site");
+    if (i.site)
+      j.value(i.site - 1);
+    else
+      j.null();
+    j.member("allocator", allocatorName(i.allocFn));
+  }
+  if (i.fields & kObjLabel) j.member("label", i.label);
+  if (i.fields & kObjRegion) {
+    j.member("region", regionClassName(i.region));
+    j.key("mapping").beginObject().member("start", i.mapStart).member("end", i.mapEnd);
+    j.member("offset", i.mapOffset).member("name", i.mapName).endObject();
+  }
+  if (i.fields & kObjParent) j.member("related", i.related);
+  if (i.fields & kObjModule) j.member("module", static_cast<int64_t>(i.module) - 1);
+  j.endObject();
 }
 
 std::string toJson(const Trace& t) {
-  Json j;
-  j.raw("{\"format\":" + std::to_string(t.formatVersion) + ",\"writer\":");
-  j.str(t.writerVersion);
-  j.raw(",\"pid\":" + std::to_string(t.header.pid) + ",\"parent_pid\":" + std::to_string(t.header.parentPid) +
-        ",\"start_unix_ns\":" + std::to_string(t.header.startUnixNs) + ",\"program\":");
-  j.str(t.header.program);
+  std::string out;
+  JsonWriter j(&out);
+  j.beginObject().member("format", t.formatVersion).member("writer", t.writerVersion);
+  j.member("pid", t.header.pid).member("parent_pid", t.header.parentPid);
+  j.member("start_unix_ns", t.header.startUnixNs).member("program", t.header.program);
   if (t.header.scriptKind > 0) {
-    j.raw(",\"script\":{\"kind\":" + std::to_string(t.header.scriptKind) + ",\"name\":");
-    j.str(t.header.scriptName);
-    j.raw(",\"sha256\":");
-    j.str(t.header.scriptHash);
-    j.raw("}");
+    j.key("script").beginObject().member("kind", t.header.scriptKind).member("name", t.header.scriptName);
+    j.member("sha256", t.header.scriptHash).endObject();
   }
-  j.raw(",\"arguments\":[");
-  {
-    size_t start = 0;
-    bool first = true;
-    const std::string& a = t.header.arguments;
-    while (start < a.size()) {
-      size_t end = a.find('\0', start);
-      if (end == std::string::npos) end = a.size();
-      if (!first) j.raw(",");
-      j.str(a.substr(start, end - start));
-      first = false;
-      start = end + 1;
-    }
+  j.key("arguments").beginArray();
+  const std::string& a = t.header.arguments;
+  for (size_t start = 0; start < a.size();) {
+    size_t end = a.find('\0', start);
+    if (end == std::string::npos) end = a.size();
+    j.value(a.substr(start, end - start));
+    start = end + 1;
   }
-  j.raw("],\"complete\":" + std::string(t.complete ? "true" : "false") +
-        ",\"duration_ns\":" + std::to_string(t.durationNs) + ",\"file_bytes\":" + std::to_string(t.fileBytes) +
-        ",\"recording_timed_calls\":" + std::to_string(t.recordingSampledCalls) +
-        ",\"recording_timed_ns\":" + std::to_string(t.recordingSampledNs));
-  TraceSummary s = summarize(t);
-  j.raw(",\"summary\":{\"calls\":" + std::to_string(s.calls) + ",\"allocations\":" + std::to_string(s.allocations) +
-        ",\"frees\":" + std::to_string(s.frees) + ",\"reallocs\":" + std::to_string(s.reallocs) +
-        ",\"h2d_bytes\":" + std::to_string(s.h2dBytes) + ",\"d2h_bytes\":" + std::to_string(s.d2hBytes) +
-        ",\"h2d_transfers\":" + std::to_string(s.h2dTransfers) + ",\"d2h_transfers\":" + std::to_string(s.d2hTransfers) +
-        ",\"mapped_bytes\":" + std::to_string(s.mappedBytes) + ",\"wrapped_bytes\":" + std::to_string(s.wrappedBytes) +
-        ",\"kernels\":" + std::to_string(s.kernels) + ",\"kernel_ns\":" + std::to_string(s.kernelNs) +
-        ",\"transfer_ns\":" + std::to_string(s.transferNs) + ",\"other_device_ns\":" + std::to_string(s.otherDeviceNs) +
-        ",\"launch_latency_ns\":" + std::to_string(s.launchLatencyNs) + ",\"host_call_ns\":" + std::to_string(s.hostCallNs) +
-        ",\"device_missing\":" + std::to_string(s.deviceMissing) + ",\"device_timed\":" + std::to_string(s.deviceTimed) +
-        ",\"device_sampled_out\":" + std::to_string(s.deviceUnsampled) +
-        ",\"recording_ns\":" + std::to_string(static_cast<uint64_t>(s.recordingNs)) +
-        ",\"first_call_ns\":" + std::to_string(t.firstCallNs) +
-        ",\"first_context_ns\":" + std::to_string(t.firstContextNs) + ",\"calls_by_function\":{");
-  bool first = true;
-  for (const auto& [name, count] : s.callsByFunction) {
-    if (!first) j.raw(",");
-    first = false;
-    j.key(name.c_str());
-    j.num(count);
-  }
-  j.raw("},\"by_object\":[");
-  first = true;
-  for (const auto& [id, b] : s.byObject) {
-    if (!first) j.raw(",");
-    first = false;
-    j.raw("{\"object\":" + std::to_string(id) + ",\"h2d_bytes\":" + std::to_string(b.h2dBytes) +
-          ",\"d2h_bytes\":" + std::to_string(b.d2hBytes) + ",\"h2d_transfers\":" + std::to_string(b.h2dTransfers) +
-          ",\"d2h_transfers\":" + std::to_string(b.d2hTransfers) + "}");
-  }
-  j.raw("]},\"modules\":[");
+  j.endArray().member("complete", t.complete).member("duration_ns", t.durationNs);
+  j.member("file_bytes", t.fileBytes).member("recording_timed_calls", t.recordingSampledCalls);
+  j.member("recording_timed_ns", t.recordingSampledNs);
+  jsonSummary(t, j);
+  j.key("modules").beginArray();
   for (size_t i = 0; i < t.modules.size(); ++i) {
     const TraceModule& m = t.modules[i];
-    if (i) j.raw(",");
-    j.raw("{\"id\":" + std::to_string(i) + ",\"path\":");
-    j.str(m.path);
-    j.raw(",\"build_id\":");
-    j.str(m.buildId);
-    j.raw(",\"start\":" + std::to_string(m.start) + ",\"end\":" + std::to_string(m.end) +
-          ",\"bias\":" + std::to_string(m.bias) + "}");
+    j.beginObject().member("id", i).member("path", m.path).member("build_id", m.buildId);
+    j.member("start", m.start).member("end", m.end).member("bias", m.bias).endObject();
   }
-  j.raw("],\"sites\":[");
+  j.endArray().key("sites").beginArray();
   for (size_t i = 0; i < t.sites.size(); ++i) {
-    if (i) j.raw(",");
-    j.raw("{\"id\":" + std::to_string(i) + ",\"frames\":[");
-    for (size_t f = 0; f < t.sites[i].frames.size(); ++f) {
-      const TraceFrame& fr = t.sites[i].frames[f];
-      if (f) j.raw(",");
-      j.raw("{\"pc\":" + std::to_string(fr.pc) + ",\"module\":" + std::to_string(fr.module) +
-            ",\"offset\":" + std::to_string(fr.offset) + "}");
-    }
-    j.raw("]}");
+    j.beginObject().member("id", i).key("frames").beginArray();
+    for (const TraceFrame& fr : t.sites[i].frames)
+      j.beginObject().member("pc", fr.pc).member("module", fr.module).member("offset", fr.offset).endObject();
+    j.endArray().endObject();
   }
-  j.raw("],\"objects\":[");
-  first = true;
-  for (const auto& [id, o] : t.objects) {
-    if (!first) j.raw(",");
-    first = false;
-    const ObjectInfo& i = o.info;
-    j.raw("{\"id\":" + std::to_string(id) + ",\"kind\":");
-    j.str(objectKindName(o.kind));
-    if (i.fields & kObjAddress) j.raw(",\"address\":" + std::to_string(i.address) + ",\"size\":" + std::to_string(i.size));
-    if (i.fields & kObjSite) {
-      j.raw(",\"site\":" + (i.site ? std::to_string(i.site - 1) : std::string("null")) + ",\"allocator\":");
-      j.str(allocatorName(i.allocFn));
-    }
-    if (i.fields & kObjLabel) {
-      j.raw(",\"label\":");
-      j.str(i.label);
-    }
-    if (i.fields & kObjRegion) {
-      j.raw(",\"region\":");
-      j.str(regionClassName(i.region));
-      j.raw(",\"mapping\":{\"start\":" + std::to_string(i.mapStart) + ",\"end\":" + std::to_string(i.mapEnd) +
-            ",\"offset\":" + std::to_string(i.mapOffset) + ",\"name\":");
-      j.str(i.mapName);
-      j.raw("}");
-    }
-    if (i.fields & kObjParent) j.raw(",\"related\":" + std::to_string(i.related));
-    if (i.fields & kObjModule) j.raw(",\"module\":" + std::to_string(static_cast<int64_t>(i.module) - 1));
-    j.raw("}");
+  j.endArray().key("objects").beginArray();
+  for (const auto& [id, o] : t.objects) jsonObject(id, o, j);
+  j.endArray().key("threads").beginArray();
+  for (const TraceThread& th : t.threads) {
+    j.beginObject().member("index", th.index).member("tid", th.tid).key("entries").beginArray();
+    for (uint32_t e : th.entries) jsonNode(t, e, j);
+    j.endArray().endObject();
   }
-  j.raw("],\"threads\":[");
-  for (size_t ti = 0; ti < t.threads.size(); ++ti) {
-    const TraceThread& th = t.threads[ti];
-    if (ti) j.raw(",");
-    j.raw("{\"index\":" + std::to_string(th.index) + ",\"tid\":" + std::to_string(th.tid) + ",\"entries\":[");
-    for (size_t e = 0; e < th.entries.size(); ++e) {
-      if (e) j.raw(",");
-      jsonNode(t, th.entries[e], j);
-    }
-    j.raw("]}");
-  }
-  j.raw("]}\n");
-  return j.text();
+  j.endArray().endObject();
+  out += '\n';
+  return out;
 }
 
 void printText(const Trace& t) {

@@ -8,23 +8,16 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "common/units.h"
 #include "policies/os_memory.h"
 
 namespace hetopt {
 namespace {
 
-// Human-readable byte count into a caller buffer (no allocation).
+// A byte count or limit into a caller buffer (no allocation).
 const char* bytesText(uint64_t bytes, char* buf, size_t len) {
-  if (bytes == UINT64_MAX)
-    snprintf(buf, len, "unlimited");
-  else if (bytes >= (1ull << 30))
-    snprintf(buf, len, "%.1f GiB", static_cast<double>(bytes) / (1ull << 30));
-  else if (bytes >= (1ull << 20))
-    snprintf(buf, len, "%.1f MiB", static_cast<double>(bytes) / (1ull << 20));
-  else if (bytes >= 1024)
-    snprintf(buf, len, "%.1f KiB", static_cast<double>(bytes) / 1024);
-  else
-    snprintf(buf, len, "%llu B", static_cast<unsigned long long>(bytes));
+  if (bytes != UINT64_MAX) return formatBytes(buf, len, bytes);
+  snprintf(buf, len, "unlimited");
   return buf;
 }
 

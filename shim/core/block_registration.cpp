@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "common/log.h"
+#include "common/units.h"
 #include "shim/core/state.h"
 #include "shim/core/stats_text.h"
 
@@ -242,8 +243,9 @@ void BlockRegistration::registerEntry(unsigned i, std::unique_lock<std::mutex>& 
     e.state = State::Registered;
     m_registered.fetch_add(1, std::memory_order_relaxed);
     m_registeredBytes.fetch_add(bytes, std::memory_order_relaxed);
-    debug("registered a heap block in place: %p + %zu bytes in %.1f ms", ptr, bytes,
-          static_cast<double>(ns) / 1e6);
+    char took[kUnitTextSize];
+    debug("registered a heap block in place: %p + %zu bytes in %s", ptr, bytes,
+          formatDuration(took, sizeof took, static_cast<double>(ns), TimeUnit::Ms));
   } else {
     e.state = State::Failed;  // not tried again: pageable, as without hetopt
     m_failures.fetch_add(1, std::memory_order_relaxed);

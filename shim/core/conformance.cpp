@@ -8,20 +8,9 @@
 #include <cstdio>
 
 #include "common/log.h"
+#include "common/units.h"
 
 namespace hetopt::shim {
-namespace {
-
-// "64.0 MiB", "32.0 KiB" into a caller buffer (no allocation: this runs in the malloc path).
-const char* mibText(uint64_t bytes, char* buf, size_t len) {
-  if (bytes >= (1u << 20))
-    snprintf(buf, len, "%.1f MiB", static_cast<double>(bytes) / (1 << 20));
-  else
-    snprintf(buf, len, "%.1f KiB", static_cast<double>(bytes) / 1024);
-  return buf;
-}
-
-}  // namespace
 
 void Conformance::expect(const Plan& plan) {
   m_wholeRun = !plan.sites.empty();
@@ -57,16 +46,16 @@ void Conformance::diverge(const char* fmt, ...) noexcept {
 bool Conformance::admit(const PlanSite& site, uint64_t size, const Usage& now) noexcept {
   if (m_state.load(std::memory_order_relaxed) != kConformant) [[unlikely]]
     return false;
-  char a[32], b[32];
+  char a[kUnitTextSize], b[kUnitTextSize];  // no allocation: this runs in the malloc path
   const SiteProfile& p = site.profile;
   if (site.profiled && size / kSizeFactor > p.maxAllocBytes) {
     diverge("site %016" PRIx64 " allocated %s, profiled at most %s", site.key,
-            mibText(size, a, sizeof a), mibText(p.maxAllocBytes, b, sizeof b));
+            formatBytes(a, sizeof a, size), formatBytes(b, sizeof b, p.maxAllocBytes));
     return false;
   }
   if (site.profiled && size < p.minAllocBytes / kSmallFactor) {
     diverge("site %016" PRIx64 " allocated %s, profiled at least %s", site.key,
-            mibText(size, a, sizeof a), mibText(p.minAllocBytes, b, sizeof b));
+            formatBytes(a, sizeof a, size), formatBytes(b, sizeof b, p.minAllocBytes));
     return false;
   }
   if (!m_wholeRun) return true;
@@ -77,7 +66,7 @@ bool Conformance::admit(const PlanSite& site, uint64_t size, const Usage& now) n
   }
   if (now.liveBytes + size > m_bytesLimit) {
     diverge("%s of redirected memory alive at once, profiled peak %s",
-            mibText(now.liveBytes + size, a, sizeof a), mibText(m_peakBytes, b, sizeof b));
+            formatBytes(a, sizeof a, now.liveBytes + size), formatBytes(b, sizeof b, m_peakBytes));
     return false;
   }
   if (now.transfers == 0 && now.served >= m_idleLimit) {

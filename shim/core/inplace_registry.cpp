@@ -11,6 +11,7 @@
 #include <cstring>
 
 #include "common/log.h"
+#include "common/units.h"
 #include "policies/os_memory.h"
 #include "shim/core/callsite.h"
 #include "shim/core/state.h"
@@ -119,8 +120,9 @@ void InplaceRegistry::registerRange(size_t i, std::unique_lock<std::mutex>& lock
     r.state = State::Registered;
     (r.isStatic ? m_staticRegistered : m_mmapRegistered).fetch_add(1, std::memory_order_relaxed);
     m_registeredBytes.fetch_add(bytes, std::memory_order_relaxed);
-    debug("registered %s in place: %p + %zu bytes in %.1f ms", r.isStatic ? "static data" : "a mapping",
-          ptr, bytes, static_cast<double>(ns) / 1e6);
+    char took[kUnitTextSize];
+    debug("registered %s in place: %p + %zu bytes in %s", r.isStatic ? "static data" : "a mapping", ptr, bytes,
+          formatDuration(took, sizeof took, static_cast<double>(ns), TimeUnit::Ms));
   } else {
     r.state = State::Failed;  // not tried again: pageable, as without hetopt
     m_failures.fetch_add(1, std::memory_order_relaxed);

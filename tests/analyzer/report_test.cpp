@@ -6,7 +6,6 @@
 
 #include <cmath>
 
-#include "analyzer/json_writer.h"
 #include "tests/analyzer/test_util.h"
 
 namespace hetopt::analyzer {
@@ -17,18 +16,6 @@ using testing::sampleProfile;
 
 bool contains(const std::string& s, const std::string& part) {
   return s.find(part) != std::string::npos;
-}
-
-TEST(Format, DurationsAndBytes) {
-  EXPECT_EQ(formatDuration(850), "850 ns");
-  EXPECT_EQ(formatDuration(12.34e3), "12.3 us");
-  EXPECT_EQ(formatDuration(3.4e6), "3.40 ms");
-  EXPECT_EQ(formatDuration(1.5e9), "1.50 s");
-  EXPECT_EQ(formatDuration(HUGE_VAL), "inf");
-  EXPECT_EQ(formatBytes(812), "812 B");
-  EXPECT_EQ(formatBytes(256 << 10), "256 KiB");
-  EXPECT_EQ(formatBytes(3 << 19), "1.5 MiB");
-  EXPECT_EQ(formatBytes(64ull << 30), "64 GiB");
 }
 
 TEST(Report, SaysWhyWithNumbersAndSourceLines) {
@@ -149,14 +136,6 @@ TEST_F(JsonFile, HostileStringsAndInfinityStayValid) {
   EXPECT_TRUE(contains(j, "\\ufffd")) << j;
   EXPECT_TRUE(contains(j, "\\u0001")) << j;
   EXPECT_TRUE(contains(j, "\xe2\x82\xac")) << j;
-}
-
-TEST(JsonWriter, CommasAndNesting) {
-  std::string out;
-  JsonWriter j(&out);
-  j.beginObject().member("a", 1).key("b").beginArray().value(true).null().beginObject().endObject();
-  j.endArray().member("c", "x").endObject();
-  EXPECT_EQ(out, "{\"a\":1,\"b\":[true,null,{}],\"c\":\"x\"}");
 }
 
 }  // namespace

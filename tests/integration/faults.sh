@@ -91,7 +91,7 @@ nolock=(prlimit --memlock=65536)
 for policy in hybrid locked; do
   plan "$work/$policy.plan" $policy $((8 << 20))
   # The warning when the pool fails, and the stats line saying what the allocations fell back to.
-  check memlock_$policy 'stats: no pool \(mlock of .* refused.*RLIMIT_MEMLOCK 64.0 KiB' 2 -- \
+  check memlock_$policy 'stats: no pool \(mlock of .* refused.*RLIMIT_MEMLOCK 64 KiB' 2 -- \
     "${nolock[@]}" env LD_PRELOAD="$shim" HETOPT_MODE=optimize HETOPT_PLAN_FILE="$work/$policy.plan" \
     HETOPT_STATS=1 HETOPT_POOL_WAIT_MS=5000 "$app"
   [[ $(stat memlock_$policy 'redirected \([0-9]*\) allocations') -eq 0 &&

@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: MIT
 /** @file See json_writer.h. */
-#include "analyzer/json_writer.h"
+#include "common/json_writer.h"
 
 #include <cinttypes>
 #include <cmath>
 #include <cstdio>
 
-namespace hetopt::analyzer {
+namespace hetopt {
 
 void JsonWriter::separator() {
   if (m_afterKey) {
@@ -60,12 +60,12 @@ JsonWriter& JsonWriter::value(double d) {
   *m_out += buf;
   return *this;
 }
-JsonWriter& JsonWriter::value(uint64_t u) {
+JsonWriter& JsonWriter::integer(uint64_t u) {
   separator();
   *m_out += std::to_string(u);
   return *this;
 }
-JsonWriter& JsonWriter::value(int64_t i) {
+JsonWriter& JsonWriter::integer(int64_t i) {
   separator();
   *m_out += std::to_string(i);
   return *this;
@@ -119,4 +119,4 @@ std::string JsonWriter::escape(const std::string& s) {
   return r;
 }
 
-}  // namespace hetopt::analyzer
+}  // namespace hetopt
