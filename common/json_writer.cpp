@@ -19,25 +19,14 @@ void JsonWriter::separator() {
   }
 }
 
-JsonWriter& JsonWriter::beginObject() {
+JsonWriter& JsonWriter::open(char bracket) {
   separator();
-  *m_out += '{';
+  *m_out += bracket;
   m_first.push_back(true);
   return *this;
 }
-JsonWriter& JsonWriter::endObject() {
-  *m_out += '}';
-  m_first.pop_back();
-  return *this;
-}
-JsonWriter& JsonWriter::beginArray() {
-  separator();
-  *m_out += '[';
-  m_first.push_back(true);
-  return *this;
-}
-JsonWriter& JsonWriter::endArray() {
-  *m_out += ']';
+JsonWriter& JsonWriter::close(char bracket) {
+  *m_out += bracket;
   m_first.pop_back();
   return *this;
 }

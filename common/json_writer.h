@@ -15,10 +15,10 @@ namespace hetopt {
 class JsonWriter {
  public:
   explicit JsonWriter(std::string* out) : m_out(out) {}
-  JsonWriter& beginObject();
-  JsonWriter& endObject();
-  JsonWriter& beginArray();
-  JsonWriter& endArray();
+  JsonWriter& beginObject() { return open('{'); }
+  JsonWriter& endObject() { return close('}'); }
+  JsonWriter& beginArray() { return open('['); }
+  JsonWriter& endArray() { return close(']'); }
   /// The next value is this member of the enclosing object.
   JsonWriter& key(const std::string& k);
   JsonWriter& value(const std::string& s);
@@ -43,6 +43,8 @@ class JsonWriter {
 
  private:
   void separator();
+  JsonWriter& open(char bracket);
+  JsonWriter& close(char bracket);
   JsonWriter& integer(uint64_t u);
   JsonWriter& integer(int64_t i);
   std::string* m_out;

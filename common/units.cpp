@@ -27,14 +27,14 @@ constexpr size_t kTimeCount = sizeof kTimeScales / sizeof kTimeScales[0];
 constexpr double kPow10[] = {1, 10, 100, 1000};
 
 /// The largest scale that `magnitude` reaches once rounded to that scale's decimals, so that
-/// 1023.96 KiB is "1 MiB", not "1024.0 KiB".
+/// 1023.96 KiB is "1.0 MiB", not "1024.0 KiB". (Compared, not rounded: the shim links no libm.)
 size_t pickScale(const Scale* scales, size_t count, double magnitude, Detail detail) {
   const int d = static_cast<int>(detail);
   size_t u = 0;
   while (u + 1 < count && magnitude >= scales[u + 1].size) ++u;
   if (u + 1 < count) {
     const double p = kPow10[scales[u].decimals[d]];
-    if (std::round(magnitude / scales[u].size * p) / p * scales[u].size >= scales[u + 1].size) ++u;
+    if (magnitude / scales[u].size * p >= scales[u + 1].size / scales[u].size * p - 0.5) ++u;
   }
   return u;
 }
