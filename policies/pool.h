@@ -161,8 +161,13 @@ class PinnedPool {
   [[gnu::noinline, gnu::cold]] void* allocationFailed() noexcept;
   void treeInsert(FreeChunk* z) noexcept;
   void treeErase(FreeChunk* z) noexcept;
-  void rotateLeft(FreeChunk* x) noexcept;
-  void rotateRight(FreeChunk* x) noexcept;
+  [[gnu::always_inline]] inline void relink(FreeChunk* u, FreeChunk* v) noexcept;
+  template <int Down>
+  [[gnu::noinline]] void rotate(FreeChunk* x) noexcept;
+  template <int Side>
+  [[gnu::always_inline]] inline FreeChunk* insertFixup(FreeChunk* z) noexcept;
+  template <int Side>
+  [[gnu::always_inline]] inline void eraseFixup(FreeChunk*& x, FreeChunk*& xParent) noexcept;
   bool validateLocked(char* why, size_t whyBytes) const noexcept;
   void checkAfterOperation() const noexcept;
 
