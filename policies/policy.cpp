@@ -292,8 +292,13 @@ std::unique_ptr<AllocationPolicy> makePolicy(PolicyKind kind, const PolicyEnv& e
   return nullptr;
 }
 
-PolicyStatus adoptHostMemory(const PolicyEnv& env, void* ptr, size_t size, Allocation* out) {
+PolicyStatus adoptHostMemory(const PolicyEnv& env, void* ptr, size_t size, Allocation* out,
+                             uint64_t maxBufferBytes) {
   *out = Allocation{};
+  if (maxBufferBytes && size > maxBufferBytes)
+    return PolicyStatus::failure(CL_INVALID_BUFFER_SIZE, 0,
+                                 "%zu bytes is more than the device's largest buffer (%llu)", size,
+                                 static_cast<unsigned long long>(maxBufferBytes));
   out->policy = PolicyKind::Register;
   out->size = size ? size : 1;
   out->ptr = ptr;

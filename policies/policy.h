@@ -118,7 +118,10 @@ std::unique_ptr<AllocationPolicy> makePolicy(PolicyKind kind, const PolicyEnv& e
 
 /// The register policy on memory the caller already owns: covers [ptr, ptr+size) with a
 /// CL_MEM_USE_HOST_PTR buffer. release() then drops the buffer but leaves the memory alone.
-PolicyStatus adoptHostMemory(const PolicyEnv& env, void* ptr, size_t size, Allocation* out);
+/// A range larger than `maxBufferBytes` (the device's largest buffer; 0: not checked) is refused
+/// with CL_INVALID_BUFFER_SIZE before any OpenCL call.
+PolicyStatus adoptHostMemory(const PolicyEnv& env, void* ptr, size_t size, Allocation* out,
+                             uint64_t maxBufferBytes = 0);
 
 /// Hybrid in two halves, so that a pool can do the expensive one before any OpenCL context exists
 /// (the shim locks the pool's pages while the program creates its context, then registers them in

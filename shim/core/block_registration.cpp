@@ -228,12 +228,7 @@ void BlockRegistration::registerEntry(unsigned i, std::unique_lock<std::mutex>& 
   lock.unlock();
   Allocation a;
   const uint64_t begin = nowNs();
-  PolicyStatus st =
-      m_maxBufferBytes && bytes > m_maxBufferBytes
-          ? PolicyStatus::failure(CL_INVALID_BUFFER_SIZE, 0,
-                                  "%zu bytes is more than the device's largest buffer (%llu)", bytes,
-                                  static_cast<unsigned long long>(m_maxBufferBytes))
-          : adoptHostMemory(m_env, ptr, bytes, &a);
+  PolicyStatus st = adoptHostMemory(m_env, ptr, bytes, &a, m_maxBufferBytes);
   const uint64_t ns = nowNs() - begin;
   m_registerNs.fetch_add(ns, std::memory_order_relaxed);
   lock.lock();
@@ -248,9 +243,7 @@ void BlockRegistration::registerEntry(unsigned i, std::unique_lock<std::mutex>& 
           formatDuration(took, sizeof took, static_cast<double>(ns), TimeUnit::Ms));
   } else {
     e.state = State::Failed;  // not tried again: pageable, as without hetopt
-    m_failures.fetch_add(1, std::memory_order_relaxed);
-    snprintf(m_lastFailure, sizeof m_lastFailure, "%s", st.reason);
-    debug("registering %p + %zu bytes failed (%s); it stays pageable", ptr, bytes, st.reason);
+    m_refusals.note(ptr, bytes, st.reason);
   }
   m_changed.notify_all();
 }
@@ -318,7 +311,7 @@ std::string BlockRegistration::stats() const {
   auto n = [](const std::atomic<uint64_t>& v) { return std::to_string(v.load()); };
   std::string s = "heap blocks registered in place: " + n(m_registered) + " of " + n(m_adopted) +
                   " adopted (" + mib(m_registeredBytes.load()) + " in " + ms(m_registerNs.load()) +
-                  ")\n  " + n(m_inline) + " by the transfer itself, the others on hetopt's thread\n  fallbacks: " + n(m_failures) +
+                  ")\n  " + n(m_inline) + " by the transfer itself, the others on hetopt's thread\n  fallbacks: " + n(m_refusals.count()) +
                   " refused, " + n(m_tableFull) + " table full";
   s += "\n  transfers from registered blocks: " + n(m_h2d) + " h2d (" + mib(m_h2dBytes.load()) +
        "), " + n(m_d2h) + " d2h (" + mib(m_d2hBytes.load()) + ")\n  " + n(m_pageable) +
@@ -327,9 +320,9 @@ std::string BlockRegistration::stats() const {
        n(m_deferredDone) + " done, " + ms(m_deferredNs.load()) + ")\n  freed: " +
        n(m_unregistered) + " unpinned first on the program's thread (" + ms(m_unregisterNs.load()) +
        ")\n  " + n(m_yielded) + " left to the program's own host-pointer buffers";
-  if (m_failures.load()) {
+  {
     std::lock_guard<std::mutex> lock(m_mutex);  // written by the registering thread under it
-    s += std::string("\n  last refusal: ") + m_lastFailure;
+    s += m_refusals.lastLine();
   }
   if (!m_ready.load()) s += "\n  the pinning context never came";
   return s;

@@ -35,6 +35,7 @@
 #include "common/plan.h"
 #include "policies/block_table.h"
 #include "policies/policy.h"
+#include "shim/core/refusals.h"
 
 namespace hetopt::shim {
 
@@ -138,12 +139,12 @@ class BlockRegistration {
   uint64_t m_nextOrder = 0;
 
   std::atomic<uint64_t> m_adopted{0}, m_tableFull{0}, m_registered{0}, m_registeredBytes{0};
-  std::atomic<uint64_t> m_failures{0}, m_inline{0}, m_waited{0}, m_waitNs{0}, m_pageable{0};
+  std::atomic<uint64_t> m_inline{0}, m_waited{0}, m_waitNs{0}, m_pageable{0};
   std::atomic<uint64_t> m_registerNs{0}, m_unregistered{0}, m_unregisterNs{0}, m_yielded{0};
   /// Frees handed to the worker, those it has done, and the time they took there.
   std::atomic<uint64_t> m_deferred{0}, m_deferredDone{0}, m_deferredNs{0};
   std::atomic<uint64_t> m_h2d{0}, m_h2dBytes{0}, m_d2h{0}, m_d2hBytes{0};
-  char m_lastFailure[240] = {};
+  Refusals m_refusals;  ///< its last reason under m_mutex
 };
 
 }  // namespace hetopt::shim

@@ -102,12 +102,7 @@ void InplaceRegistry::registerRange(size_t i, std::unique_lock<std::mutex>& lock
   Allocation a;
   const auto begin = std::chrono::steady_clock::now();
   t_registering = true;
-  PolicyStatus st =
-      m_maxBufferBytes && bytes > m_maxBufferBytes
-          ? PolicyStatus::failure(CL_INVALID_BUFFER_SIZE, 0,
-                                  "%zu bytes is more than the device's largest buffer (%llu)", bytes,
-                                  static_cast<unsigned long long>(m_maxBufferBytes))
-          : adoptHostMemory(m_env, ptr, bytes, &a);
+  PolicyStatus st = adoptHostMemory(m_env, ptr, bytes, &a, m_maxBufferBytes);
   t_registering = false;
   const uint64_t ns = static_cast<uint64_t>(
       std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - begin)
@@ -125,9 +120,7 @@ void InplaceRegistry::registerRange(size_t i, std::unique_lock<std::mutex>& lock
           formatDuration(took, sizeof took, static_cast<double>(ns), TimeUnit::Ms));
   } else {
     r.state = State::Failed;  // not tried again: pageable, as without hetopt
-    m_failures.fetch_add(1, std::memory_order_relaxed);
-    snprintf(m_lastFailure, sizeof m_lastFailure, "%s", st.reason);
-    debug("registering %p + %zu bytes failed (%s); it stays pageable", ptr, bytes, st.reason);
+    m_refusals.note(ptr, bytes, st.reason);
   }
   m_registered.notify_all();
 }
@@ -236,15 +229,15 @@ std::string InplaceRegistry::stats() const {
   auto n = [](const std::atomic<uint64_t>& v) { return std::to_string(v.load()); };
   std::string s = "registered in place: " + n(m_staticRegistered) + " static ranges, " +
                   n(m_mmapRegistered) + " mappings (" + mib(m_registeredBytes.load()) + " in " +
-                  ms(m_registerNs.load()) + ")\n  registration fallbacks: " + n(m_failures) +
+                  ms(m_registerNs.load()) + ")\n  registration fallbacks: " + n(m_refusals.count()) +
                   " refused, " + n(m_notFound) + " static ranges not found, " + n(m_tableFull) +
                   " table full\n  " + n(m_unpinned) + " unpinned before unmap\n  " + n(m_yielded) +
                   " left to the program's own host-pointer buffers\n  " + n(m_mappingsSeen) +
                   " mappings tracked\n  transfers from registered memory: " + n(m_h2d) + " h2d (" +
                   mib(m_h2dBytes.load()) + "), " + n(m_d2h) + " d2h (" + mib(m_d2hBytes.load()) + ")";
-  if (m_failures.load()) {
+  {
     std::lock_guard<std::mutex> lock(m_mutex);  // registerRange() writes it under the lock
-    s += std::string("\n  last refusal: ") + m_lastFailure;
+    s += m_refusals.lastLine();
   }
   if (!m_ready.load()) s += "\n  the shim's context never came";
   return s;

@@ -34,6 +34,7 @@
 
 #include "common/plan.h"
 #include "policies/policy.h"
+#include "shim/core/refusals.h"
 
 namespace hetopt::shim {
 
@@ -111,10 +112,10 @@ class InplaceRegistry {
   Range m_ranges[kMaxRanges];
 
   std::atomic<uint64_t> m_staticRegistered{0}, m_mmapRegistered{0}, m_registeredBytes{0};
-  std::atomic<uint64_t> m_failures{0}, m_notFound{0}, m_tableFull{0}, m_unpinned{0};
+  std::atomic<uint64_t> m_notFound{0}, m_tableFull{0}, m_unpinned{0};
   std::atomic<uint64_t> m_mappingsSeen{0}, m_registerNs{0}, m_yielded{0};
   std::atomic<uint64_t> m_h2d{0}, m_h2dBytes{0}, m_d2h{0}, m_d2hBytes{0};
-  char m_lastFailure[240] = {};
+  Refusals m_refusals;  ///< its last reason under m_mutex
 };
 
 }  // namespace hetopt::shim

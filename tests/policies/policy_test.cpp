@@ -177,6 +177,15 @@ TEST(OpenClPolicies, DeviceWithoutHostPointerBuffersIsReportedNotCrashed) {
   Allocation a;
   EXPECT_FALSE(adoptHostMemory(env, mine.data(), mine.size(), &a).ok);
   EXPECT_EQ(a.ptr, nullptr);
+  // Larger than the device's largest buffer: refused, saying so, before any OpenCL call.
+  const int buffersBefore = s_fakeBuffers;
+  PolicyStatus tooLarge = adoptHostMemory(env, mine.data(), mine.size(), &a, 1024);
+  EXPECT_FALSE(tooLarge.ok);
+  EXPECT_EQ(tooLarge.clStatus, CL_INVALID_BUFFER_SIZE);
+  EXPECT_NE(strstr(tooLarge.reason, "4096 bytes is more than the device's largest buffer (1024)"), nullptr)
+      << tooLarge.reason;
+  EXPECT_EQ(s_fakeBuffers, buffersBefore);
+  EXPECT_EQ(a.ptr, nullptr);
   EXPECT_EQ(a.buffer, nullptr);
   EXPECT_EQ(mine[100], 3);
   EXPECT_EQ(s_fakeBuffers, 0);
