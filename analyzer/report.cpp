@@ -41,6 +41,11 @@ std::string percent(double fraction) {
   return buf;
 }
 
+// "  <label>  <duration> <share><rest>", one row of the breakdown tables.
+void breakdownRow(std::string* r, const Breakdown& b, const char* label, double ns, const std::string& rest = "") {
+  appendf(r, "  %-14s %10s %s%s\n", label, formatDuration(ns).c_str(), percent(b.fraction(ns)).c_str(), rest.c_str());
+}
+
 std::string transferLine(const char* dir, const TransferStats& t) {
   if (t.transfers == 0) return std::string(dir) + " none";
   std::string s = std::string(dir) + " " + std::to_string(t.transfers) + " x ";
@@ -200,12 +205,9 @@ std::string formatReport(const AppProfile& p) {
               " commands timed, the others estimated from their call's timed mean";
   appendf(&r, "\nExecution breakdown (total %s)%s\n", formatDuration(b.totalNs).c_str(),
           b.hasDeviceTimes ? sampled.c_str() : " -- no device timestamps in the trace: device parts unknown");
-  appendf(&r, "  kernel         %10s %s\n", formatDuration(b.kernelNs).c_str(),
-          percent(b.fraction(b.kernelNs)).c_str());
-  appendf(&r, "  communication  %10s %s\n", formatDuration(b.communicationNs).c_str(),
-          percent(b.fraction(b.communicationNs)).c_str());
-  appendf(&r, "  cpu+sync       %10s %s\n", formatDuration(b.cpuSyncNs).c_str(),
-          percent(b.fraction(b.cpuSyncNs)).c_str());
+  breakdownRow(&r, b, "kernel", b.kernelNs);
+  breakdownRow(&r, b, "communication", b.communicationNs);
+  breakdownRow(&r, b, "cpu+sync", b.cpuSyncNs);
   if (b.recordingNs > 0)
     appendf(&r, "    of which hetopt's recording %s %s (tracing only: not in an untraced run)\n",
             formatDuration(b.recordingNs).c_str(), percent(b.fraction(b.recordingNs)).c_str());
@@ -217,14 +219,10 @@ std::string formatReport(const AppProfile& p) {
             formatDuration(predicted.totalNs).c_str(),
             100 * (b.totalNs - predicted.totalNs) / b.totalNs);
   appendf(&r, "Offload overhead (fractions of total time)\n");
-  appendf(&r, "  host-to-device %10s %s\n", formatDuration(b.h2dNs).c_str(),
-          percent(b.fraction(b.h2dNs)).c_str());
-  appendf(&r, "  kernel launch  %10s %s  (%" PRIu64 " kernels)\n",
-          formatDuration(b.launchNs).c_str(), percent(b.fraction(b.launchNs)).c_str(), b.kernels);
-  appendf(&r, "  device-to-host %10s %s\n", formatDuration(b.d2hNs).c_str(),
-          percent(b.fraction(b.d2hNs)).c_str());
-  appendf(&r, "  dispatch/sync  %10s %s\n", formatDuration(b.dispatchSyncNs).c_str(),
-          percent(b.fraction(b.dispatchSyncNs)).c_str());
+  breakdownRow(&r, b, "host-to-device", b.h2dNs);
+  breakdownRow(&r, b, "kernel launch", b.launchNs, "  (" + std::to_string(b.kernels) + " kernels)");
+  breakdownRow(&r, b, "device-to-host", b.d2hNs);
+  breakdownRow(&r, b, "dispatch/sync", b.dispatchSyncNs);
   if (b.setupNs > 0)
     appendf(&r, "  (OpenCL set-up: queries, contexts, program builds %s %s)\n",
             formatDuration(b.setupNs).c_str(), percent(b.fraction(b.setupNs)).c_str());
