@@ -8,11 +8,11 @@
 #include <cerrno>
 #include <cstring>
 #include <algorithm>
-#include <cstdio>
 #include <set>
 
 #include "analyzer/analysis.h"
-#include "analyzer/json_writer.h"
+#include "common/json_writer.h"
+#include "common/units.h"
 #include "api_table.h"
 #include "common/paths.h"
 
@@ -112,15 +112,6 @@ using trace::ObjectKind;
 using trace::Trace;
 using trace::TraceNode;
 using trace::TraceObject;
-
-std::string bytesText(uint64_t b) {
-  char buf[32];
-  if (b >= (1ull << 20))
-    snprintf(buf, sizeof buf, "%.1f MiB", static_cast<double>(b) / (1 << 20));
-  else
-    snprintf(buf, sizeof buf, "%.1f KiB", static_cast<double>(b) / 1024);
-  return buf;
-}
 
 class TimelineBuilder {
  public:
@@ -225,7 +216,7 @@ class TimelineBuilder {
       for (const trace::Stamp& s : n->stamps) {
         TimelineEvent e = hostEvent(tid, name, "alloc", static_cast<double>(s.startNs), 0);
         e.instant = true;
-        if (!n->args.empty()) e.name += " " + bytesText(n->args[0].first);
+        if (!n->args.empty()) e.name += " " + formatBytes(n->args[0].first);
         e.args = {{"candidate site", std::to_string(n->site - 1)}, {"allocations at this place", std::to_string(n->host.count)}};
         m_out->push_back(std::move(e));
       }
@@ -264,14 +255,12 @@ class TimelineBuilder {
     e.category = "loop";
     e.startNs = static_cast<double>(s.first);
     e.durationNs = static_cast<double>(s.end - s.first);
-    char device[32];
-    snprintf(device, sizeof device, "%.3f ms", s.deviceNs / 1e6);
     e.args = {{"aggregated", "one span for the whole loop; its calls beyond each one's first occurrences are not on the thread's track"},
               {"iterations", std::to_string(n.iterations)},
               {"instances", std::to_string(n.instances)},
               {"calls", std::to_string(s.calls)},
               {"calls shown", std::to_string(s.shown)},
-              {"device time (estimate)", device}};
+              {"device time (estimate)", formatDuration(static_cast<double>(s.deviceNs))}};
     m_out->push_back(std::move(e));
   }
 
@@ -339,10 +328,10 @@ std::vector<TimelineEvent> timelineEvents(const trace::Trace& trace, TimelineInf
   info->facts.push_back({"time", "real: ns since tracing started; each call's first occurrences at their "
                                  "wall-clock time, loops also as one aggregated span each"});
   for (const auto& [queue, c] : trace.clocks) {
-    char text[160];
-    snprintf(text, sizeof text, "%s, +-%.1f us", trace::clockMethodName(c.method),
-             static_cast<double>(c.uncertaintyNs) / 1e3);
-    info->facts.push_back({"clock of queue " + std::to_string(queue), text});
+    // check_timeline.py reads the uncertainty in microseconds: a fixed unit.
+    info->facts.push_back({"clock of queue " + std::to_string(queue),
+                           std::string(trace::clockMethodName(c.method)) + ", +-" +
+                               formatDuration(static_cast<double>(c.uncertaintyNs), TimeUnit::Us)});
   }
   if (b.unaligned())
     info->facts.push_back({"device commands left out", std::to_string(b.unaligned()) +

@@ -4,12 +4,11 @@
 
 #include <cstdint>
 
-#include "analyzer/json_writer.h"
+#include "common/json_writer.h"
 #include "policies/policy.h"
 
 namespace hetopt::cli {
 
-using analyzer::JsonWriter;
 using namespace hetopt::characterize;
 
 std::string devicesJson(const std::vector<ClDevice>& devices, const ClDevice* chosen, const std::string& error,

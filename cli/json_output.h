@@ -2,7 +2,7 @@
 /**
  * @file The `--json` outputs of `hetopt devices` and `hetopt characterize --show`: what the text
  * says, as one JSON object for tools (fields documented in each command's --help and README).
- * Written with the analyzer's JsonWriter.
+ * Written with common/json_writer.
  */
 #pragma once
 #include <string>

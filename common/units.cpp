@@ -57,6 +57,7 @@ size_t fixedScale(ByteUnit unit) {
 
 size_t fixedScale(TimeUnit unit) {
   switch (unit) {
+    case TimeUnit::Us: return 1;
     case TimeUnit::Ms: return 2;
     case TimeUnit::Auto: break;
   }

@@ -20,9 +20,10 @@ enum class Detail : uint8_t {
 };
 
 /// The unit to write in. Auto picks the largest unit the value reaches; a fixed unit always has
-/// one decimal, so that lines of one kind compare at a glance ("0.1 MiB", "4.0 MiB"; "3.2 ms").
+/// one decimal, so that lines of one kind compare at a glance ("0.1 MiB", "4.0 MiB"; "3.2 ms"), and
+/// a program reading them finds the unit it expects.
 enum class ByteUnit : uint8_t { Auto, KiB, MiB, GiB };
-enum class TimeUnit : uint8_t { Auto, Ms };
+enum class TimeUnit : uint8_t { Auto, Us, Ms };
 
 /// A buffer that holds any text below.
 constexpr size_t kUnitTextSize = 32;

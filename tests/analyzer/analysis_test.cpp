@@ -682,7 +682,7 @@ TEST_F(Analysis, RealTimeTimelineKeepsTheFirstCallsAndAggregatesTheLoop) {
     if (e.category == "alloc") {
       ++allocations;
       EXPECT_TRUE(e.instant);
-      EXPECT_EQ(e.name, "malloc 256.0 KiB");
+      EXPECT_EQ(e.name, "malloc 256 KiB");
     }
     if (e.track == TimelineEvent::Track::HostLoops) {
       ++loops;

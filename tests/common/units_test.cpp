@@ -92,6 +92,8 @@ TEST(Units, DurationsDetailedAndFixed) {
   EXPECT_EQ(formatDuration(67.27e6, TimeUnit::Auto, Detail::Detailed), "67.27 ms");
   EXPECT_EQ(formatDuration(31.2e3, TimeUnit::Auto, Detail::Detailed), "31.2 us");
   EXPECT_EQ(formatDuration(3.2e6, TimeUnit::Ms), "3.2 ms");
+  EXPECT_EQ(formatDuration(12345, TimeUnit::Us), "12.3 us");
+  EXPECT_EQ(formatDuration(2e6, TimeUnit::Us), "2000.0 us");
   EXPECT_EQ(formatDuration(0, TimeUnit::Ms), "0.0 ms");
   EXPECT_EQ(formatDuration(2.5e9, TimeUnit::Ms), "2500.0 ms");
 }
@@ -122,7 +124,7 @@ TEST(Units, BufferFormsAllocateNothing) {
     for (ByteUnit u : {ByteUnit::Auto, ByteUnit::KiB, ByteUnit::MiB, ByteUnit::GiB})
       for (Detail d : {Detail::Short, Detail::Detailed}) formatBytes(buf, sizeof buf, b, u, d);
   for (double ns : {0.0, 999.7, 3.4e6, -1e12, HUGE_VAL})
-    for (TimeUnit u : {TimeUnit::Auto, TimeUnit::Ms})
+    for (TimeUnit u : {TimeUnit::Auto, TimeUnit::Us, TimeUnit::Ms})
       for (Detail d : {Detail::Short, Detail::Detailed}) formatDuration(buf, sizeof buf, ns, u, d);
   EXPECT_EQ(t_mallocs, start);
 #else
