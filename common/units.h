@@ -25,7 +25,8 @@ enum class Detail : uint8_t {
 enum class ByteUnit : uint8_t { Auto, KiB, MiB, GiB };
 enum class TimeUnit : uint8_t { Auto, Us, Ms };
 
-/// A buffer that holds any text below.
+/// A buffer that holds the text of any byte count and of any duration below 10^25 ns (a longer
+/// one is cut).
 constexpr size_t kUnitTextSize = 32;
 
 /// Writes `bytes` into buf (always NUL-terminated, cut to `size`) and returns buf.
