@@ -5,6 +5,8 @@
  * starts the program with the shim in optimize mode. Otherwise the program runs untouched (no shim
  * in the process), after one line saying why.
  */
+#include <unistd.h>
+
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -15,6 +17,7 @@
 #include "common/paths.h"
 #include "common/plan.h"
 #include "common/program_identity.h"
+#include "common/run_record.h"
 
 #ifdef HETOPT_HAVE_ANALYZER
 #include "analyzer/gain.h"
@@ -123,14 +126,6 @@ std::string findTargets(Db& db, const ProgramIdentity& identity, std::vector<Tar
   return loadLaunched(db, record, identity, targets);
 }
 
-/// A plan file's name: the key with what a path or a ':'-separated list cannot hold replaced.
-std::string planFileName(const std::string& key) {
-  std::string name = key;
-  for (char& c : name)
-    if (!isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_' && c != '.') c = '_';
-  return name.substr(0, 200) + ".plan";
-}
-
 // One target's plan: written (its path in *planPath), or printed with --dry-run. Empty, or why the
 // target runs untouched.
 std::string planTarget(Db& db, const Target& target, const ProgramIdentity& identity,
@@ -164,6 +159,7 @@ std::string planTarget(Db& db, const Target& target, const ProgramIdentity& iden
     plan.hasProgramStamp = true;
     plan.programStamp = identity.stamp;
   }
+  plan.predictedSavingNs = static_cast<uint64_t>(decision.netSavingNs());  // the run record's
   const std::string launched =
       target.self ? std::string()
                   : "for " + profile.program.describe() + ", which " + command[0] +
@@ -224,13 +220,14 @@ std::string preparePlan(const std::vector<std::string>& command, const std::stri
 int cmdRun(int argc, char** argv) {
   bool passthrough = false, stats = false, help = false;
   PlanRequest request;
-  std::string device, dbPath, error;
+  std::string device, dbPath, statsJson, error;
   std::vector<std::string> program = splitProgram(
       argc, argv,
       [&](int i) -> int {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) return help = true, 1;
         if (!strcmp(argv[i], "--passthrough")) return passthrough = true, 1;
         if (!strcmp(argv[i], "--stats")) return stats = true, 1;
+        if (!strncmp(argv[i], "--stats=", 8)) return statsJson = argv[i] + 8, 1;
         if (!strcmp(argv[i], "--force")) return request.force = true, 1;
         if (!strcmp(argv[i], "--no-pool")) return request.noPool = true, 1;
         if (!strcmp(argv[i], "--dry-run")) return request.dryRun = true, 1;
@@ -264,6 +261,8 @@ int cmdRun(int argc, char** argv) {
         "                   pins, predicted saving and why) and the decision; run nothing\n"
         "  --device FILTER  OpenCL device ('gpu', 'cpu' or a name substring); sets HETOPT_DEVICE\n"
         "  --stats          print what the shim did at exit (HETOPT_STATS=1)\n"
+        "  --stats=FILE.json  write the same facts as JSON to FILE.json at exit (fields: README,\n"
+        "                   \"Run statistics as JSON\"); with --stats too, both\n"
         "  --db PATH        profile/platform DB (default $HETOPT_DB, else ~/.local/share/hetopt)\n"
         "  --profile NAME   use the profile `hetopt trace --profile NAME` stored, even if the\n"
         "                   program changed since (said on stderr)\n"
@@ -316,6 +315,14 @@ int cmdRun(int argc, char** argv) {
   launch.env.push_back({"HETOPT_MODE", "optimize"});
   launch.env.push_back({"HETOPT_PLAN_FILE", planPath});
   if (stats) launch.env.push_back({"HETOPT_STATS", "1"});
+  if (!statsJson.empty()) {
+    // The program may change its directory before it exits.
+    if (statsJson[0] != '/') {
+      char cwd[4096];
+      if (getcwd(cwd, sizeof cwd)) statsJson = std::string(cwd) + "/" + statsJson;
+    }
+    launch.env.push_back({"HETOPT_STATS_JSON", statsJson});
+  }
   return execProgram(launch);
 }
 

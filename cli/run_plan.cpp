@@ -402,8 +402,8 @@ std::string planSummary(const Plan& plan, const PlanDecision& decision) {
   if (plan.hasRegistrations()) what += std::string(what.empty() ? "" : ", ") + "untracked memory registered in place";
   s += what.empty() ? "nothing pinned" : what;
   if (plan.earlyContext) s += ", the context made early";
-  const double net = decision.savingNs + decision.startupNs - decision.overheadNs;
-  s += "; predicted saving ~" + formatDuration(std::max(0.0, net)) + " (" + percent(std::max(0.0, net), decision.runNs) +
+  const double net = decision.netSavingNs();
+  s += "; predicted saving ~" + formatDuration(net) + " (" + percent(net, decision.runNs) +
        " of the traced run); --stats shows what was done";
   return s;
 }

@@ -61,6 +61,8 @@ struct PlanDecision {
   double runNs = 0;       ///< the traced run's wall time
   std::string gainSource; ///< which curves, or the profile's stored predictions
   std::string verdict;    ///< one line: optimized and how, or why not
+  /// What the plan is predicted to save, net of the shim's own cost (never below 0).
+  double netSavingNs() const { return savingNs + startupNs - overheadNs > 0 ? savingNs + startupNs - overheadNs : 0; }
 };
 
 /// What an optimized run saves of the program's start-up, from the profile's start-up times: the

@@ -162,4 +162,37 @@ std::string baseName(const std::string& path) {
   return slash == std::string::npos ? path : path.substr(slash + 1);
 }
 
+bool readOwnFile(const std::string& path, size_t maxBytes, const char* what, std::string* text,
+                 std::string* error) {
+  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+  if (fd < 0) {
+    *error = path + (errno == ELOOP ? " is a symbolic link; refusing it" : ": " + std::string(strerror(errno)));
+    return false;
+  }
+  struct stat st;
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || (st.st_mode & (S_IWGRP | S_IWOTH)) ||
+      (st.st_uid != getuid() && st.st_uid != 0)) {
+    close(fd);
+    *error = path + " is not a regular file, is writable by others or is owned by another user; refusing it";
+    return false;
+  }
+  if (!isPrivateDir(dirName(path), error)) {
+    close(fd);
+    return false;
+  }
+  text->clear();
+  char buf[4096];
+  ssize_t n;
+  while ((n = read(fd, buf, sizeof buf)) > 0) {
+    text->append(buf, n);
+    if (text->size() > maxBytes) break;
+  }
+  close(fd);
+  if (text->size() > maxBytes) {
+    *error = path + ": too large for " + what;
+    return false;
+  }
+  return true;
+}
+
 }  // namespace hetopt

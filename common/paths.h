@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /** @file Where hetopt keeps its files, and the permission rules for them (0600 files, 0700 dirs). */
 #pragma once
+#include <cstddef>
 #include <string>
 
 namespace hetopt {
@@ -29,6 +30,12 @@ bool isPrivateDir(const std::string& dir, std::string* error);
 /// link or another user's file at `path` (openPrivateFile). False with a one-line *error naming
 /// the path.
 bool writePrivateFile(const std::string& path, const std::string& content, std::string* error);
+
+/// Reads a file of hetopt's own that steers what it does (a plan, a run record) into *text:
+/// refuses symbolic links, files others can write or own, files in a directory others can write
+/// (isPrivateDir) and files over `maxBytes` ("too large for <what>"). False with *error.
+bool readOwnFile(const std::string& path, size_t maxBytes, const char* what, std::string* text,
+                 std::string* error);
 
 /// The first executable `name` in $PATH (an empty entry is the current directory, as for
 /// execvp); empty when there is none.

@@ -111,6 +111,7 @@ std::string Plan::serialize() const {
   if (registersMappings()) out << "register mmap " << mmapMinBytes << " " << mmapMaxBytes << "\n";
   if (registerLatencyNs || registerNsPerMiB)
     out << "register-cost " << registerLatencyNs << " " << registerNsPerMiB << "\n";
+  if (predictedSavingNs) out << "predicted " << predictedSavingNs << "\n";
   return out.str();
 }
 
@@ -140,7 +141,7 @@ bool parsePlan(const std::string& text, Plan* plan, std::string* error) {
       std::string version;
       words >> version;
       if (tag != "hetopt-plan") return fail("not a hetopt plan");
-      if (version != std::to_string(kPlanFormatVersion) && version != "1")
+      if (version != std::to_string(kPlanFormatVersion) && version != "1" && version != "2")
         return fail("plan format version " + version + " is not supported (this hetopt reads " +
                     std::to_string(kPlanFormatVersion) + ")");
       sawHeader = true;
@@ -224,6 +225,10 @@ bool parsePlan(const std::string& text, Plan* plan, std::string* error) {
       if (!(words >> a >> b) || !parseU64(a, 10, &plan->registerLatencyNs) ||
           !parseU64(b, 10, &plan->registerNsPerMiB))
         return fail("register-cost needs a latency and a cost per MiB, in nanoseconds");
+    } else if (tag == "predicted") {
+      std::string ns;
+      if (!(words >> ns) || !parseU64(ns, 10, &plan->predictedSavingNs))
+        return fail("predicted needs a saving in nanoseconds");
     } else if (tag == "pool-mode") {
       std::string mode;
       if (!(words >> mode) || (mode != "direct" && mode != "pool"))
@@ -251,34 +256,9 @@ bool parsePlan(const std::string& text, Plan* plan, std::string* error) {
 }
 
 bool readPlanFile(const std::string& path, Plan* plan, std::string* error) {
-  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
-  if (fd < 0) {
-    *error = path + (errno == ELOOP ? " is a symbolic link; refusing it" : ": " + std::string(strerror(errno)));
-    return false;
-  }
-  struct stat st;
-  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || (st.st_mode & (S_IWGRP | S_IWOTH)) ||
-      (st.st_uid != getuid() && st.st_uid != 0)) {
-    close(fd);
-    *error = path + " is not a regular file, is writable by others or is owned by another user; refusing it";
-    return false;
-  }
-  if (!isPrivateDir(dirName(path), error)) {
-    close(fd);
-    return false;
-  }
   std::string text;
-  char buf[4096];
-  ssize_t n;
-  while ((n = read(fd, buf, sizeof buf)) > 0) {
-    text.append(buf, n);
-    if (text.size() > (16u << 20)) break;  // no plan is this large: refuse, don't eat memory
-  }
-  close(fd);
-  if (text.size() > (16u << 20)) {
-    *error = path + ": too large for a plan";
-    return false;
-  }
+  // No plan is this large: refused, not read into memory.
+  if (!readOwnFile(path, 16u << 20, "a plan", &text, error)) return false;
   if (!parsePlan(text, plan, error)) {
     *error = path + ": " + *error;
     return false;

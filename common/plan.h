@@ -5,7 +5,8 @@
  * characterization; read by the shim at start-up. A small versioned text format (trace/FORMAT.md,
  * "The optimization plan", documents it beside the trace format):
  *
- *   hetopt-plan 2                          (version 1, without strategies, is still read)
+ *   hetopt-plan 3                          (versions 1, without strategies, and 2, without
+ *                                          `predicted`, are still read)
  *   program <path> <identity key>          the program it was made for (ProgramIdentity::key());
  *                                          the path runs to the line's last blank, so it may hold
  *                                          blanks
@@ -44,6 +45,9 @@
  *                                          moduleIdentity() is <module-key>
  *   register mmap <min-bytes> <max-bytes>  anonymous private mappings of that many bytes to
  *                                          register in place (on their first transfer)
+ *   predicted <saving-ns>                  optional: the saving `hetopt run` predicted for this
+ *                                          plan (net of the shim's own cost); the shim copies it
+ *                                          into its run record (common/run_record.h)
  *
  * Lines starting with '#' are comments. Readers reject other versions, naming both. A plan whose
  * fields cannot be written this way (a line break anywhere, a blank in the key or the policy) is
@@ -61,7 +65,7 @@
 
 namespace hetopt {
 
-inline constexpr int kPlanFormatVersion = 2;
+inline constexpr int kPlanFormatVersion = 3;
 
 /// What the traced run saw at a site (analyzer::CandidateSite): the run's conformance check
 /// (shim/core/conformance.h) compares the program against it.
@@ -113,6 +117,7 @@ struct Plan {
   bool driverLate = false;    ///< `driver late`
   /// What registering a block in place costs: latency + per MiB (0, 0: unknown).
   uint64_t registerLatencyNs = 0, registerNsPerMiB = 0;
+  uint64_t predictedSavingNs = 0;  ///< `predicted` (0: not said)
 
   bool registersMappings() const { return mmapMaxBytes != 0; }
   bool hasPoolSites() const {

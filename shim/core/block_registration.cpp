@@ -40,7 +40,8 @@ BlockRegistration::~BlockRegistration() {
   s_exitee.compare_exchange_strong(self, nullptr);
 }
 
-bool BlockRegistration::adopt(void* ptr, size_t bytes, size_t usable, uint64_t waitNsPerMiB) {
+bool BlockRegistration::adopt(void* ptr, size_t bytes, size_t usable, uint64_t waitNsPerMiB,
+                              unsigned site) {
   if (m_child.load(std::memory_order_relaxed) || m_exiting.load(std::memory_order_relaxed))
     return false;
   std::lock_guard<std::mutex> lock(m_mutex);
@@ -55,6 +56,7 @@ bool BlockRegistration::adopt(void* ptr, size_t bytes, size_t usable, uint64_t w
   e.start = reinterpret_cast<uintptr_t>(ptr);
   e.bytes = bytes;
   e.waitNsPerMiB = waitNsPerMiB;
+  e.site = site;
   e.order = m_nextOrder++;
   e.state = State::Queued;
   ++m_queued;
@@ -64,9 +66,10 @@ bool BlockRegistration::adopt(void* ptr, size_t bytes, size_t usable, uint64_t w
   return true;
 }
 
-uint64_t BlockRegistration::waitOf(const void* ptr) {
+uint64_t BlockRegistration::waitOf(const void* ptr, unsigned* site) {
   std::lock_guard<std::mutex> lock(m_mutex);
   const unsigned* i = m_blocks.valueOf(ptr);
+  if (site) *site = i ? m_entries[*i].site : kNoSite;
   return i ? m_entries[*i].waitNsPerMiB : 0;
 }
 
@@ -266,7 +269,8 @@ void BlockRegistration::releaseEntry(unsigned i, std::unique_lock<std::mutex>& l
   m_changed.notify_all();
 }
 
-bool BlockRegistration::transfer(const void* host, uint64_t bytes, bool h2d) {
+bool BlockRegistration::transfer(const void* host, uint64_t bytes, bool h2d, unsigned* site) {
+  if (site) *site = kNoSite;
   if (m_live.load(std::memory_order_acquire) == 0) return false;
   const uintptr_t start = m_blocks.containing(host);
   if (!start) return false;
@@ -277,6 +281,7 @@ bool BlockRegistration::transfer(const void* host, uint64_t bytes, bool h2d) {
     if (!found) return false;  // freed meanwhile by another thread
     const unsigned i = *found;
     Entry& e = m_entries[i];
+    if (site) *site = e.site;
     // What waiting may cost at most: what this transfer costs more from pageable memory.
     const uint64_t budgetNs = static_cast<uint64_t>(static_cast<double>(e.waitNsPerMiB) *
                                                     static_cast<double>(bytes) / (1 << 20));
@@ -326,6 +331,20 @@ std::string BlockRegistration::stats() const {
   }
   if (!m_ready.load()) s += "\n  the pinning context never came";
   return s;
+}
+
+void BlockRegistration::statsJson(analyzer::JsonWriter& j) const {
+  auto n = [](const std::atomic<uint64_t>& v) { return v.load(std::memory_order_relaxed); };
+  j.member("adopted", n(m_adopted)).member("registered", n(m_registered));
+  j.member("registered_bytes", n(m_registeredBytes)).member("register_ns", n(m_registerNs));
+  j.member("by_the_transfer", n(m_inline)).member("refused", n(m_failures));
+  j.member("table_full", n(m_tableFull)).member("h2d", n(m_h2d)).member("h2d_bytes", n(m_h2dBytes));
+  j.member("d2h", n(m_d2h)).member("d2h_bytes", n(m_d2hBytes)).member("went_ahead_pageable", n(m_pageable));
+  j.member("waited", n(m_waited)).member("wait_ns", n(m_waitNs));
+  j.member("freed_on_hetopt_thread", n(m_deferred)).member("freed_on_hetopt_thread_done", n(m_deferredDone));
+  j.member("freed_on_hetopt_thread_ns", n(m_deferredNs));
+  j.member("unpinned_on_program_thread", n(m_unregistered)).member("unpinned_on_program_thread_ns", n(m_unregisterNs));
+  j.member("left_to_program_buffers", n(m_yielded)).member("context_came", m_ready.load());
 }
 
 }  // namespace hetopt::shim

@@ -32,6 +32,7 @@
 #include <string>
 #include <thread>
 
+#include "analyzer/json_writer.h"
 #include "common/plan.h"
 #include "policies/block_table.h"
 #include "policies/policy.h"
@@ -42,6 +43,7 @@ namespace hetopt::shim {
 class BlockRegistration {
  public:
   static constexpr unsigned kMaxBlocks = 1024;
+  static constexpr unsigned kNoSite = ~0u;  ///< a block adopted for no plan site in particular
 
   /// `plan` gives the register cost (Plan::registerNs); it must outlive this object.
   explicit BlockRegistration(const Plan& plan);
@@ -52,13 +54,14 @@ class BlockRegistration {
   BlockRegistration& operator=(const BlockRegistration&) = delete;
 
   /// Program thread: a block the system allocator just made (`bytes` asked, `usable` bytes
-  /// there) for a site whose transfers may wait `waitNsPerMiB`. False when the table is full:
-  /// the block stays ordinary memory.
-  bool adopt(void* ptr, size_t bytes, size_t usable, uint64_t waitNsPerMiB);
+  /// there) for a site whose transfers may wait `waitNsPerMiB`; `site` (the plan site's index)
+  /// comes back from transfer(). False when the table is full: the block stays ordinary memory.
+  bool adopt(void* ptr, size_t bytes, size_t usable, uint64_t waitNsPerMiB, unsigned site = kNoSite);
   bool owns(const void* ptr) const { return m_blocks.owns(ptr); }
   size_t usableSize(const void* ptr) const { return m_blocks.usableSize(ptr); }
-  /// What the block was adopted with, for a realloc that adopts its successor.
-  uint64_t waitOf(const void* ptr);
+  /// What the block was adopted with (its wait; its site in *site), for a realloc that adopts
+  /// its successor.
+  uint64_t waitOf(const void* ptr, unsigned* site = nullptr);
   /// Before the program reallocates a block owns() says is here: releases the buffer over it
   /// (after a registration in flight finished) and forgets the block.
   void forget(void* ptr);
@@ -79,8 +82,9 @@ class BlockRegistration {
   void yieldTo(const void* host, size_t bytes);
   /// Program thread, a transfer of `bytes` from/to `host`: true (counted) when `host` lies in a
   /// registered block, after registering or waiting as the file comment says; false for memory
-  /// that is not here or went ahead pageable (counted).
-  bool transfer(const void* host, uint64_t bytes, bool h2d);
+  /// that is not here or went ahead pageable (counted). *site (when given) is the block's site
+  /// when the memory is here, pinned or not, else kNoSite.
+  bool transfer(const void* host, uint64_t bytes, bool h2d, unsigned* site = nullptr);
 
   /// The fork protocol (shim/core/state.cpp): the mutex is held across fork(), so that the
   /// child's table and entries are whole. It is never held across an OpenCL call or a wait.
@@ -98,6 +102,8 @@ class BlockRegistration {
   }
   /// Lines for HETOPT_STATS (a heading, then one fact per indented line).
   std::string stats() const;
+  /// The same counts as members of the JSON object `json` is in (HETOPT_STATS_JSON).
+  void statsJson(analyzer::JsonWriter& json) const;
 
  private:
   enum class State : uint8_t { Free, Queued, Registering, Registered, Failed, Releasing };
@@ -106,6 +112,7 @@ class BlockRegistration {
     size_t bytes = 0;
     uint64_t waitNsPerMiB = 0;
     uint64_t order = 0;  ///< adoption order: the worker takes the oldest first
+    unsigned site = kNoSite;
     State state = State::Free;
     Allocation registration;  ///< the USE_HOST_PTR buffer while Registered (and Releasing)
     void (*freeFn)(void*) = nullptr;  ///< Releasing: what gives the block back

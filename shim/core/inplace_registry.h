@@ -32,6 +32,7 @@
 #include <mutex>
 #include <string>
 
+#include "analyzer/json_writer.h"
 #include "common/plan.h"
 #include "policies/policy.h"
 #include "shim/core/refusals.h"
@@ -82,6 +83,8 @@ class InplaceRegistry {
   void forkChild() { m_disabled.store(true, std::memory_order_release); }
   /// Lines for HETOPT_STATS (a heading, then one fact per indented line).
   std::string stats() const;
+  /// The same counts as members of the JSON object `json` is in (HETOPT_STATS_JSON).
+  void statsJson(analyzer::JsonWriter& json) const;
 
   static constexpr size_t kMaxRanges = 64;  ///< fixed table: no allocation in mmap hooks
 

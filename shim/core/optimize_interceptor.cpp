@@ -33,7 +33,7 @@ double nowMs() {
 // plan each). Each names the program it was made for; the launcher, other children and wrapper
 // scripts inherit the environment, and only the planned program may use a plan. False (having
 // said why) when none is for this process.
-bool findPlan(const char* files, Plan* out) {
+bool findPlan(const char* files, Plan* out, std::string* usedPath) {
   SelfIdentity self;
   std::string list = files, mismatch;
   for (size_t start = 0; start <= list.size();) {
@@ -50,6 +50,7 @@ bool findPlan(const char* files, Plan* out) {
     }
     if (self.matches(plan, &error)) {
       *out = std::move(plan);
+      *usedPath = path;
       return true;
     }
     mismatch += (mismatch.empty() ? "" : "; ") + error;
@@ -60,7 +61,10 @@ bool findPlan(const char* files, Plan* out) {
 
 }  // namespace
 
-OptimizeInterceptor::OptimizeInterceptor(Plan plan) : m_plan(std::move(plan)), m_blocks(m_plan) {
+OptimizeInterceptor::OptimizeInterceptor(Plan plan, std::string planPath)
+    : m_plan(std::move(plan)), m_planPath(std::move(planPath)), m_ledger(m_plan.sites.size()),
+      m_blocks(m_plan) {
+  startRunClock();
   if (m_plan.sites.empty()) return;
   m_serveMin = UINT64_MAX;
   for (const PlanSite& s : m_plan.sites) {
@@ -76,7 +80,8 @@ OptimizeInterceptor* OptimizeInterceptor::create() {
     return nullptr;
   }
   Plan plan;
-  if (!findPlan(path, &plan)) return nullptr;
+  std::string planPath;
+  if (!findPlan(path, &plan, &planPath)) return nullptr;
   if (plan.sites.empty() && !plan.hasRegistrations()) {
     debug("the plan has no candidate sites; running unoptimized");
     return nullptr;
@@ -93,7 +98,7 @@ OptimizeInterceptor* OptimizeInterceptor::create() {
   if (!waitOk)
     warn("ignoring invalid HETOPT_POOL_WAIT_MS (0-600000); using %s",
          optionInfo(Option::POOL_WAIT_MS).defaultValue);
-  auto* self = new OptimizeInterceptor(std::move(plan));
+  auto* self = new OptimizeInterceptor(std::move(plan), std::move(planPath));
   const std::string contextOption = optionString(Option::POOL_CONTEXT);
   if (contextOption != "program" && contextOption != "own")
     warn("ignoring invalid HETOPT_POOL_CONTEXT '%s' (program or own); using program",
@@ -286,7 +291,7 @@ void* OptimizeInterceptor::serve(AllocFn fn, size_t size, size_t alignment, cons
       m_noPool.fetch_add(1, std::memory_order_relaxed);
       return nullptr;
     }
-    return serveDirect(fn, size, alignment);
+    return serveDirect(fn, size, alignment, siteIndex(*planned));
   }
   if (state == static_cast<int>(PoolState::Failed)) {
     m_noPool.fetch_add(1, std::memory_order_relaxed);
@@ -303,6 +308,7 @@ void* OptimizeInterceptor::serve(AllocFn fn, size_t size, size_t alignment, cons
       m_served.fetch_add(1, std::memory_order_relaxed);
       m_servedBytes.fetch_add(size, std::memory_order_relaxed);
       m_liveBytes.fetch_add(m_pool.usableSize(p), std::memory_order_relaxed);
+      m_ledger.served(p, m_pool.usableSize(p), siteIndex(*planned));
       return p;
     }
     m_poolFull.fetch_add(1, std::memory_order_relaxed);
@@ -328,7 +334,7 @@ void* OptimizeInterceptor::serveInPlace(AllocFn fn, size_t size, size_t alignmen
     p = sys.malloc(size);
   if (!p) return nullptr;
   // A full table leaves it an ordinary block; it is the program's either way.
-  if (!m_blocks.adopt(p, size, sys.usableSize(p), site.waitNsPerMiB)) return p;
+  if (!m_blocks.adopt(p, size, sys.usableSize(p), site.waitNsPerMiB, siteIndex(site))) return p;
   m_served.fetch_add(1, std::memory_order_relaxed);
   m_servedBytes.fetch_add(size, std::memory_order_relaxed);
   m_inPlace.fetch_add(1, std::memory_order_relaxed);
@@ -348,8 +354,10 @@ void OptimizeInterceptor::release(void* ptr) {
   m_released.fetch_add(1, std::memory_order_relaxed);
   m_liveBytes.fetch_sub(usableSize(ptr), std::memory_order_relaxed);
   if (m_pool.owns(ptr)) {
+    m_ledger.released(ptr);
     m_pool.deallocate(ptr);
   } else if (m_direct && m_direct->owns(ptr)) {
+    m_ledger.released(ptr);
     m_direct->deallocate(ptr);
   } else {
     m_blocks.release(ptr, g_systemAllocator->free);  // unregistered before the allocator gets it
@@ -369,13 +377,17 @@ void* OptimizeInterceptor::resize(void* ptr, size_t size) {
     m_movedOut.fetch_add(1, std::memory_order_relaxed);
     return nullptr;
   }
+  const unsigned site = m_ledger.siteOf(ptr);
+  m_ledger.released(ptr);
+  m_ledger.served(p, usableSize(p), site);
   m_liveBytes.fetch_add(usableSize(p) - old, std::memory_order_relaxed);  // modulo 2^64
   return p;
 }
 
 void* OptimizeInterceptor::resizeInPlace(void* ptr, size_t size) {
   const SystemAllocator& sys = *g_systemAllocator;
-  const uint64_t wait = m_blocks.waitOf(ptr);
+  unsigned site = BlockRegistration::kNoSite;
+  const uint64_t wait = m_blocks.waitOf(ptr, &site);
   const size_t old = m_blocks.usableSize(ptr);
   // Unpinned first: the system's realloc may move or unmap the pages.
   m_blocks.forget(ptr);
@@ -385,7 +397,7 @@ void* OptimizeInterceptor::resizeInPlace(void* ptr, size_t size) {
   m_liveBytes.fetch_add(usable - old, std::memory_order_relaxed);  // modulo 2^64
   // Kept in place unless the program diverged from its profile (then it is ordinary memory; its
   // free still finds no owner and goes to the system).
-  if (!m_conformance.diverged() && !m_blocks.adopt(block, p ? size : old, usable, wait)) {
+  if (!m_conformance.diverged() && !m_blocks.adopt(block, p ? size : old, usable, wait, site)) {
     m_liveBytes.fetch_sub(usable, std::memory_order_relaxed);
     m_released.fetch_add(1, std::memory_order_relaxed);
   }
@@ -407,7 +419,7 @@ void OptimizeInterceptor::startDirect(std::unique_ptr<AllocationPolicy> policy, 
         m_readyAfterMs);
 }
 
-void* OptimizeInterceptor::serveDirect(AllocFn fn, size_t size, size_t alignment) {
+void* OptimizeInterceptor::serveDirect(AllocFn fn, size_t size, size_t alignment, unsigned site) {
   void* p = m_direct->allocate(size, alignment, fn == AllocFn::Calloc);
   if (!p) {
     m_directFailed.fetch_add(1, std::memory_order_relaxed);
@@ -416,6 +428,7 @@ void* OptimizeInterceptor::serveDirect(AllocFn fn, size_t size, size_t alignment
   m_served.fetch_add(1, std::memory_order_relaxed);
   m_servedBytes.fetch_add(size, std::memory_order_relaxed);
   m_liveBytes.fetch_add(m_direct->usableSize(p), std::memory_order_relaxed);
+  m_ledger.served(p, m_direct->usableSize(p), site);
   return p;
 }
 
@@ -461,16 +474,23 @@ void OptimizeInterceptor::callBegin(CallRecord& call) {
     if (!hostRange(call, info, i, &r) || r.access == HostRange::Access::Wrap) continue;
     const bool h2d = r.access == HostRange::Access::Read;
     const void* host = reinterpret_cast<const void*>(static_cast<uintptr_t>(r.ptr));
+    unsigned site = SiteLedger::kNoSite;
     if (isRedirectedMemory(host)) {
       (h2d ? m_pinnedH2d : m_pinnedD2h).fetch_add(1, std::memory_order_relaxed);
       (h2d ? m_pinnedH2dBytes : m_pinnedD2hBytes).fetch_add(r.bytes, std::memory_order_relaxed);
-    } else if (m_blocks.transfer(host, r.bytes, h2d)) {
+      m_ledger.count(m_ledger.siteOf(host), r.bytes, SiteLedger::Outcome::Pinned);
+    } else if (m_blocks.transfer(host, r.bytes, h2d, &site)) {
       // registered in place (counted by m_blocks)
+      m_ledger.count(site, r.bytes, SiteLedger::Outcome::Pinned);
     } else if (m_registry && m_registry->transfer(host, r.bytes, h2d)) {
       // registered in place (counted by the registry)
+      m_ledger.count(SiteLedger::kNoSite, r.bytes, SiteLedger::Outcome::Pinned);
     } else {
       (h2d ? m_otherH2d : m_otherD2h).fetch_add(1, std::memory_order_relaxed);
       (h2d ? m_otherH2dBytes : m_otherD2hBytes).fetch_add(r.bytes, std::memory_order_relaxed);
+      // A block adopted for pinning that went ahead pageable (m_blocks knows its site).
+      m_ledger.count(site, r.bytes, site == SiteLedger::kNoSite ? SiteLedger::Outcome::Other
+                                                                  : SiteLedger::Outcome::Pageable);
     }
   }
 }
@@ -510,16 +530,18 @@ void OptimizeInterceptor::mapped(void* addr, size_t len, int flags, uintptr_t ca
 }
 
 // The fork protocol's order (shim/core/state.cpp): state, pool, registry, heap blocks, direct
-// table. None of them is held while another is taken, nor across a wait for another thread.
+// table, ledger. None of them is held while another is taken, nor across a wait for another thread.
 void OptimizeInterceptor::forkPrepare() {
   m_stateMutex.lock();
   m_pool.lockForFork();
   if (m_registry) m_registry->lockForFork();
   m_blocks.lockForFork();
   if (m_direct) m_direct->lockForFork();
+  m_ledger.lockForFork();
 }
 
 void OptimizeInterceptor::forkParent() {
+  m_ledger.unlockAfterFork();
   if (m_direct) m_direct->unlockAfterFork();
   m_blocks.unlockAfterFork();
   if (m_registry) m_registry->unlockAfterFork();
@@ -542,44 +564,6 @@ void OptimizeInterceptor::forkChild() {
   m_contextChosen = true;  // a context the child creates is not offered
   if (m_direct) m_direct->forkChild();
   forkParent();  // the same locks to release
-}
-
-void OptimizeInterceptor::processExit() {
-  if (!optionFlag(Option::STATS)) return;
-  int st = m_state.load(std::memory_order_acquire);
-  const char* memory = m_direct ? "pinned direct memory" : "pinned pool memory";
-  std::string pool;
-  if (!m_plan.hasPoolSites() && !m_direct)
-    pool = std::string(m_plan.sites.empty() ? "no pool (registrations only)"
-                                            : "no pool (sites registered in place)") +
-           " in " + contextOrigin();
-  else if (st == static_cast<int>(PoolState::Failed))
-    pool = std::string(m_direct ? "no direct allocation (" : "no pool (") + m_failure + ")";
-  else if (st != static_cast<int>(PoolState::Ready) && !contextExists())
-    pool = "nothing pinned: the program made no OpenCL context on the planned device";
-  else if (st != static_cast<int>(PoolState::Ready))
-    pool = m_direct ? "context still preparing" : "pool still preparing";
-  else if (m_direct)
-    pool = "direct " + m_plan.poolPolicy + " allocation (no pool) in " + contextOrigin() +
-           ", ready after " + std::to_string(static_cast<int>(m_readyAfterMs)) + " ms";
-  else
-    pool = m_plan.poolPolicy + " pool of " + mib(m_plan.poolBytes) + " in " + contextOrigin() +
-           ", ready after " + std::to_string(static_cast<int>(m_readyAfterMs)) + " ms";
-  auto n = [](const std::atomic<uint64_t>& v) { return std::to_string(v.load()); };
-  std::string full = m_direct ? n(m_directFailed) + " policy failed" : n(m_poolFull) + " pool full";
-  if (m_direct && m_directFailed.load()) full += " (first: " + std::string(m_direct->stats().firstFailure) + ")";
-  // One fact per line, the pool first; the other parts' lines follow, all in one write.
-  std::string text = pool + "\n  " + conformanceStats() + "\n  " + std::to_string(m_plan.sites.size()) +
-                     " candidate sites\n  redirected " + n(m_served) + " allocations (" + mib(m_servedBytes) +
-                     "), released " + n(m_released) + "\n  fallbacks: " + n(m_noPool) +
-                     " with no pool (not ready in time, or it failed)\n  fallbacks: " + full + ", " + n(m_movedOut) +
-                     " moved out by realloc\n  transfers from " + memory + ": " + n(m_pinnedH2d) + " h2d (" +
-                     mib(m_pinnedH2dBytes) + "), " + n(m_pinnedD2h) + " d2h (" + mib(m_pinnedD2hBytes) +
-                     ")\n  transfers from other memory: " + n(m_otherH2d) + " h2d (" + mib(m_otherH2dBytes) +
-                     "), " + n(m_otherD2h) + " d2h (" + mib(m_otherD2hBytes) + ")";
-  if (m_inPlace.load()) text += "\n" + m_blocks.stats();
-  if (m_registry) text += "\n" + m_registry->stats();
-  warnLines("stats: ", text.c_str());
 }
 
 }  // namespace hetopt::shim

@@ -45,6 +45,7 @@
 #include "shim/core/conformance.h"
 #include "shim/core/inplace_registry.h"
 #include "shim/core/interceptor.h"
+#include "shim/core/site_ledger.h"
 
 namespace hetopt::shim {
 
@@ -80,7 +81,7 @@ class OptimizeInterceptor final : public Interceptor {
  private:
   enum class PoolState : int { Preparing, Ready, Failed };
 
-  explicit OptimizeInterceptor(Plan plan);
+  OptimizeInterceptor(Plan plan, std::string planPath);
   void preparePool();
   /// The pool thread's wait for a context: the program's (retained), or null when one of our own
   /// must be made (a candidate allocation came first, or HETOPT_POOL_CONTEXT=own).
@@ -115,13 +116,28 @@ class OptimizeInterceptor final : public Interceptor {
   // The naive variant (plan `pool-mode direct`, `hetopt run --no-pool`) and trace conformance.
   void markReady(double startMs);
   void startDirect(std::unique_ptr<AllocationPolicy> policy, double startMs);
-  void* serveDirect(AllocFn fn, size_t size, size_t alignment);
+  void* serveDirect(AllocFn fn, size_t size, size_t alignment, unsigned site);
   bool isRedirectedMemory(const void* host) const;
   Conformance::Usage usage() const;
   /// "conformant", or "deactivated: why" and a line of what was not redirected after it.
   std::string conformanceStats() const;
+  // At exit (optimize_stats.cpp): the run record next to the plan, HETOPT_STATS' lines and
+  // HETOPT_STATS_JSON's file, all from the same counters.
+  void startRunClock();
+  unsigned siteIndex(const PlanSite& site) const {
+    return static_cast<unsigned>(&site - m_plan.sites.data());
+  }
+  /// The heading (which pool, or none and why).
+  std::string poolStats();
+  std::string statsText();
+  std::string statsJson(const std::string& text);
+  void writeRunRecord();
 
   Plan m_plan;
+  std::string m_planPath;  ///< the plan file this process uses (its run record goes beside it)
+  SiteLedger m_ledger;     ///< the run's transfers, per site, for the run record
+  uint64_t m_startNs = 0, m_startUnixNs = 0;  ///< when the shim started here (steady, wall clock)
+  int m_pid = 0;  ///< the process the plan was taken in (a forked child writes no run record)
   uint64_t m_serveMin = 1, m_serveMax = 0;  ///< sizes some site takes (empty range: none)
   BlockRegistration m_blocks;  ///< heap blocks pinned in place (register strategy, pool fallback)
   InplaceRegistry* m_registry = nullptr;  ///< null without registrations; never freed (hooks)

@@ -55,8 +55,9 @@ namespace {
 // (prepare takes them in this order; parent and child release them in reverse):
 //   1. the installed interceptor's, in its forkPrepare():
 //        optimize: its pool state mutex, the pinned pool (policies::PinnedPool), the in-place
-//                  registry (InplaceRegistry), the direct allocator's table
-//                  (policies::DirectAllocator)
+//                  registry (InplaceRegistry), the heap blocks (BlockRegistration), the
+//                  direct allocator's table (policies::DirectAllocator), the run's ledger
+//                  (SiteLedger)
 //        trace:    the recorder (trace::Recorder, the trace interceptor's only mutex)
 //        count:    its site table
 //   2. the module map's refresh mutex (ModuleMap)

@@ -1,0 +1,169 @@
+// SPDX-License-Identifier: MIT
+/** @file Run records; see run_record.h. */
+#include "common/run_record.h"
+
+#include <unistd.h>
+
+#include <cctype>
+#include <cerrno>
+#include <cinttypes>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <sstream>
+
+#include "common/paths.h"
+
+namespace hetopt {
+namespace {
+
+bool parseNumber(const std::string& s, int base, uint64_t* out) {
+  if (s.empty() || s[0] == '-' || s[0] == '+' || isspace(static_cast<unsigned char>(s[0]))) return false;
+  char* end = nullptr;
+  errno = 0;
+  unsigned long long v = strtoull(s.c_str(), &end, base);
+  if (errno != 0 || *end != '\0') return false;
+  *out = v;
+  return true;
+}
+
+// Reads `n` numbers (the first `hexFirst` in hex) from `words`; nothing may follow them.
+bool numbers(std::istringstream& words, std::initializer_list<uint64_t*> out, bool hexFirst = false) {
+  bool first = true;
+  for (uint64_t* v : out) {
+    std::string w;
+    if (!(words >> w) || !parseNumber(w, first && hexFirst ? 16 : 10, v)) return false;
+    first = false;
+  }
+  std::string extra;
+  return !(words >> extra);
+}
+
+}  // namespace
+
+std::string RunRecord::serialize() const {
+  char line[256];
+  std::string s = "hetopt-run " + std::to_string(kRunRecordFormatVersion) + " " + writer + "\n";
+  s += "program " + programKey + "\n";
+  snprintf(line, sizeof line, "plan %016" PRIx64 " %.0f\n", planId, predictedSavingNs);
+  s += line;
+  s += "pid " + std::to_string(pid) + "\nstarted " + std::to_string(startedUnixNs) + "\nwall " +
+       std::to_string(wallNs) + "\n";
+  snprintf(line, sizeof line,
+           "transfers %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 "\n",
+           pinned, pinnedBytes, pageable, pageableBytes, other, otherBytes);
+  s += line;
+  for (const RunSiteCounts& c : sites) {
+    snprintf(line, sizeof line, "site %016" PRIx64 " %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 "\n",
+             c.key, c.transfers, c.bytes, c.pinned, c.pageable);
+    s += line;
+  }
+  return s + "end\n";
+}
+
+bool parseRunRecord(const std::string& text, RunRecord* out, std::string* error) {
+  *out = RunRecord();
+  std::istringstream in(text);
+  std::string line;
+  int lineNo = 0;
+  bool header = false, ended = false, sawPlan = false, sawWall = false;
+  auto fail = [&](const std::string& why) {
+    *error = "line " + std::to_string(lineNo) + ": " + why;
+    return false;
+  };
+  while (std::getline(in, line)) {
+    ++lineNo;
+    if (ended) return fail("text after 'end'");
+    std::istringstream words(line);
+    std::string tag;
+    words >> tag;
+    if (!header) {
+      std::string version;
+      if (tag != "hetopt-run") return fail("not a hetopt run record");
+      if (!(words >> version >> out->writer)) return fail("the header needs a version and a writer");
+      if (version != std::to_string(kRunRecordFormatVersion))
+        return fail("run record format version " + version + " is not supported (this hetopt reads " +
+                    std::to_string(kRunRecordFormatVersion) + ")");
+      header = true;
+      continue;
+    }
+    bool ok = true;
+    if (tag == "program") {
+      ok = static_cast<bool>(words >> out->programKey);
+      std::string extra;
+      ok = ok && !(words >> extra);
+    } else if (tag == "plan") {
+      uint64_t predicted = 0;
+      ok = numbers(words, {&out->planId, &predicted}, true);
+      out->predictedSavingNs = static_cast<double>(predicted);
+      sawPlan = true;
+    } else if (tag == "pid") {
+      ok = numbers(words, {&out->pid});
+    } else if (tag == "started") {
+      ok = numbers(words, {&out->startedUnixNs});
+    } else if (tag == "wall") {
+      ok = numbers(words, {&out->wallNs});
+      sawWall = true;
+    } else if (tag == "transfers") {
+      ok = numbers(words, {&out->pinned, &out->pinnedBytes, &out->pageable, &out->pageableBytes,
+                           &out->other, &out->otherBytes});
+    } else if (tag == "site") {
+      RunSiteCounts c;
+      ok = numbers(words, {&c.key, &c.transfers, &c.bytes, &c.pinned, &c.pageable}, true) &&
+           c.pinned + c.pageable <= c.transfers;
+      out->sites.push_back(c);
+    } else if (tag == "end") {
+      ended = true;
+    } else {
+      return fail("unknown entry '" + tag + "'");
+    }
+    if (!ok) return fail("malformed '" + tag + "' line");
+  }
+  if (!header) return fail("empty run record");
+  if (!ended || !sawPlan || !sawWall || out->programKey.empty())
+    return fail("incomplete run record (truncated?)");
+  return true;
+}
+
+uint64_t planIdentity(const Plan& plan) {
+  uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : plan.serialize()) h = (h ^ c) * 1099511628211ull;
+  return h;
+}
+
+std::string planFileName(const std::string& programKey) {
+  std::string name = programKey;
+  for (char& c : name)
+    if (!isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_' && c != '.') c = '_';
+  return name.substr(0, 200) + ".plan";
+}
+
+std::string runRecordPrefix(const std::string& planPath) {
+  const std::string ext = ".plan";
+  const bool plain = planPath.size() > ext.size() &&
+                     planPath.compare(planPath.size() - ext.size(), ext.size(), ext) == 0;
+  return (plain ? planPath.substr(0, planPath.size() - ext.size()) : planPath) + ".";
+}
+
+bool writeRunRecordFile(const std::string& path, const RunRecord& record, std::string* error) {
+  const std::string tmp = path + ".tmp";
+  if (!writePrivateFile(tmp, record.serialize(), error)) return false;
+  if (rename(tmp.c_str(), path.c_str()) != 0) {
+    *error = "cannot rename " + tmp + " to " + path + ": " + strerror(errno);
+    unlink(tmp.c_str());
+    return false;
+  }
+  return true;
+}
+
+bool readRunRecordFile(const std::string& path, RunRecord* out, std::string* error) {
+  std::string text;
+  if (!readOwnFile(path, 1u << 20, "a run record", &text, error)) return false;
+  if (!parseRunRecord(text, out, error)) {
+    *error = path + ": " + *error;
+    return false;
+  }
+  return true;
+}
+
+}  // namespace hetopt

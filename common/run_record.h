@@ -1,0 +1,76 @@
+// SPDX-License-Identifier: MIT
+/**
+ * @file The run record: what one optimized run did, written by the shim at exit next to its plan
+ * (0600) and read by `hetopt report`, which moves it into the DB. A small versioned text format
+ * (trace/FORMAT.md, "The run record"):
+ *
+ *   hetopt-run 1 <writer version>          magic, format version, the hetopt that wrote it
+ *   program <identity key>                 the plan's program (ProgramIdentity::key())
+ *   plan <identity-hex> <predicted-ns>     planIdentity() of the plan used and the saving
+ *                                          `hetopt run` predicted for it (0: unknown)
+ *   pid <pid>
+ *   started <unix-ns>                      wall clock when the shim started in the process
+ *   wall <ns>                              from then to exit (steady clock)
+ *   transfers <pinned> <pinned-bytes> <pageable> <pageable-bytes> <other> <other-bytes>
+ *                                          every H2D/D2H transfer of the run: from pinned memory
+ *                                          (pool, direct, registered blocks and ranges), gone ahead
+ *                                          pageable from a block not pinned yet, other memory
+ *   site <key-hex> <transfers> <bytes> <pinned> <pageable>
+ *                                          per plan site (memory hetopt served for it)
+ *   end                                    the record is whole
+ *
+ * Readers reject other format versions (naming both), unknown lines and records without `end`.
+ */
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/plan.h"
+
+namespace hetopt {
+
+inline constexpr int kRunRecordFormatVersion = 1;
+
+struct RunSiteCounts {
+  uint64_t key = 0;
+  uint64_t transfers = 0, bytes = 0;  ///< from memory hetopt served for the site
+  uint64_t pinned = 0;                ///< of those, from pinned memory
+  uint64_t pageable = 0;              ///< ... gone ahead pageable (a block not pinned yet)
+};
+
+struct RunRecord {
+  std::string writer;  ///< hetopt version that wrote it
+  std::string programKey;
+  uint64_t planId = 0;
+  double predictedSavingNs = 0;
+  uint64_t pid = 0;
+  uint64_t startedUnixNs = 0;
+  uint64_t wallNs = 0;
+  uint64_t pinned = 0, pinnedBytes = 0, pageable = 0, pageableBytes = 0, other = 0, otherBytes = 0;
+  std::vector<RunSiteCounts> sites;
+
+  std::string serialize() const;
+};
+
+/// Parses a record; false with a one-line *error on anything but a whole record of this version.
+bool parseRunRecord(const std::string& text, RunRecord* out, std::string* error);
+
+/// What identifies a plan's contents (FNV-1a of Plan::serialize()): runs with the same identity
+/// ran the same plan.
+uint64_t planIdentity(const Plan& plan);
+
+/// The plan file `hetopt run` writes for a program key, without its directory: the key with what
+/// a path or a ':'-separated list cannot hold replaced, plus ".plan".
+std::string planFileName(const std::string& programKey);
+/// The run records of the plan at `planPath`: "<planPath minus .plan>." + "<pid>-<started>.run".
+std::string runRecordPrefix(const std::string& planPath);
+inline constexpr const char* kRunRecordSuffix = ".run";
+
+/// Writes `record` to `path` (0600, through a temporary file renamed into place: a reader never
+/// sees half a record). False with *error.
+bool writeRunRecordFile(const std::string& path, const RunRecord& record, std::string* error);
+/// Reads one (refusing links, others' files, files others can write); false with *error.
+bool readRunRecordFile(const std::string& path, RunRecord* out, std::string* error);
+
+}  // namespace hetopt

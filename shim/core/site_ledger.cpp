@@ -1,0 +1,70 @@
+// SPDX-License-Identifier: MIT
+/** @file See site_ledger.h. */
+#include "shim/core/site_ledger.h"
+
+#include <mutex>
+
+namespace hetopt::shim {
+
+SiteLedger::SiteLedger(size_t sites)
+    : m_blocks(new Block[kMaxBlocks]), m_numSites(sites), m_sites(new Counts[sites ? sites : 1]) {}
+
+void SiteLedger::served(const void* block, size_t bytes, unsigned site) {
+  std::lock_guard<policies::PoolLock> lock(m_lock);
+  if (m_live == kMaxBlocks) return;  // counted under no site
+  const uintptr_t p = reinterpret_cast<uintptr_t>(block);
+  m_blocks[m_live++] = Block{p, p + bytes, site};
+}
+
+void SiteLedger::released(const void* block) {
+  const uintptr_t p = reinterpret_cast<uintptr_t>(block);
+  std::lock_guard<policies::PoolLock> lock(m_lock);
+  for (unsigned i = 0; i < m_live; ++i) {
+    if (m_blocks[i].start != p) continue;
+    m_blocks[i] = m_blocks[--m_live];
+    return;
+  }
+}
+
+unsigned SiteLedger::siteOf(const void* host) const {
+  const uintptr_t p = reinterpret_cast<uintptr_t>(host);
+  std::lock_guard<policies::PoolLock> lock(m_lock);
+  for (unsigned i = 0; i < m_live; ++i)
+    if (p >= m_blocks[i].start && p < m_blocks[i].end) return m_blocks[i].site;
+  return kNoSite;
+}
+
+void SiteLedger::count(unsigned site, uint64_t bytes, Outcome outcome) {
+  Total& t = m_totals[static_cast<int>(outcome)];
+  t.transfers.fetch_add(1, std::memory_order_relaxed);
+  t.bytes.fetch_add(bytes, std::memory_order_relaxed);
+  if (site >= m_numSites) return;
+  Counts& c = m_sites[site];
+  c.transfers.fetch_add(1, std::memory_order_relaxed);
+  c.bytes.fetch_add(bytes, std::memory_order_relaxed);
+  if (outcome == Outcome::Pinned) c.pinned.fetch_add(1, std::memory_order_relaxed);
+  if (outcome == Outcome::Pageable) c.pageable.fetch_add(1, std::memory_order_relaxed);
+}
+
+void SiteLedger::fill(const Plan& plan, RunRecord* r) const {
+  auto total = [this](Outcome o, uint64_t* n, uint64_t* bytes) {
+    *n = m_totals[static_cast<int>(o)].transfers.load(std::memory_order_relaxed);
+    *bytes = m_totals[static_cast<int>(o)].bytes.load(std::memory_order_relaxed);
+  };
+  total(Outcome::Pinned, &r->pinned, &r->pinnedBytes);
+  total(Outcome::Pageable, &r->pageable, &r->pageableBytes);
+  total(Outcome::Other, &r->other, &r->otherBytes);
+  r->sites.clear();
+  for (size_t i = 0; i < m_numSites && i < plan.sites.size(); ++i) {
+    const Counts& c = m_sites[i];
+    RunSiteCounts s;
+    s.key = plan.sites[i].key;
+    s.transfers = c.transfers.load(std::memory_order_relaxed);
+    s.bytes = c.bytes.load(std::memory_order_relaxed);
+    s.pinned = c.pinned.load(std::memory_order_relaxed);
+    s.pageable = c.pageable.load(std::memory_order_relaxed);
+    r->sites.push_back(s);
+  }
+}
+
+}  // namespace hetopt::shim

@@ -1,0 +1,67 @@
+// SPDX-License-Identifier: MIT
+/**
+ * @file Optimize mode's account of one run for its run record (common/run_record.h): every H2D/D2H
+ * transfer as pinned, gone ahead pageable (a block adopted for pinning, not pinned yet) or other
+ * memory, and per plan site the transfers from the memory hetopt served for it.
+ *
+ * Pool and direct blocks do not know their site: a fixed table (kMaxBlocks, no allocation after
+ * construction) maps each block served to its site while it lives; a block beyond the table is
+ * still counted in the totals, under no site. Lookups scan the live blocks, only on transfer calls
+ * (the table's spin lock is the pool's kind: constant-initialised, never held across a call).
+ */
+#pragma once
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+#include "common/run_record.h"
+#include "policies/pool.h"
+
+namespace hetopt::shim {
+
+class SiteLedger {
+ public:
+  static constexpr unsigned kNoSite = ~0u;
+  static constexpr unsigned kMaxBlocks = 4096;
+  enum class Outcome : uint8_t { Pinned, Pageable, Other };
+
+  explicit SiteLedger(size_t sites);
+
+  /// A pool or direct block of `bytes` was handed out for plan site `site`.
+  void served(const void* block, size_t bytes, unsigned site);
+  /// It goes back (free, or realloc moved it): forgotten.
+  void released(const void* block);
+  /// The site of the served block holding `host`, or kNoSite.
+  unsigned siteOf(const void* host) const;
+  /// A transfer of `bytes` with its outcome, from memory of `site` (kNoSite: none).
+  void count(unsigned site, uint64_t bytes, Outcome outcome);
+
+  /// Fills the record's totals and its sites (keys from `plan`, in its order).
+  void fill(const Plan& plan, RunRecord* record) const;
+
+  /// The fork protocol (shim/core/state.cpp): held across fork() so the child's table is whole.
+  void lockForFork() { m_lock.lock(); }
+  void unlockAfterFork() { m_lock.unlock(); }
+
+ private:
+  struct Block {
+    uintptr_t start = 0, end = 0;
+    unsigned site = kNoSite;
+  };
+  struct Counts {
+    std::atomic<uint64_t> transfers{0}, bytes{0}, pinned{0}, pageable{0};
+  };
+  struct Total {
+    std::atomic<uint64_t> transfers{0}, bytes{0};
+  };
+
+  mutable policies::PoolLock m_lock;
+  std::unique_ptr<Block[]> m_blocks;  ///< the first m_live are in use
+  unsigned m_live = 0;
+  size_t m_numSites;
+  std::unique_ptr<Counts[]> m_sites;
+  Total m_totals[3];  ///< by Outcome
+};
+
+}  // namespace hetopt::shim
