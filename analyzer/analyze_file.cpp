@@ -88,7 +88,7 @@ void plotBreakdown(const AnalyzeRequest& req, Db* db, int64_t profileId, const A
   if (!writeBreakdownPlot(req.plotsDir, programSlug(p.program.path), title, bars, &out, &err))
     notes->push_back("plots not written: " + err);
   else if (!out.image.empty())
-    notes->push_back("breakdown plot: " + out.image);
+    notes->push_back("breakdown plot: " + out.image + " and " + out.png);
   else
     notes->push_back("breakdown plot data: " + out.data + " (" + out.note + ")");
 }

@@ -80,6 +80,10 @@ set tics nomirror
         " using 2:xtic(1) title \"kernel\" lc rgb \"#4e79a7\", \\\n"
         "     '' using 3 title \"communication\" lc rgb \"#e15759\", \\\n"
         "     '' using 4 title \"cpu+sync\" lc rgb \"#bab0ac\"\n";
+  // The same figure as PNG (cairo's where this gnuplot has it) for places that show no SVG.
+  gp += "if (strstrt(GPVAL_TERMINALS, \"pngcairo\") > 0) { set terminal pngcairo size 720,480 "
+        "font \"sans,10\" noenhanced } else { set terminal png size 720,480 noenhanced }\n";
+  gp += "set output " + gpQuote(stem + ".png") + "\nreplot\n";
   if (!writePrivateFile(out->script, gp, error)) return false;
 
   std::string gnuplot = findGnuplot();
@@ -89,12 +93,15 @@ set tics nomirror
   }
   std::string err;
   // gnuplot would create the image with the umask's mode; an existing file keeps 0600.
-  if (!writePrivateFile(dir + "/" + stem + ".svg", "", error)) return false;
+  if (!writePrivateFile(dir + "/" + stem + ".svg", "", error) ||
+      !writePrivateFile(dir + "/" + stem + ".png", "", error))
+    return false;
   if (!runGnuplot(gnuplot, out->script, &err)) {
     out->note = err;
     return true;
   }
   out->image = dir + "/" + stem + ".svg";
+  out->png = dir + "/" + stem + ".png";
   return true;
 }
 

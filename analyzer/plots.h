@@ -22,12 +22,13 @@ struct BreakdownBar {
 
 struct PlotOutput {
   std::string data, script;
-  std::string image;  ///< empty when not rendered
+  std::string image;  ///< the SVG; empty when not rendered
+  std::string png;    ///< the same as PNG; empty when not rendered
   std::string note;   ///< why not rendered (no gnuplot, gnuplot failed)
 };
 
-/// Writes DIR/SLUG-breakdown.{dat,gp} (DIR created 0700) and renders DIR/SLUG-breakdown.svg
-/// when gnuplot is available. Bars show seconds; the key names each part. False with *error only
+/// Writes DIR/SLUG-breakdown.{dat,gp} (DIR created 0700) and renders DIR/SLUG-breakdown.svg and
+/// .png when gnuplot is available. Bars show seconds; the key names each part. False with *error only
 /// when the files cannot be written.
 bool writeBreakdownPlot(const std::string& dir, const std::string& slug, const std::string& title,
                         const std::vector<BreakdownBar>& bars, PlotOutput* out, std::string* error);

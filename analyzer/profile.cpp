@@ -41,30 +41,69 @@ const char* untrackedKindName(UntrackedMemory::Kind k) {
   return "unknown";
 }
 
-bool predictOptimizedBreakdown(const AppProfile& p, Breakdown* out) {
-  double saved = 0, savedH2d = 0, savedD2h = 0;
+namespace {
+
+// What pinning saves of the traced device transfer time, per direction: each candidate's traced
+// time times its predicted saving ratio, times `share(candidate)` (the part of its transfers that
+// pinned memory served). False when no candidate has a prediction.
+template <typename Share>
+bool transferSaving(const AppProfile& p, Share share, double* h2d, double* d2h) {
   bool any = false;
+  *h2d = *d2h = 0;
   for (const CandidateSite& c : p.candidates) {
     if (!c.gain.known || c.gain.standardNs <= 0) continue;
     any = true;
-    double keep = std::min(1.0, std::max(0.0, c.gain.optimizedNs / c.gain.standardNs));
-    savedH2d += c.h2d.deviceNs * (1 - keep);
-    savedD2h += c.d2h.deviceNs * (1 - keep);
+    const double keep = std::min(1.0, std::max(0.0, c.gain.optimizedNs / c.gain.standardNs));
+    const double s = share(c);
+    *h2d += c.h2d.deviceNs * (1 - keep) * s;
+    *d2h += c.d2h.deviceNs * (1 - keep) * s;
   }
-  if (!any) return false;
-  saved = savedH2d + savedD2h;
-  Breakdown b = p.breakdown;
+  return any;
+}
+
+// The breakdown's communication part less `savedH2d + savedD2h` of transfer time.
+void cutCommunication(const AppProfile& p, double savedH2d, double savedD2h, Breakdown* b) {
   // The communication part may have been scaled to fit the wall time: scale the saving with it.
-  double commScale = p.eligibility.communicationNs > 0
-                         ? b.communicationNs / p.eligibility.communicationNs
-                         : 1.0;
-  double cut = std::min(b.communicationNs, saved * commScale);
-  b.communicationNs -= cut;
-  b.totalNs -= cut;
-  b.h2dNs -= savedH2d;
-  b.d2hNs -= savedD2h;
+  const double commScale = p.eligibility.communicationNs > 0
+                               ? b->communicationNs / p.eligibility.communicationNs
+                               : 1.0;
+  const double cut = std::min(b->communicationNs, (savedH2d + savedD2h) * commScale);
+  b->communicationNs -= cut;
+  b->totalNs -= cut;
+  b->h2dNs -= savedH2d;
+  b->d2hNs -= savedD2h;
+}
+
+}  // namespace
+
+bool predictOptimizedBreakdown(const AppProfile& p, Breakdown* out) {
+  double savedH2d = 0, savedD2h = 0;
+  if (!transferSaving(p, [](const CandidateSite&) { return 1.0; }, &savedH2d, &savedD2h)) return false;
+  Breakdown b = p.breakdown;
+  cutCommunication(p, savedH2d, savedD2h, &b);
   *out = b;
   return true;
+}
+
+bool runBreakdown(const AppProfile& p, const RunRecord& record, Breakdown* out) {
+  auto pinnedShare = [&record](const CandidateSite& c) {
+    for (const RunSiteCounts& s : record.sites)
+      if (s.key == c.siteKey && s.transfers > 0)
+        return static_cast<double>(s.pinned) / static_cast<double>(s.transfers);
+    return 0.0;
+  };
+  double savedH2d = 0, savedD2h = 0;
+  const bool estimated = transferSaving(p, pinnedShare, &savedH2d, &savedD2h);
+  Breakdown b = p.breakdown;
+  cutCommunication(p, savedH2d, savedD2h, &b);
+  // The measured time; the device parts as estimated, never more than it holds.
+  b.totalNs = static_cast<double>(record.wallNs);
+  b.kernelNs = std::min(b.kernelNs, b.totalNs);
+  b.communicationNs = std::min(b.communicationNs, b.totalNs - b.kernelNs);
+  b.cpuSyncNs = b.totalNs - b.kernelNs - b.communicationNs;
+  b.recordingNs = 0;
+  *out = b;
+  return estimated;
 }
 
 }  // namespace hetopt::analyzer

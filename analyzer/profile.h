@@ -11,6 +11,7 @@
 
 #include "analyzer/symbolizer.h"
 #include "common/program_identity.h"
+#include "common/run_record.h"
 
 namespace hetopt::analyzer {
 
@@ -183,5 +184,12 @@ struct AppProfile {
 /// optimized/standard ratio (gain.h): what the run would look like with the best policies, all
 /// else equal. False (and *out untouched) when no candidate has a known prediction.
 bool predictOptimizedBreakdown(const AppProfile& profile, Breakdown* out);
+
+/// The breakdown of an optimized run from its run record (common/run_record.h): the total is the
+/// run's measured wall time; kernel time as traced (pinning does not change kernels);
+/// communication as traced less what the transfers that came from pinned memory save (each
+/// candidate's predicted ratio, weighted by the share of its site's transfers the record saw
+/// pinned); cpu+sync the rest. False when no candidate has a prediction (communication as traced).
+bool runBreakdown(const AppProfile& profile, const RunRecord& record, Breakdown* out);
 
 }  // namespace hetopt::analyzer

@@ -28,7 +28,7 @@ CREATE TABLE IF NOT EXISTS app_profiles (
   enumerate_ns INTEGER NOT NULL DEFAULT 0, context_ns INTEGER NOT NULL DEFAULT 0,
   executable TEXT NOT NULL DEFAULT '', script_kind INTEGER NOT NULL DEFAULT 0,
   script TEXT NOT NULL DEFAULT '', script_hash TEXT NOT NULL DEFAULT '',
-  forked_children INTEGER NOT NULL DEFAULT 0,
+  forked_children INTEGER NOT NULL DEFAULT 0, recording_ns REAL NOT NULL DEFAULT 0,
   UNIQUE (program_path, program_key));
 CREATE TABLE IF NOT EXISTS app_sites (
   profile_id INTEGER NOT NULL REFERENCES app_profiles(id) ON DELETE CASCADE,
@@ -83,7 +83,20 @@ CREATE TABLE IF NOT EXISTS app_run_breakdowns (
   profile_id INTEGER NOT NULL REFERENCES app_profiles(id) ON DELETE CASCADE,
   label TEXT NOT NULL, total_ns REAL NOT NULL, kernel_ns REAL NOT NULL,
   comm_part_ns REAL NOT NULL, cpu_sync_ns REAL NOT NULL,
+  started_ns INTEGER NOT NULL DEFAULT 0, pid INTEGER NOT NULL DEFAULT 0,
+  wall_ns INTEGER NOT NULL DEFAULT 0, plan_id INTEGER NOT NULL DEFAULT 0,
+  predicted_saving_ns REAL NOT NULL DEFAULT 0,
+  pinned_transfers INTEGER NOT NULL DEFAULT 0, pinned_bytes INTEGER NOT NULL DEFAULT 0,
+  pageable_transfers INTEGER NOT NULL DEFAULT 0, pageable_bytes INTEGER NOT NULL DEFAULT 0,
+  other_transfers INTEGER NOT NULL DEFAULT 0, other_bytes INTEGER NOT NULL DEFAULT 0,
+  writer TEXT NOT NULL DEFAULT '',
   PRIMARY KEY (profile_id, label));
+CREATE TABLE IF NOT EXISTS app_run_sites (
+  profile_id INTEGER NOT NULL, label TEXT NOT NULL, site_key INTEGER NOT NULL,
+  transfers INTEGER NOT NULL, bytes INTEGER NOT NULL, pinned INTEGER NOT NULL,
+  pageable INTEGER NOT NULL,
+  PRIMARY KEY (profile_id, label, site_key),
+  FOREIGN KEY (profile_id, label) REFERENCES app_run_breakdowns(profile_id, label) ON DELETE CASCADE);
 )SQL";
 
 int64_t asInt(uint64_t v) {
@@ -203,9 +216,9 @@ bool storeProfile(Db& db, const AppProfile& p, int64_t* idOut, std::string* erro
                   "comm_part_ns, cpu_sync_ns, h2d_ns, d2h_ns, launch_ns, dispatch_sync_ns, kernels, "
                   "host_only_sites, host_only_allocations, tracked_allocations, warnings, "
                   "contexts, first_context_devices, first_call_ns, first_context_ns, enumerate_ns, "
-                  "context_ns, executable, script_kind, script, script_hash, forked_children) "
-                  "VALUES "
-                  "(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
+                  "context_ns, executable, script_kind, script, script_hash, forked_children, "
+                  "recording_ns) VALUES "
+                  "(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
     const Eligibility& e = p.eligibility;
     const Breakdown& b = p.breakdown;
     s.bind(1, p.program.profilePath()).bind(2, p.program.key()).bind(3, p.program.buildId);
@@ -226,7 +239,7 @@ bool storeProfile(Db& db, const AppProfile& p, int64_t* idOut, std::string* erro
     s.bind(33, asInt(p.startup.enumerateNs)).bind(34, asInt(p.startup.contextNs));
     s.bind(35, p.program.path).bind(36, int64_t{static_cast<int>(p.program.script.kind)});
     s.bind(37, p.program.script.name).bind(38, p.program.script.hash);
-    s.bind(39, asInt(p.forkedChildren));
+    s.bind(39, asInt(p.forkedChildren)).bind(40, p.breakdown.recordingNs);
     if (!s.run()) return fail(error, "storing the profile", s.error());
     id = db.lastInsertRowId();
   }
@@ -336,7 +349,7 @@ bool loadProfileAt(Db& db, const std::string& path, const std::string& key, AppP
                   "h2d_ns, d2h_ns, launch_ns, dispatch_sync_ns, kernels, host_only_sites, "
                   "host_only_allocations, tracked_allocations, warnings, contexts, "
                   "first_context_devices, first_call_ns, first_context_ns, enumerate_ns, context_ns, "
-                  "executable, script_kind, script, script_hash, forked_children "
+                  "executable, script_kind, script, script_hash, forked_children, recording_ns "
                   "FROM app_profiles WHERE id=?");
     q.bind(1, lookup->id);
     if (q.step() != DbStatement::Step::Row) return fail(error, "loading the profile", q.error());
@@ -351,6 +364,7 @@ bool loadProfileAt(Db& db, const std::string& path, const std::string& key, AppP
       p.program.script.hash = q.columnText(36);
     }
     p.forkedChildren = asUnsigned(q.columnInt(37));
+    p.breakdown.recordingNs = q.columnDouble(38);
     p.program.buildId = q.columnText(1);
     p.program.contentHash = q.columnText(2);
     p.device = q.columnText(3);
@@ -509,7 +523,7 @@ bool loadRunBreakdowns(Db& db, int64_t profileId, std::vector<BreakdownBar>* out
   if (!exist) return true;
   DbStatement q(db,
                 "SELECT label, total_ns, kernel_ns, comm_part_ns, cpu_sync_ns FROM "
-                "app_run_breakdowns WHERE profile_id=? ORDER BY label DESC");  // standard first
+                "app_run_breakdowns WHERE profile_id=? AND wall_ns=0 ORDER BY label DESC");  // standard first
   q.bind(1, profileId);
   DbStatement::Step st;
   while ((st = q.step()) == DbStatement::Step::Row) {
@@ -522,6 +536,95 @@ bool loadRunBreakdowns(Db& db, int64_t profileId, std::vector<BreakdownBar>* out
     out->push_back(std::move(b));
   }
   return st == DbStatement::Step::Done || fail(error, "loading run breakdowns", q.error());
+}
+
+bool storeRun(Db& db, int64_t profileId, const StoredRun& run, size_t keep, std::string* error) {
+  if (!ensureProfileTables(db, error)) return false;
+  DbTransaction tx(db, error);
+  if (!tx.ok()) return false;
+  const RunRecord& r = run.record;
+  {
+    DbStatement del(db, "DELETE FROM app_run_breakdowns WHERE profile_id=? AND label=?");
+    del.bind(1, profileId).bind(2, run.bar.label);
+    if (!del.run()) return fail(error, "replacing a run", del.error());
+  }
+  if (!storeRunBreakdown(db, profileId, run.bar, error)) return false;
+  {
+    DbStatement s(db,
+                  "UPDATE app_run_breakdowns SET started_ns=?, pid=?, wall_ns=?, plan_id=?, "
+                  "predicted_saving_ns=?, pinned_transfers=?, pinned_bytes=?, pageable_transfers=?, "
+                  "pageable_bytes=?, other_transfers=?, other_bytes=?, writer=? "
+                  "WHERE profile_id=? AND label=?");
+    s.bind(1, asInt(r.startedUnixNs)).bind(2, asInt(r.pid)).bind(3, asInt(r.wallNs));
+    s.bind(4, asInt(r.planId)).bind(5, r.predictedSavingNs).bind(6, asInt(r.pinned));
+    s.bind(7, asInt(r.pinnedBytes)).bind(8, asInt(r.pageable)).bind(9, asInt(r.pageableBytes));
+    s.bind(10, asInt(r.other)).bind(11, asInt(r.otherBytes)).bind(12, r.writer);
+    s.bind(13, profileId).bind(14, run.bar.label);
+    if (!s.run()) return fail(error, "storing a run", s.error());
+  }
+  for (const RunSiteCounts& c : r.sites) {
+    DbStatement s(db,
+                  "INSERT OR REPLACE INTO app_run_sites (profile_id, label, site_key, transfers, "
+                  "bytes, pinned, pageable) VALUES (?,?,?,?,?,?,?)");
+    s.bind(1, profileId).bind(2, run.bar.label).bind(3, asInt(c.key)).bind(4, asInt(c.transfers));
+    s.bind(5, asInt(c.bytes)).bind(6, asInt(c.pinned)).bind(7, asInt(c.pageable));
+    if (!s.run()) return fail(error, "storing a run's sites", s.error());
+  }
+  {
+    DbStatement prune(db,
+                      "DELETE FROM app_run_breakdowns WHERE profile_id=? AND wall_ns>0 AND label NOT IN "
+                      "(SELECT label FROM app_run_breakdowns WHERE profile_id=? AND wall_ns>0 "
+                      "ORDER BY started_ns DESC LIMIT ?)");
+    prune.bind(1, profileId).bind(2, profileId).bind(3, static_cast<int64_t>(keep));
+    if (!prune.run()) return fail(error, "pruning old runs", prune.error());
+  }
+  return tx.commit(error);
+}
+
+bool loadRuns(Db& db, int64_t profileId, std::vector<StoredRun>* out, std::string* error) {
+  out->clear();
+  bool exist = false;
+  if (!tablesExist(db, &exist, error)) return false;
+  if (!exist) return true;
+  DbStatement q(db,
+                "SELECT label, total_ns, kernel_ns, comm_part_ns, cpu_sync_ns, started_ns, pid, "
+                "wall_ns, plan_id, predicted_saving_ns, pinned_transfers, pinned_bytes, "
+                "pageable_transfers, pageable_bytes, other_transfers, other_bytes, writer "
+                "FROM app_run_breakdowns WHERE profile_id=? AND wall_ns>0 ORDER BY started_ns");
+  q.bind(1, profileId);
+  DbStatement::Step st;
+  while ((st = q.step()) == DbStatement::Step::Row) {
+    StoredRun run;
+    run.bar.label = q.columnText(0);
+    Breakdown& b = run.bar.breakdown;
+    b.totalNs = q.columnDouble(1);
+    b.kernelNs = q.columnDouble(2);
+    b.communicationNs = q.columnDouble(3);
+    b.cpuSyncNs = q.columnDouble(4);
+    RunRecord& r = run.record;
+    uint64_t* fields[] = {&r.startedUnixNs, &r.pid, &r.wallNs, &r.planId};
+    for (int i = 0; i < 4; ++i) *fields[i] = asUnsigned(q.columnInt(5 + i));
+    r.predictedSavingNs = q.columnDouble(9);
+    uint64_t* counts[] = {&r.pinned, &r.pinnedBytes, &r.pageable, &r.pageableBytes, &r.other, &r.otherBytes};
+    for (int i = 0; i < 6; ++i) *counts[i] = asUnsigned(q.columnInt(10 + i));
+    r.writer = q.columnText(16);
+    out->push_back(std::move(run));
+  }
+  if (st != DbStatement::Step::Done) return fail(error, "loading runs", q.error());
+  if (!tablesExist(db, &exist, error, "app_run_sites")) return false;
+  for (StoredRun& run : *out) {
+    if (!exist) break;
+    DbStatement s(db,
+                  "SELECT site_key, transfers, bytes, pinned, pageable FROM app_run_sites "
+                  "WHERE profile_id=? AND label=? ORDER BY site_key");
+    s.bind(1, profileId).bind(2, run.bar.label);
+    while ((st = s.step()) == DbStatement::Step::Row)
+      run.record.sites.push_back({asUnsigned(s.columnInt(0)), asUnsigned(s.columnInt(1)),
+                                  asUnsigned(s.columnInt(2)), asUnsigned(s.columnInt(3)),
+                                  asUnsigned(s.columnInt(4))});
+    if (st != DbStatement::Step::Done) return fail(error, "loading a run's sites", s.error());
+  }
+  return true;
 }
 
 bool storeLauncher(Db& db, const LauncherRecord& rec, std::string* error) {

@@ -13,6 +13,7 @@
 #include "analyzer/plots.h"
 #include "analyzer/profile.h"
 #include "common/db.h"
+#include "common/run_record.h"
 
 namespace hetopt::analyzer {
 
@@ -68,5 +69,17 @@ bool loadLauncher(Db& db, const std::string& path, const std::string& key, Launc
 bool storeRunBreakdown(Db& db, int64_t profileId, const BreakdownBar& bar, std::string* error);
 bool loadRunBreakdowns(Db& db, int64_t profileId, std::vector<BreakdownBar>* out,
                        std::string* error);
+
+/// An optimized run of a profiled build, from the run record the shim wrote (`hetopt report`):
+/// its bar in the breakdown plot and what the record said (per site included).
+struct StoredRun {
+  BreakdownBar bar;  ///< label: "optimized <UTC time> pid <pid>" (the row's key)
+  RunRecord record;
+};
+/// Stores a run (replacing one with the same label) and keeps only the `keep` newest runs with a
+/// record of that profile, in one transaction.
+bool storeRun(Db& db, int64_t profileId, const StoredRun& run, size_t keep, std::string* error);
+/// The profile's runs with a record, oldest first (bars stored by storeRunBreakdown are not runs).
+bool loadRuns(Db& db, int64_t profileId, std::vector<StoredRun>* out, std::string* error);
 
 }  // namespace hetopt::analyzer

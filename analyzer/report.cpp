@@ -13,9 +13,7 @@
 #include "common/paths.h"
 
 namespace hetopt::analyzer {
-namespace {
 
-void appendf(std::string* out, const char* fmt, ...) __attribute__((format(printf, 2, 3)));
 void appendf(std::string* out, const char* fmt, ...) {
   char buf[1024];
   va_list ap;
@@ -34,6 +32,8 @@ void appendf(std::string* out, const char* fmt, ...) {
   big.resize(n);
   *out += big;
 }
+
+namespace {
 
 std::string percent(double fraction) {
   char buf[32];

@@ -15,6 +15,8 @@ namespace hetopt::analyzer {
 /// Reports write sizes and durations the one way (common/units.h): "256 KiB", "12.3 ms".
 using hetopt::formatBytes;
 using hetopt::formatDuration;
+/// printf onto the end of *out (any length).
+void appendf(std::string* out, const char* fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /// The report printed at the end of `hetopt trace` and by `hetopt analyze` (ends with '\n').
 std::string formatReport(const AppProfile& profile);

@@ -12,5 +12,6 @@ int cmdCharacterize(int argc, char** argv);
 int cmdTrace(int argc, char** argv);
 int cmdShow(int argc, char** argv);
 int cmdAnalyze(int argc, char** argv);
+int cmdReport(int argc, char** argv);
 
 }  // namespace hetopt::cli

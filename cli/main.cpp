@@ -29,6 +29,10 @@ constexpr Command kCommands[] = {
      "measure this machine's allocation policies and transfers once; fit, store, plot (once per machine)"},
     {"analyze", hetopt::cli::cmdAnalyze,
      "analyse a trace: eligibility, transfer-feeding allocation sites, profile, report, plots"},
+#ifdef HETOPT_HAVE_ANALYZER
+    {"report", hetopt::cli::cmdReport,
+     "before and after: the traced run against the last optimized runs, predicted and measured"},
+#endif
 };
 
 void usage(FILE* out) {

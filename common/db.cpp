@@ -61,6 +61,22 @@ constexpr Migration kMigrations[] = {
      "ALTER TABLE app_profiles ADD COLUMN script TEXT NOT NULL DEFAULT ''; "
      "ALTER TABLE app_profiles ADD COLUMN script_hash TEXT NOT NULL DEFAULT ''; "
      "ALTER TABLE app_profiles ADD COLUMN forked_children INTEGER NOT NULL DEFAULT 0"},
+    // 5 -> 6: optimized runs from their run records (`hetopt report`); what tracing itself cost.
+    // app_run_sites is new and made when first used.
+    {5, "app_profiles", "ALTER TABLE app_profiles ADD COLUMN recording_ns REAL NOT NULL DEFAULT 0"},
+    {5, "app_run_breakdowns",
+     "ALTER TABLE app_run_breakdowns ADD COLUMN started_ns INTEGER NOT NULL DEFAULT 0; "
+     "ALTER TABLE app_run_breakdowns ADD COLUMN pid INTEGER NOT NULL DEFAULT 0; "
+     "ALTER TABLE app_run_breakdowns ADD COLUMN wall_ns INTEGER NOT NULL DEFAULT 0; "
+     "ALTER TABLE app_run_breakdowns ADD COLUMN plan_id INTEGER NOT NULL DEFAULT 0; "
+     "ALTER TABLE app_run_breakdowns ADD COLUMN predicted_saving_ns REAL NOT NULL DEFAULT 0; "
+     "ALTER TABLE app_run_breakdowns ADD COLUMN pinned_transfers INTEGER NOT NULL DEFAULT 0; "
+     "ALTER TABLE app_run_breakdowns ADD COLUMN pinned_bytes INTEGER NOT NULL DEFAULT 0; "
+     "ALTER TABLE app_run_breakdowns ADD COLUMN pageable_transfers INTEGER NOT NULL DEFAULT 0; "
+     "ALTER TABLE app_run_breakdowns ADD COLUMN pageable_bytes INTEGER NOT NULL DEFAULT 0; "
+     "ALTER TABLE app_run_breakdowns ADD COLUMN other_transfers INTEGER NOT NULL DEFAULT 0; "
+     "ALTER TABLE app_run_breakdowns ADD COLUMN other_bytes INTEGER NOT NULL DEFAULT 0; "
+     "ALTER TABLE app_run_breakdowns ADD COLUMN writer TEXT NOT NULL DEFAULT ''"},
 };
 
 bool canMigrate(int64_t version) {

@@ -22,7 +22,7 @@ struct sqlite3_stmt;
 
 namespace hetopt {
 
-inline constexpr int kDbSchemaVersion = 5;
+inline constexpr int kDbSchemaVersion = 6;
 /// "HTOP" as a big-endian 32-bit integer, stored in the SQLite header (PRAGMA application_id).
 inline constexpr int32_t kDbApplicationId = 0x48544f50;
 
