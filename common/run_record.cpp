@@ -147,7 +147,10 @@ std::string runRecordPrefix(const std::string& planPath) {
 
 bool writeRunRecordFile(const std::string& path, const RunRecord& record, std::string* error) {
   const std::string tmp = path + ".tmp";
-  if (!writePrivateFile(tmp, record.serialize(), error)) return false;
+  if (!writePrivateFile(tmp, record.serialize(), error)) {
+    unlink(tmp.c_str());  // what a full disk or a size limit left of it
+    return false;
+  }
   if (rename(tmp.c_str(), path.c_str()) != 0) {
     *error = "cannot rename " + tmp + " to " + path + ": " + strerror(errno);
     unlink(tmp.c_str());

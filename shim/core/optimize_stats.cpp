@@ -16,6 +16,7 @@
 #include "common/options.h"
 #include "common/paths.h"
 #include "common/run_record.h"
+#include "common/sigxfsz_block.h"
 #include "hetopt/version.h"
 #include "shim/core/optimize_interceptor.h"
 #include "shim/core/stats_text.h"
@@ -161,6 +162,7 @@ void OptimizeInterceptor::writeRunRecord() {
 }
 
 void OptimizeInterceptor::processExit() {
+  SigxfszBlock block;  // past a file size limit a record or the JSON is lost, not the program
   writeRunRecord();
   const bool text = optionFlag(Option::STATS);
   const char* jsonPath = optionString(Option::STATS_JSON);

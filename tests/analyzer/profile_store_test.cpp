@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /** @file Profiles in the DB: round trip, replacement, stale builds, foreign files. */
 #include "analyzer/profile_store.h"
+#include "analyzer/compare.h"
 
 #include <gtest/gtest.h>
 
@@ -238,6 +239,85 @@ TEST_F(ProfileStore, DbWithoutProfilesHasNone) {
   EXPECT_EQ(lookup.status, ProfileLookup::Status::None);
   std::vector<BreakdownBar> bars;
   EXPECT_TRUE(loadRunBreakdowns(*db, 1, &bars, &error)) << error;
+}
+
+// `hetopt report`: the shim's run records become runs of the profile, with their sites; only the
+// newest are kept, and they are not the labelled bars of loadRunBreakdowns.
+TEST_F(ProfileStore, RunsFromRunRecordsKeepTheirFactsAndOnlyTheNewest) {
+  auto db = open();
+  AppProfile p = testing::sampleProfile();
+  std::string error;
+  int64_t id = 0;
+  ASSERT_TRUE(storeProfile(*db, p, &id, &error)) << error;
+  ASSERT_TRUE(storeRunBreakdown(*db, id, {"standard", p.breakdown}, &error)) << error;
+  for (uint64_t i = 1; i <= 3; ++i) {
+    RunRecord r;
+    r.writer = "0.1.0";
+    r.programKey = p.program.key();
+    r.planId = 0xfedcba9876543210ull;  // high bit set: stored bit for bit
+    r.predictedSavingNs = 1.5e6;
+    r.pid = 100 + i;
+    r.startedUnixNs = i * 1000000000ull;
+    r.wallNs = 40000000 + i;
+    r.pinned = 10 * i;
+    r.pinnedBytes = 1 << 20;
+    r.pageable = 1;
+    r.other = 2;
+    r.sites = {{p.candidates[0].siteKey, 11 * i, 4096, 10 * i, 1}};
+    StoredRun run = runFromRecord(p, r);
+    EXPECT_DOUBLE_EQ(run.bar.breakdown.totalNs, static_cast<double>(r.wallNs));
+    EXPECT_DOUBLE_EQ(run.bar.breakdown.kernelNs + run.bar.breakdown.communicationNs + run.bar.breakdown.cpuSyncNs,
+                     static_cast<double>(r.wallNs));
+    ASSERT_TRUE(storeRun(*db, id, run, 2, &error)) << error;
+  }
+  std::vector<StoredRun> runs;
+  ASSERT_TRUE(loadRuns(*db, id, &runs, &error)) << error;
+  ASSERT_EQ(runs.size(), 2u) << "only the 2 newest are kept";
+  EXPECT_EQ(runs[0].record.pid, 102u);
+  EXPECT_EQ(runs[1].record.pid, 103u);
+  const RunRecord& r = runs[1].record;
+  EXPECT_EQ(r.planId, 0xfedcba9876543210ull);
+  EXPECT_EQ(r.wallNs, 40000003u);
+  EXPECT_EQ(r.pinned, 30u);
+  EXPECT_EQ(r.pageable, 1u);
+  EXPECT_EQ(r.other, 2u);
+  EXPECT_DOUBLE_EQ(r.predictedSavingNs, 1.5e6);
+  ASSERT_EQ(r.sites.size(), 1u);
+  EXPECT_EQ(r.sites[0].key, p.candidates[0].siteKey);
+  EXPECT_EQ(r.sites[0].transfers, 33u);
+  EXPECT_EQ(r.sites[0].pinned, 30u);
+  std::vector<BreakdownBar> bars;
+  ASSERT_TRUE(loadRunBreakdowns(*db, id, &bars, &error)) << error;
+  ASSERT_EQ(bars.size(), 1u);
+  EXPECT_EQ(bars[0].label, "standard");
+  DbStatement sites(*db, "SELECT count(*) FROM app_run_sites");
+  ASSERT_EQ(sites.step(), DbStatement::Step::Row);
+  EXPECT_EQ(sites.columnInt(0), 2) << "the pruned run's sites go with it";
+}
+
+// A run whose pinned transfers cover a candidate's sites saves its predicted share of the traced
+// communication; one with nothing pinned saves none.
+TEST_F(ProfileStore, RunBreakdownCutsCommunicationByThePinnedShare) {
+  AppProfile p = testing::sampleProfile();
+  CandidateSite& c = p.candidates[0];
+  c.gain.known = true;
+  c.gain.standardNs = 10e6;
+  c.gain.optimizedNs = 5e6;  // pinned: half the transfer time
+  c.h2d.deviceNs = 4e6;
+  c.d2h.deviceNs = 0;
+  p.eligibility.communicationNs = p.breakdown.communicationNs;  // not scaled to the wall time
+  RunRecord r;
+  r.wallNs = static_cast<uint64_t>(p.breakdown.totalNs);
+  r.sites = {{c.siteKey, 4, 0, 0, 0}};
+  Breakdown none, all;
+  runBreakdown(p, r, &none);
+  r.sites[0].pinned = 4;
+  ASSERT_TRUE(runBreakdown(p, r, &all));
+  EXPECT_DOUBLE_EQ(none.communicationNs, p.breakdown.communicationNs);
+  EXPECT_DOUBLE_EQ(all.communicationNs, p.breakdown.communicationNs - 2e6);
+  EXPECT_DOUBLE_EQ(all.kernelNs, p.breakdown.kernelNs);
+  EXPECT_DOUBLE_EQ(all.totalNs, static_cast<double>(r.wallNs));
+  EXPECT_DOUBLE_EQ(all.cpuSyncNs, all.totalNs - all.kernelNs - all.communicationNs);
 }
 
 TEST_F(ProfileStore, RunBreakdownsForTheSideBySidePlot) {

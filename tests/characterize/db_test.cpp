@@ -241,6 +241,41 @@ TEST(Db, Version3SitesAreUpgradedWithNoLeadKnown) {
   EXPECT_EQ(q.columnInt(2), 0);
 }
 
+// Schema 5 -> 6: run records (`hetopt report`) extend app_run_breakdowns and what tracing cost
+// joins app_profiles; bars stored before keep their label and numbers, with no record.
+TEST(Db, Version5RunBreakdownsKeepTheirBars) {
+  TempDir tmp;
+  std::string path = tmp.file("v5.db");
+  std::string error;
+  {
+    auto db = Db::open(path, Db::Mode::ReadWriteCreate, &error);
+    ASSERT_TRUE(db) << error;
+    ASSERT_TRUE(db->exec("UPDATE hetopt_meta SET value = '5' WHERE key = 'schema_version'; "
+                         "CREATE TABLE app_profiles (id INTEGER PRIMARY KEY, program_path TEXT); "
+                         "CREATE TABLE app_run_breakdowns (profile_id INTEGER, label TEXT, "
+                         "total_ns REAL, PRIMARY KEY (profile_id, label)); "
+                         "INSERT INTO app_profiles VALUES (3, '/opt/app'); "
+                         "INSERT INTO app_run_breakdowns VALUES (3, 'optimized', 5.0)",
+                         &error))
+        << error;
+  }
+  EXPECT_FALSE(Db::open(path, Db::Mode::ReadOnly, &error));
+  auto db = Db::open(path, Db::Mode::ReadWriteCreate, &error);
+  ASSERT_TRUE(db) << error;
+  DbStatement q(*db, "SELECT label, total_ns, wall_ns, plan_id, writer FROM app_run_breakdowns");
+  ASSERT_TRUE(q.ok()) << q.error();
+  ASSERT_EQ(q.step(), DbStatement::Step::Row);
+  EXPECT_EQ(q.columnText(0), "optimized");
+  EXPECT_DOUBLE_EQ(q.columnDouble(1), 5.0);
+  EXPECT_EQ(q.columnInt(2), 0);
+  EXPECT_EQ(q.columnInt(3), 0);
+  EXPECT_EQ(q.columnText(4), "");
+  DbStatement p(*db, "SELECT program_path, recording_ns FROM app_profiles");
+  ASSERT_TRUE(p.ok()) << p.error();
+  ASSERT_EQ(p.step(), DbStatement::Step::Row);
+  EXPECT_DOUBLE_EQ(p.columnDouble(1), 0);
+}
+
 // A v1 DB with only a characterization (no profile tables yet) is upgraded too.
 TEST(Db, Version1WithoutProfilesIsUpgraded) {
   TempDir tmp;

@@ -403,8 +403,8 @@ TEST(PlanFile, StrategiesWaitsAndTheRegisterCostRoundTrip) {
 TEST(PlanFile, RejectsOtherVersionsAndGarbage) {
   Plan plan;
   std::string why;
-  EXPECT_FALSE(parsePlan("hetopt-plan 3\n", &plan, &why));
-  EXPECT_NE(why.find("version 3"), std::string::npos) << why;
+  EXPECT_FALSE(parsePlan("hetopt-plan 4\n", &plan, &why));
+  EXPECT_NE(why.find("version 4"), std::string::npos) << why;
   EXPECT_FALSE(parsePlan("", &plan, &why));
   EXPECT_FALSE(parsePlan("hetopt-plan 1\nsite zz 0 1\n", &plan, &why));
   EXPECT_FALSE(parsePlan("hetopt-plan 1\nsite 12 10 5\n", &plan, &why));  // empty range

@@ -1,0 +1,109 @@
+// SPDX-License-Identifier: MIT
+/** @file The run record format (common/run_record.h) and the plan's `predicted` line. */
+#include "common/run_record.h"
+
+#include <gtest/gtest.h>
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdlib>
+
+namespace hetopt {
+namespace {
+
+RunRecord sample() {
+  RunRecord r;
+  r.writer = "0.1.0";
+  r.programKey = "build-id:abc";
+  r.planId = 0x8000000000000001ull;
+  r.predictedSavingNs = 1234567;
+  r.pid = 42;
+  r.startedUnixNs = 1795631813582351129ull;
+  r.wallNs = 105836528;
+  r.pinned = 20;
+  r.pinnedBytes = 20971520;
+  r.pageable = 1;
+  r.pageableBytes = 4096;
+  r.other = 3;
+  r.otherBytes = 12;
+  r.sites = {{0xf4fd19a6442b1498ull, 21, 20975616, 20, 1}};
+  return r;
+}
+
+TEST(RunRecord, RoundTrips) {
+  RunRecord in = sample(), out;
+  std::string error;
+  ASSERT_TRUE(parseRunRecord(in.serialize(), &out, &error)) << error;
+  EXPECT_EQ(out.serialize(), in.serialize());
+  EXPECT_EQ(out.planId, in.planId);
+  EXPECT_EQ(out.sites[0].key, in.sites[0].key);
+  EXPECT_EQ(out.sites[0].pageable, 1u);
+}
+
+TEST(RunRecord, RefusesPartialCorruptAndOtherVersions) {
+  const std::string whole = sample().serialize();
+  RunRecord out;
+  std::string error;
+  // Every cut short of the end line is incomplete, never a smaller record.
+  for (size_t n = 0; n + 4 < whole.size(); n += 7)
+    EXPECT_FALSE(parseRunRecord(whole.substr(0, n), &out, &error)) << n;
+  std::string other = whole;
+  other.replace(other.find(" 1 "), 3, " 9 ");
+  EXPECT_FALSE(parseRunRecord(other, &out, &error));
+  EXPECT_NE(error.find("version 9"), std::string::npos) << error;
+  EXPECT_NE(error.find("reads 1"), std::string::npos) << error;
+  for (const char* bad : {"wall -5\n", "wall 5 6\n", "frob 1\n", "site 12 1 1 2 0\n"}) {
+    std::string t = whole;
+    t.insert(t.find("end\n"), bad);
+    EXPECT_FALSE(parseRunRecord(t, &out, &error)) << bad;
+  }
+  EXPECT_FALSE(parseRunRecord(whole + "wall 1\n", &out, &error));
+}
+
+TEST(RunRecord, FilesArePrivateAndNamedBesideThePlan) {
+  char dir[] = "/tmp/hetopt-run-record.XXXXXX";
+  ASSERT_TRUE(mkdtemp(dir));
+  const std::string plan = std::string(dir) + "/" + planFileName("build-id:abc");
+  EXPECT_EQ(plan, std::string(dir) + "/build-id_abc.plan");
+  const std::string path = runRecordPrefix(plan) + "42-1.run";
+  EXPECT_EQ(path, std::string(dir) + "/build-id_abc.42-1.run");
+  std::string error;
+  ASSERT_TRUE(writeRunRecordFile(path, sample(), &error)) << error;
+  struct stat st;
+  ASSERT_EQ(stat(path.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  RunRecord back;
+  ASSERT_TRUE(readRunRecordFile(path, &back, &error)) << error;
+  EXPECT_EQ(back.wallNs, sample().wallNs);
+  ASSERT_EQ(chmod(path.c_str(), 0666), 0);
+  EXPECT_FALSE(readRunRecordFile(path, &back, &error)) << "others could have written it";
+  unlink(path.c_str());
+  rmdir(dir);
+}
+
+TEST(RunRecord, PlanCarriesItsPredictionAndIdentity) {
+  Plan plan;
+  plan.programPath = "/bin/x";
+  plan.programKey = "build-id:ab";
+  plan.device = "gpu";
+  plan.poolBytes = 1 << 20;
+  plan.sites.push_back(PlanSite{});
+  plan.predictedSavingNs = 7000000;
+  Plan back;
+  std::string error;
+  ASSERT_TRUE(parsePlan(plan.serialize(), &back, &error)) << error;
+  EXPECT_EQ(back.predictedSavingNs, 7000000u);
+  EXPECT_EQ(planIdentity(back), planIdentity(plan));
+  back.poolBytes *= 2;
+  EXPECT_NE(planIdentity(back), planIdentity(plan));
+  // Plans of the previous format are still read (no prediction).
+  std::string v2 = plan.serialize();
+  v2.replace(0, 13, "hetopt-plan 2");
+  v2.erase(v2.find("predicted"));
+  ASSERT_TRUE(parsePlan(v2, &back, &error)) << error;
+  EXPECT_EQ(back.predictedSavingNs, 0u);
+}
+
+}  // namespace
+}  // namespace hetopt

@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# Before and after for one program: `hetopt trace`, then `hetopt run --policy opencl --force` twice
+# (on PoCL pinning never pays, so it is forced), the first with --stats and --stats=FILE.json. Each
+# optimized run must leave a private run record beside its plan; the JSON must parse and hold the
+# text stats' counts and lines; `hetopt report` must move the records into the DB, show the traced
+# run and both optimized runs with their transfers, plot them (SVG and PNG, titled with device and
+# date), and warn once about a corrupt record without failing.
+#   report.sh HETOPT -- PROGRAM [ARGS...]
+set -u
+hetopt=$1
+shift
+[[ ${1:-} == -- ]] && shift
+work=$(mktemp -d "${TMPDIR:-/tmp}/hetopt-report.XXXXXX") || exit 2
+trap 'rm -rf "$work"' EXIT
+export HETOPT_DB=$work/hetopt.db XDG_CACHE_HOME=$work/cache
+plans=$work/cache/hetopt/plans
+fail() { echo "FAIL: $*"; for f in "$work"/*.err; do echo "--- $f"; tail -n 20 "$f"; done; exit 1; }
+
+"$hetopt" trace -o "$work/app.trace" -- "$@" >/dev/null 2>"$work/trace.err" || fail "hetopt trace exited $?"
+"$hetopt" run --policy opencl --force --stats --stats="$work/stats.json" -- "$@" >/dev/null 2>"$work/run1.err" ||
+  fail "hetopt run exited $?"
+records=("$plans"/*.run)
+[[ ${#records[@]} == 1 && -f ${records[0]} ]] || fail "no run record beside the plan: $(ls "$plans")"
+[[ $(stat -c %a "${records[0]}") == 600 ]] || fail "the run record is not private"
+[[ $(stat -c %a "$work/stats.json") == 600 ]] || fail "the JSON stats are not private"
+grep -q '^end$' "${records[0]}" || fail "the run record is not whole"
+
+# The JSON: parses, and holds what the text says (every line, and the counts in them).
+sed -n 's/^hetopt: stats: //p' "$work/run1.err" >"$work/stats.txt"
+python3 - "$work/stats.json" "$work/stats.txt" "${records[0]}" <<'PY' || fail "JSON stats differ from the text"
+import json, re, sys
+j = json.load(open(sys.argv[1]))
+lines = open(sys.argv[2]).read().splitlines()
+assert j["lines"] == lines, (j["lines"], lines)
+text = "\n".join(lines)
+m = re.search(r"redirected (\d+) allocations .*, released (\d+)", text)
+assert (j["redirected"], j["released"]) == (int(m[1]), int(m[2])), m
+for key, what in (("transfers_pinned_pool", "pinned pool memory"), ("transfers_other", "other memory")):
+    m = re.search(r"transfers from %s: (\d+) h2d \(.*\), (\d+) d2h" % what, text)
+    assert (j[key]["h2d"], j[key]["d2h"]) == (int(m[1]), int(m[2])), (key, m)
+pinned = j["transfers_pinned_pool"]["h2d"] + j["transfers_pinned_pool"]["d2h"]
+assert pinned > 0 and j["run"]["pinned"] == pinned, j["run"]
+assert sum(s["pinned"] for s in j["sites"]) == pinned, j["sites"]
+rec = dict(l.split(" ", 1) for l in open(sys.argv[3]).read().splitlines() if " " in l)
+assert rec["transfers"].split()[0] == str(pinned), rec
+assert rec["plan"].split()[0] == j["plan"], (rec, j["plan"])
+PY
+"$hetopt" run --policy opencl --force -- "$@" >/dev/null 2>"$work/run2.err" || fail "second hetopt run exited $?"
+good=("$plans"/*.run)
+[[ ${#good[@]} == 2 ]] || fail "the second run left no record"
+# A corrupt record (cut before its end) beside them: one warning, no failure.
+base=$(basename "${good[0]}")
+corrupt=$plans/${base%%.*}.1-1.run
+head -n 3 "${good[0]}" >"$corrupt"
+chmod 600 "$corrupt"
+
+"$hetopt" report --plots "$work/plots" -- "$@" >"$work/report.out" 2>"$work/report.err" ||
+  fail "hetopt report exited $?"
+cat "$work/report.out"
+[[ $(grep -c "ignoring a run record" "$work/report.err") == 1 ]] || fail "no single warning for the corrupt record"
+[[ $(grep -c . "$work/report.err") == 1 ]] || fail "unexpected messages: $(cat "$work/report.err")"
+grep -q '^traced ' "$work/report.out" || fail "no traced row"
+[[ $(grep -cE '^[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9:]{8} .* [0-9]+/0/0, predicted' "$work/report.out") == 2 ]] ||
+  fail "not the two optimized runs with their transfers"
+grep -q '^predicted saving: ' "$work/report.out" && grep -q '^measured saving: ' "$work/report.out" ||
+  fail "no predicted and measured saving"
+compgen -G "$plans/*.run" >/dev/null && fail "records left beside the plan: $(ls "$plans")"
+gp=$(ls "$work"/plots/*-report-breakdown.gp) || fail "no plot script"
+grep -qE "set title \".* on .*, $(date -u +%Y-%m-%d)" "$gp" || fail "plot title lacks device and date: $(grep title "$gp")"
+if command -v gnuplot >/dev/null; then
+  for ext in svg png; do [[ -s ${gp%.gp}.$ext ]] || fail "no $ext plot"; done
+fi
+# The runs are in the DB now: a second report shows them again, quietly.
+"$hetopt" report --no-plot -- "$@" >"$work/again.out" 2>"$work/again.err" || fail "second report exited $?"
+[[ ! -s $work/again.err ]] || fail "second report warned: $(cat "$work/again.err")"
+[[ $(grep -cE '^[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9:]{8} ' "$work/again.out") == 2 ]] || fail "runs not kept in the DB"
+echo "OK: run records, JSON stats and report"
