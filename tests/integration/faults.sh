@@ -127,7 +127,7 @@ check plan_corrupt 'optimization plan .*not a hetopt plan.*running unoptimized' 
 check plan_cut_line 'optimization plan .*truncated.*running unoptimized' -- opt "$work/cut.plan" "$app"
 check plan_missing_lines 'optimization plan .*truncated.*running unoptimized' -- \
   opt "$work/lines.plan" "$app"
-check plan_version 'version 99 is not supported \(this hetopt reads 2\)' -- opt "$work/v99.plan" "$app"
+check plan_version 'version 99 is not supported \(this hetopt reads 3\)' -- opt "$work/v99.plan" "$app"
 check plan_world_writable 'writable by others.*refusing it' -- opt "$work/shared.plan" "$app"
 check plan_missing 'optimization plan .*No such file' -- opt "$work/none.plan" "$app"
 check plan_unset 'without HETOPT_PLAN_FILE' -- shimmed env HETOPT_MODE=optimize "$app"
