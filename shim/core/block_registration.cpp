@@ -333,11 +333,11 @@ std::string BlockRegistration::stats() const {
   return s;
 }
 
-void BlockRegistration::statsJson(analyzer::JsonWriter& j) const {
+void BlockRegistration::statsJson(JsonWriter& j) const {
   auto n = [](const std::atomic<uint64_t>& v) { return v.load(std::memory_order_relaxed); };
   j.member("adopted", n(m_adopted)).member("registered", n(m_registered));
   j.member("registered_bytes", n(m_registeredBytes)).member("register_ns", n(m_registerNs));
-  j.member("by_the_transfer", n(m_inline)).member("refused", n(m_failures));
+  j.member("by_the_transfer", n(m_inline)).member("refused", n(m_refusals.count()));
   j.member("table_full", n(m_tableFull)).member("h2d", n(m_h2d)).member("h2d_bytes", n(m_h2dBytes));
   j.member("d2h", n(m_d2h)).member("d2h_bytes", n(m_d2hBytes)).member("went_ahead_pageable", n(m_pageable));
   j.member("waited", n(m_waited)).member("wait_ns", n(m_waitNs));

@@ -32,7 +32,7 @@
 #include <string>
 #include <thread>
 
-#include "analyzer/json_writer.h"
+#include "common/json_writer.h"
 #include "common/plan.h"
 #include "policies/block_table.h"
 #include "policies/policy.h"
@@ -103,7 +103,7 @@ class BlockRegistration {
   /// Lines for HETOPT_STATS (a heading, then one fact per indented line).
   std::string stats() const;
   /// The same counts as members of the JSON object `json` is in (HETOPT_STATS_JSON).
-  void statsJson(analyzer::JsonWriter& json) const;
+  void statsJson(JsonWriter& json) const;
 
  private:
   enum class State : uint8_t { Free, Queued, Registering, Registered, Failed, Releasing };

@@ -243,11 +243,11 @@ std::string InplaceRegistry::stats() const {
   return s;
 }
 
-void InplaceRegistry::statsJson(analyzer::JsonWriter& j) const {
+void InplaceRegistry::statsJson(JsonWriter& j) const {
   auto n = [](const std::atomic<uint64_t>& v) { return v.load(std::memory_order_relaxed); };
   j.member("static_ranges", n(m_staticRegistered)).member("mappings", n(m_mmapRegistered));
   j.member("registered_bytes", n(m_registeredBytes)).member("register_ns", n(m_registerNs));
-  j.member("refused", n(m_failures)).member("static_not_found", n(m_notFound));
+  j.member("refused", n(m_refusals.count())).member("static_not_found", n(m_notFound));
   j.member("table_full", n(m_tableFull)).member("unpinned_before_unmap", n(m_unpinned));
   j.member("left_to_program_buffers", n(m_yielded)).member("mappings_tracked", n(m_mappingsSeen));
   j.member("h2d", n(m_h2d)).member("h2d_bytes", n(m_h2dBytes)).member("d2h", n(m_d2h));

@@ -32,7 +32,7 @@
 #include <mutex>
 #include <string>
 
-#include "analyzer/json_writer.h"
+#include "common/json_writer.h"
 #include "common/plan.h"
 #include "policies/policy.h"
 #include "shim/core/refusals.h"
@@ -84,7 +84,7 @@ class InplaceRegistry {
   /// Lines for HETOPT_STATS (a heading, then one fact per indented line).
   std::string stats() const;
   /// The same counts as members of the JSON object `json` is in (HETOPT_STATS_JSON).
-  void statsJson(analyzer::JsonWriter& json) const;
+  void statsJson(JsonWriter& json) const;
 
   static constexpr size_t kMaxRanges = 64;  ///< fixed table: no allocation in mmap hooks
 

@@ -11,7 +11,7 @@
 #include <cstdio>
 #include <string>
 
-#include "analyzer/json_writer.h"
+#include "common/json_writer.h"
 #include "common/log.h"
 #include "common/options.h"
 #include "common/paths.h"
@@ -83,7 +83,7 @@ std::string OptimizeInterceptor::statsText() {
 }
 
 std::string OptimizeInterceptor::statsJson(const std::string& text) {
-  using analyzer::JsonWriter;
+
   auto n = [](const std::atomic<uint64_t>& v) { return v.load(std::memory_order_relaxed); };
   auto direction = [&](JsonWriter& j, const char* name, const std::atomic<uint64_t>& h2d,
                        const std::atomic<uint64_t>& h2dBytes, const std::atomic<uint64_t>& d2h,
