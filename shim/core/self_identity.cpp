@@ -81,9 +81,8 @@ bool SelfIdentity::matches(const Plan& plan, std::string* why) {
     *why = "cannot identify what this program runs: " + error;
     return false;
   }
-  ProgramIdentity self = m_self;
-  if (self.key() != plan.programKey) {
-    *why = "the plan is for " + plan.programKey + ", this process is " + self.key();
+  if (m_self.key() != plan.programKey) {
+    *why = "the plan is for " + plan.programKey + ", this process is " + m_self.key();
     return false;
   }
   return true;

@@ -6,32 +6,26 @@
 
 namespace hetopt::shim {
 
-SiteLedger::SiteLedger(size_t sites)
-    : m_blocks(new Block[kMaxBlocks]), m_numSites(sites), m_sites(new Counts[sites ? sites : 1]) {}
+SiteLedger::SiteLedger(size_t sites) : m_numSites(sites), m_sites(new Counts[sites ? sites : 1]) {}
 
 void SiteLedger::served(const void* block, size_t bytes, unsigned site) {
   std::lock_guard<policies::PoolLock> lock(m_lock);
-  if (m_live == kMaxBlocks) return;  // counted under no site
-  const uintptr_t p = reinterpret_cast<uintptr_t>(block);
-  m_blocks[m_live++] = Block{p, p + bytes, site};
+  m_blocks.insert(block, bytes, site);  // full: counted under no site
 }
 
 void SiteLedger::released(const void* block) {
-  const uintptr_t p = reinterpret_cast<uintptr_t>(block);
   std::lock_guard<policies::PoolLock> lock(m_lock);
-  for (unsigned i = 0; i < m_live; ++i) {
-    if (m_blocks[i].start != p) continue;
-    m_blocks[i] = m_blocks[--m_live];
-    return;
-  }
+  m_blocks.erase(block, nullptr);
 }
 
 unsigned SiteLedger::siteOf(const void* host) const {
-  const uintptr_t p = reinterpret_cast<uintptr_t>(host);
   std::lock_guard<policies::PoolLock> lock(m_lock);
-  for (unsigned i = 0; i < m_live; ++i)
-    if (p >= m_blocks[i].start && p < m_blocks[i].end) return m_blocks[i].site;
-  return kNoSite;
+  const unsigned* site = m_blocks.valueOf(host);
+  if (!site) {
+    const uintptr_t start = m_blocks.containing(host);  // a transfer from inside a block
+    site = start ? m_blocks.valueOf(reinterpret_cast<const void*>(start)) : nullptr;
+  }
+  return site ? *site : kNoSite;
 }
 
 void SiteLedger::count(unsigned site, uint64_t bytes, Outcome outcome) {

@@ -4,10 +4,12 @@
  * transfer as pinned, gone ahead pageable (a block adopted for pinning, not pinned yet) or other
  * memory, and per plan site the transfers from the memory hetopt served for it.
  *
- * Pool and direct blocks do not know their site: a fixed table (kMaxBlocks, no allocation after
- * construction) maps each block served to its site while it lives; a block beyond the table is
- * still counted in the totals, under no site. Lookups scan the live blocks, only on transfer calls
- * (the table's spin lock is the pool's kind: constant-initialised, never held across a call).
+ * Pool and direct blocks do not know their site: a policies::BlockTable (kMaxBlocks live, no
+ * allocation after construction) maps each block served to its site while it lives, so serving
+ * and freeing a block cost a hash probe; a block beyond the table is still counted in the totals,
+ * under no site. A transfer from a block's start is a probe too; only one from inside a block
+ * scans the table (the table's writers and these lookups share a spin lock of the pool's kind:
+ * constant-initialised, never held across a call).
  */
 #pragma once
 #include <atomic>
@@ -16,6 +18,7 @@
 #include <memory>
 
 #include "common/run_record.h"
+#include "policies/block_table.h"
 #include "policies/pool.h"
 
 namespace hetopt::shim {
@@ -45,10 +48,6 @@ class SiteLedger {
   void unlockAfterFork() { m_lock.unlock(); }
 
  private:
-  struct Block {
-    uintptr_t start = 0, end = 0;
-    unsigned site = kNoSite;
-  };
   struct Counts {
     std::atomic<uint64_t> transfers{0}, bytes{0}, pinned{0}, pageable{0};
   };
@@ -57,8 +56,7 @@ class SiteLedger {
   };
 
   mutable policies::PoolLock m_lock;
-  std::unique_ptr<Block[]> m_blocks;  ///< the first m_live are in use
-  unsigned m_live = 0;
+  mutable policies::BlockTable<unsigned> m_blocks{kMaxBlocks};  ///< served block -> its site (under m_lock)
   size_t m_numSites;
   std::unique_ptr<Counts[]> m_sites;
   Total m_totals[3];  ///< by Outcome
