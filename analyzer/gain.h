@@ -3,15 +3,16 @@
  * @file What a candidate site is worth on this machine: the characterized curves of the device
  * the trace ran on, asked "what if this site's memory came from the best policy for its sizes?".
  *
- * Per site: what the site's transfers cost as they are is what the trace measured (a first
- * transfer into never-touched memory included), else the standard curves; pinned, the fitted
- * transfer functions of the pinning policy summed over every transfer size seen. Two strategies
- * are priced, each with its full cost as if on the critical path (the run keeps it off when it
- * can): a pool of the decision table's pooled policy for the site's typical size (its share of
- * the pool, the site's peak live bytes, pinned once) and registration in place (the register
- * curve's cost for every allocation). The site gets the one that saves more (design notes sec. 2
- * and 5: a pool where allocation is expensive and repeated, registration where blocks are large
- * and live long).
+ * Per site: what the site's transfers cost as they are is the larger of what the trace measured
+ * on the device (a first transfer into never-touched memory included) and the standard curves
+ * (host time of blocking pageable transfers: the staging a copy's device time leaves out);
+ * pinned, the fitted transfer functions of the pinning policy summed over every transfer size
+ * seen. Two strategies are priced, each with its full cost as if on the critical path (the run
+ * keeps it off when it can): a pool of the decision table's pooled policy for the site's typical
+ * size (its share of the pool, the site's peak live bytes, pinned once) and registration in place
+ * (the register curve's cost for every allocation). The site gets the one that saves more
+ * (design notes sec. 2 and 5: a pool where allocation is expensive and repeated, registration
+ * where blocks are large and live long).
  *
  * Untracked memory (static arrays, anonymous mappings) can only be registered in place: its
  * prediction uses the register policy's transfer curves and charges one registration of the range.

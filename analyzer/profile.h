@@ -38,10 +38,11 @@ struct TransferStats {
 
 /// What pinning a site's memory is worth on this machine, and how it is best done there.
 ///
-/// Sites: the baseline is what the trace measured for the site's transfers (first-touch page
-/// faults and staging included), else the standard curves; the pinned time comes from the curves;
-/// the cost is that of the strategy (pool: pinning its share of the pool once; register: one
-/// registration per allocation), charged in full as if it lay on the critical path.
+/// Sites: the baseline is the larger of what the trace measured on the device for the site's
+/// transfers (first-touch page faults included) and the standard curves (host time, staging
+/// included); the pinned time comes from the curves; the cost is that of the strategy (pool:
+/// pinning its share of the pool once; register: one registration per allocation), charged in
+/// full as if it lay on the critical path.
 struct GainPrediction {
   bool known = false;
   std::string note;          ///< why not known, or which characterization was used
@@ -49,10 +50,10 @@ struct GainPrediction {
   /// policy), "register" with "direct" (registered in place, per block), or "standard" ("plain").
   std::string policy;
   std::string allocMode;     ///< "pool", "direct", "plain"
-  double standardNs = 0;     ///< the site's transfers as they are: measured, else the curves
+  double standardNs = 0;     ///< the site's transfers as they are: max(measured, curves)
   double optimizedNs = 0;    ///< ... pinned (curves), plus the strategy's pinning cost
   double costNs = 0;         ///< of optimizedNs, the pinning cost (pool share or registrations)
-  bool measured = false;     ///< standardNs is the trace's measured time
+  bool measured = false;     ///< standardNs is the trace's measured time (above the curves)
   double savingNs() const { return standardNs - optimizedNs; }
   bool registers() const { return policy == "register"; }
   bool pools() const { return allocMode == "pool" && !policy.empty() && policy != "standard"; }

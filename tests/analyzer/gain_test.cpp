@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 
 #include "analyzer/analyze_file.h"
@@ -107,6 +108,31 @@ TEST_F(Gain, PooledPolicySavesTheTransferTimeDifferenceLessItsPinning) {
   // The pool pins the site's peak live bytes (2 MiB) once.
   EXPECT_DOUBLE_EQ(g.optimizedNs, 20 * (10000 + 0.02 * mib) + 0.5 * 2 * mib);
   EXPECT_NE(g.note.find("Fake GPU 9000"), std::string::npos) << g.note;
+}
+
+// A pageable copy's device time leaves out the driver's staging copy on the host, which the
+// standard curves (host time of blocking transfers) include; first-touch faults make the traced
+// time exceed the warm curves. The baseline is whichever is larger.
+TEST_F(Gain, TheBaselineIsTheLargerOfTracedDeviceTimeAndTheStandardCurves) {
+  store(characterize::AllocMode::Pool);
+  std::string why;
+  auto model = loadGainModel(*m_db, "Fake GPU 9000", &why);
+  ASSERT_TRUE(model) << why;
+  const double mib = 1 << 20;
+  const double curves = 20 * (10000 + 0.1 * mib);
+  for (double traced : {curves / 5, curves * 3}) {
+    CandidateSite s = site();
+    s.h2d = TransferStats{}, s.d2h = TransferStats{};
+    s.h2d.add(1 << 20, 10, traced / 2);
+    s.h2d.finish();
+    s.d2h.add(1 << 20, 10, traced / 2);
+    s.d2h.finish();
+    GainPrediction g;
+    model->predict(s, &g);
+    ASSERT_TRUE(g.known) << g.note;
+    EXPECT_DOUBLE_EQ(g.standardNs, std::max(traced, curves)) << "traced " << traced;
+    EXPECT_EQ(g.measured, traced > curves) << "traced " << traced;
+  }
 }
 
 TEST_F(Gain, ASiteThatCrossesOnceDoesNotRepayItsPinning) {
