@@ -104,6 +104,7 @@ class CurveGainModel : public GainModel {
   void baseline(const TransferStats& h2d, const TransferStats& d2h, GainPrediction* out) const {
     const double measured = h2d.deviceNs + d2h.deviceNs;
     const double curves = transferNs(h2d, d2h, PolicyKind::Standard);
+    out->tracedNs = measured;
     out->measured = measured > 0 && measured >= curves;
     out->standardNs = std::max(measured, curves);
   }

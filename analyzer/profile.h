@@ -54,6 +54,7 @@ struct GainPrediction {
   double optimizedNs = 0;    ///< ... pinned (curves), plus the strategy's pinning cost
   double costNs = 0;         ///< of optimizedNs, the pinning cost (pool share or registrations)
   bool measured = false;     ///< standardNs is the trace's measured time (above the curves)
+  double tracedNs = 0;       ///< the transfers' device time as traced (0: not timed)
   double savingNs() const { return standardNs - optimizedNs; }
   bool registers() const { return policy == "register"; }
   bool pools() const { return allocMode == "pool" && !policy.empty() && policy != "standard"; }

@@ -62,6 +62,7 @@ std::string siteText(const analyzer::CandidateSite& site) {
 std::string numbersText(const analyzer::GainPrediction& g, double hiddenNs = 0) {
   if (!g.known) return g.note.empty() ? "no prediction" : g.note;
   return std::string(g.measured ? "traced " : "pageable ~") + formatDuration(g.standardNs) +
+         (!g.measured && g.tracedNs > 0 ? " (device time traced " + formatDuration(g.tracedNs) + ")" : "") +
          ", pinned ~" + formatDuration(g.optimizedNs - g.costNs) + " + pinning ~" +
          formatDuration(g.costNs) +
          (hiddenNs > 0 ? " (and ~" + formatDuration(hiddenNs) + " before the program needs it)" : "") +

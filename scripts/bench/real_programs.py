@@ -242,6 +242,11 @@ def main():
             decided = [line for line in lines if re.match(r"(plan|decline): ", line)]
             dry_first = decided[0] if decided else (lines[0] if lines else "")
         row["dry_run"] = dry_first if dry_first is not None else "n/a"
+        if rounds == 0:  # decisions only: the trace, its analysis and the plan, nothing run again
+            row["status"], row["decision"] = "decided", decision_of(dry_first, [])
+            log(f"   --dry-run: {row['dry_run']}")
+            rows.append(row)
+            continue
         stats_base = os.path.join(rundir, "stats")
         run([hetopt, "run", "--stats"] + opts + ["--"] + prog, cwd, base_env, stats_base, timeout)
         row["decision"] = decision_of(dry_first, tool_lines(stats_base))
@@ -339,7 +344,9 @@ def main():
     cap = max(2.0, 1.25 * top)
     for r in rows:
         if "median" not in r:
-            lines.append(f"{r['name']:<28} {r['size']:<10} {'-':>9}  {r['status']}: {r['device'] or '?'}")
+            lines.append(f"{r['name']:<28} {r['size']:<10} {'-':>9}  {r['status']}: {r['device'] or '?'}"
+                         + (f"; copy {fmt(r['copy_ms'], '.1f')} ms of {fmt(r.get('traced_ms'), '.1f')} ms traced;"
+                            f" {r['decision']}" if r["status"] == "decided" else ""))
             continue
         m, x, p, s = r["median"], r["speedup"], r["paired"], r["spread"]
         lines.append(f"{r['name']:<28} {r['size']:<10} {m['native']:>9.1f} "

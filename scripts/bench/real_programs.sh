@@ -28,6 +28,7 @@
 #      with their min-max, the copy time and its share of native, the ceiling (native / (native -
 #      copy time)), the decision; OUTDIR/real_programs.dat and the chart real_programs.{png,svg}
 #      (scripts/bench/real_programs.gp, when gnuplot is installed).
+# ROUNDS 0 sweeps decisions only: (a) without the --stats run, a table of decisions, no chart.
 # Environment:
 #   SELECT=REGEX       configurations whose name matches (default all)
 #   MAX_EST=SECONDS    skip configurations whose manifest estimate (native, on the GPU machine) is larger

@@ -132,6 +132,7 @@ TEST_F(Gain, TheBaselineIsTheLargerOfTracedDeviceTimeAndTheStandardCurves) {
     ASSERT_TRUE(g.known) << g.note;
     EXPECT_DOUBLE_EQ(g.standardNs, std::max(traced, curves)) << "traced " << traced;
     EXPECT_EQ(g.measured, traced > curves) << "traced " << traced;
+    EXPECT_DOUBLE_EQ(g.tracedNs, traced);
   }
 }
 
