@@ -14,7 +14,8 @@
  * short one its 32-command census plus one per 64 after.
  *
  * Commands are grouped by a key the caller computes from what the compressor folds on (the
- * function and the OpenCL objects it names). Each key's first kCensus commands are all timed (short
+ * function and the OpenCL objects it names) and, for a buffer transfer, its size class (a factor
+ * of 4: shim/core/device_timing.cpp). Each key's first kCensus commands are all timed (short
  * runs and one-off commands stay exact); after that the key's commands are cut into blocks of
  * `period` and exactly one command per block is timed, at a random position drawn when the block
  * starts (stratified sampling). Every later command is so timed with probability 1/period whatever

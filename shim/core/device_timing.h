@@ -53,6 +53,8 @@ class DeviceTiming {
   /// A device command on a timed queue (marks it timeable): asks this thread's sampler. Its
   /// sampling weight when it is to be timed, else 0.
   uint64_t sample(const CallRecord& call, CallState& state);
+  /// The sampler's key of an enqueue (the function, its OpenCL objects, a transfer's size class).
+  static uint64_t sampleKey(const CallRecord& call);
   /// The command is timed with `weight`: passes an event of ours where the program asked for none.
   void timeCommand(CallRecord& call, CallState& state, uint64_t weight);
   /// The event of the command now (ours or the program's), null when there is none.

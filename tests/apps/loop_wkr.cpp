@@ -2,9 +2,13 @@
 /**
  * @file The thesis's motivating pattern: one host segment written to the device, transformed by a
  * kernel and read back, N times (write -> kernel -> read). --size is the segment size in bytes.
+ * --sweep: iteration i moves only the first size / 4^(i mod 6) bytes (at least 4 KiB), as bus
+ * benchmarks do: one call site whose transfers span three orders of magnitude.
  */
 #include <cstdio>
+#include <algorithm>
 #include <cstdlib>
+#include <string>
 #include <vector>
 
 #include "tests/apps/app_common.h"
@@ -20,7 +24,12 @@ __kernel void axpb(__global float* x, float a, float b, uint n) {
 
 int main(int argc, char** argv) {
   Options opt = parseOptions(argc, argv, 1 << 20, 10);
+  const bool sweep = std::find(opt.rest.begin(), opt.rest.end(), std::string("--sweep")) != opt.rest.end();
   const size_t n = opt.sizeBytes / sizeof(float);
+  // Elements moved and transformed in iteration `it`.
+  auto countOf = [&](int it) {
+    return sweep ? std::min(n, std::max<size_t>(1024, n >> (2 * (it % 6)))) : n;
+  };
   ClEnv env;
   cl_program prog = env.build(kSource);  // compilation is the same in every variant: not timed
   cl_kernel k = env.kernel(prog, "axpb");
@@ -47,17 +56,22 @@ int main(int argc, char** argv) {
   size_t global = (n + 255) / 256 * 256;
 
   for (int it = 0; it < opt.iters; ++it) {
-    APP_CL(clEnqueueWriteBuffer(env.queue(), dev, CL_TRUE, 0, n * sizeof(float), host, 0, nullptr,
+    const size_t c = countOf(it);
+    if (sweep) {
+      count = static_cast<cl_uint>(c);
+      APP_CL(clSetKernelArg(k, 3, sizeof(cl_uint), &count));
+    }
+    APP_CL(clEnqueueWriteBuffer(env.queue(), dev, CL_TRUE, 0, c * sizeof(float), host, 0, nullptr,
                                 nullptr));
     APP_CL(clEnqueueNDRangeKernel(env.queue(), k, 1, nullptr, &global, nullptr, 0, nullptr, nullptr));
-    APP_CL(clEnqueueReadBuffer(env.queue(), dev, CL_TRUE, 0, n * sizeof(float), host, 0, nullptr,
+    APP_CL(clEnqueueReadBuffer(env.queue(), dev, CL_TRUE, 0, c * sizeof(float), host, 0, nullptr,
                                nullptr));
   }
   APP_CL(clFinish(env.queue()));
   reportElapsed(start);  // the host reference below is verification, not the app's work
 
   for (int it = 0; it < opt.iters; ++it)
-    for (size_t i = 0; i < n; ++i) expect[i] = a * expect[i] + b;
+    for (size_t i = 0, c = countOf(it); i < c; ++i) expect[i] = a * expect[i] + b;
   APP_CHECK(nearlyEqual(host, expect.data(), n));
   printf("result: n=%zu iters=%d checksum=%016llx\n", n, opt.iters,
          static_cast<unsigned long long>(checksum(host, n * sizeof(float))));
