@@ -13,7 +13,7 @@
 #include "analyzer/report.h"
 #include "api_table.h"
 #include "common/paths.h"
-#include "common/site_key.h"
+#include "contracts/site_key.h"
 
 namespace hetopt::analyzer {
 namespace {

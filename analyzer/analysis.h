@@ -49,7 +49,7 @@ void analyzeTrace(const trace::Trace& trace, const AnalysisOptions& options, App
 /// The devices the trace's queues ran on ("NVIDIA H200", ...), from device labels.
 std::string traceDevice(const trace::Trace& trace);
 
-/// The ASLR-independent key (common/site_key.h) of trace site `site` (index + 1).
+/// The ASLR-independent key (contracts/site_key.h) of trace site `site` (index + 1).
 uint64_t traceSiteKey(const trace::Trace& trace, uint32_t site);
 
 /// Timeline events of a trace. From format 6, in real time: each call's first occurrences

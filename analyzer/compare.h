@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /**
  * @file Before and after for one program (`hetopt report`): the traced run against the optimized
- * runs the shim recorded (common/run_record.h, stored by profile_store.h), as a table of kernel,
+ * runs the shim recorded (contracts/run_record.h, stored by profile_store.h), as a table of kernel,
  * communication and cpu+sync per run, then the predicted saving against the measured one.
  */
 #pragma once

@@ -15,11 +15,6 @@
 
 namespace hetopt::analyzer {
 
-struct BreakdownBar {
-  std::string label;  ///< "traced", "standard", "optimized"
-  Breakdown breakdown;
-};
-
 struct PlotOutput {
   std::string data, script;
   std::string image;  ///< the SVG; empty when not rendered

@@ -11,7 +11,7 @@
 
 #include "analyzer/symbolizer.h"
 #include "common/program_identity.h"
-#include "common/run_record.h"
+#include "contracts/run_record.h"
 
 namespace hetopt::analyzer {
 
@@ -90,7 +90,7 @@ struct UntrackedMemory {
   std::string modulePath;  ///< for static data: the module holding it
   uint64_t regionBytes = 0;  ///< size of the transferred range (every transfer into it, widened)
   /// Static data: where the range lies in its module, ASLR-independent (the shim finds it again in
-  /// a later run of the same build): moduleIdentity() of the module (common/site_key.h; 0: module
+  /// a later run of the same build): moduleIdentity() of the module (contracts/site_key.h; 0: module
   /// unknown) and the range's start minus the module's load bias.
   uint64_t moduleKey = 0;
   uint64_t moduleOffset = 0;
@@ -130,6 +130,12 @@ struct Breakdown {
   /// the device times above are extrapolated from the timed ones. Not stored in the DB.
   uint64_t deviceTimed = 0, deviceUnsampled = 0;
   double fraction(double ns) const { return totalNs > 0 ? ns / totalNs : 0; }
+};
+
+/// One bar of a breakdown plot (plots.h), stored beside the profile for later runs.
+struct BreakdownBar {
+  std::string label;  ///< "traced", "standard", "optimized"
+  Breakdown breakdown;
 };
 
 struct Eligibility {
@@ -187,7 +193,7 @@ struct AppProfile {
 /// else equal. False (and *out untouched) when no candidate has a known prediction.
 bool predictOptimizedBreakdown(const AppProfile& profile, Breakdown* out);
 
-/// The breakdown of an optimized run from its run record (common/run_record.h): the total is the
+/// The breakdown of an optimized run from its run record (contracts/run_record.h): the total is the
 /// run's measured wall time; kernel time as traced (pinning does not change kernels);
 /// communication as traced less what the transfers that came from pinned memory save (each
 /// candidate's predicted ratio, weighted by the share of its site's transfers the record saw

@@ -10,10 +10,9 @@
 #include <string>
 #include <vector>
 
-#include "analyzer/plots.h"
 #include "analyzer/profile.h"
 #include "common/db.h"
-#include "common/run_record.h"
+#include "contracts/run_record.h"
 
 namespace hetopt::analyzer {
 

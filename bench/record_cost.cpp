@@ -81,7 +81,7 @@ int main(int argc, char** argv) {
   hetopt::shim::CallSite site;
   site.depth = 1;
   site.pcs[0] = reinterpret_cast<uintptr_t>(&main);
-  trace->allocated({hetopt::shim::AllocFn::Malloc, host.data(), bytes, 0, nullptr, &site});
+  trace->allocated({hetopt::AllocFn::Malloc, host.data(), bytes, 0, nullptr, &site});
   const float a = 2.0f;
   for (Interceptor* i : {static_cast<Interceptor*>(&count), static_cast<Interceptor*>(trace)})
     call(i, ApiId::clSetKernelArg, {kKernel, 0, sizeof(cl_mem), reinterpret_cast<uint64_t>(&kBuffer)}),

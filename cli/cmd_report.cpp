@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /**
  * @file `hetopt report PROGRAM [ARGS]`: before and after for the user's own program. Moves the
- * run records the shim left beside the program's plan (common/run_record.h) into the DB
+ * run records the shim left beside the program's plan (contracts/run_record.h) into the DB
  * (`app_run_breakdowns`, `app_run_sites`), deleting each once stored, then prints the traced run
  * against the last optimized runs (analyzer/compare.h) and plots them (gnuplot, SVG and PNG).
  */
@@ -21,7 +21,7 @@
 #include "common/log.h"
 #include "common/paths.h"
 #include "common/program_identity.h"
-#include "common/run_record.h"
+#include "contracts/run_record.h"
 
 namespace hetopt::cli {
 namespace {

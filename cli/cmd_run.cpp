@@ -15,14 +15,14 @@
 #include "cli/launch.h"
 #include "common/log.h"
 #include "common/paths.h"
-#include "common/plan.h"
+#include "contracts/plan.h"
 #include "common/program_identity.h"
-#include "common/run_record.h"
+#include "contracts/run_record.h"
 
 #ifdef HETOPT_HAVE_ANALYZER
 #include "analyzer/gain.h"
 #include "analyzer/profile_store.h"
-#include "cli/run_plan.h"
+#include "analyzer/planner.h"
 #include "common/db.h"
 #endif
 
@@ -141,16 +141,16 @@ std::string planTarget(Db& db, const Target& target, const ProgramIdentity& iden
     for (const analyzer::UntrackedMemory& u : profile.untracked) stored |= u.gain.known;
     if (!stored) return noCurves;
   }
-  PlanOptions options;
+  analyzer::PlanOptions options;
   options.forcedPolicy = request.policy;
   options.forceRegistrations = request.policy == "register";
   options.force = request.force;
   options.directAllocation = request.noPool;
   options.earlyContext = !request.lateContext;
   Plan plan;
-  PlanDecision decision;
+  analyzer::PlanDecision decision;
   std::string whyNot, error;
-  const bool planned = buildPlan(profile, options, gain.get(), &plan, &whyNot, &decision);
+  const bool planned = analyzer::buildPlan(profile, options, gain.get(), &plan, &whyNot, &decision);
   if (target.self) {
     // The command as it is now (a named profile may come from another build). The shim knows by
     // the stamp that the file is the one identified here without hashing it a second time.
@@ -167,7 +167,7 @@ std::string planTarget(Db& db, const Target& target, const ProgramIdentity& iden
   if (request.dryRun) {
     if (decision.verdict.empty()) decision.verdict = whyNot;
     if (!launched.empty()) printf("launched: this plan is %s\n", launched.c_str());
-    fputs(describeDecision(profile, plan, decision, planned).c_str(), stdout);
+    fputs(analyzer::describeDecision(profile, plan, decision, planned).c_str(), stdout);
     request.described = true;
     return planned ? std::string() : whyNot;
   }
@@ -176,7 +176,7 @@ std::string planTarget(Db& db, const Target& target, const ProgramIdentity& iden
   if (!makePrivateDirs(dir, &error)) return error;
   *planPath = dir + "/" + planFileName(plan.programKey);
   if (!writePlanFile(*planPath, plan, &error)) return error;
-  warn("%s%s", launched.empty() ? "" : (launched + ": ").c_str(), planSummary(plan, decision).c_str());
+  warn("%s%s", launched.empty() ? "" : (launched + ": ").c_str(), analyzer::planSummary(plan, decision).c_str());
   return {};
 }
 #endif

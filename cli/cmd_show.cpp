@@ -13,6 +13,7 @@
 #include "cli/commands.h"
 #include "cli/show.h"
 #include "common/json_writer.h"
+#include "contracts/alloc_fn.h"
 #include "common/log.h"
 #include "common/units.h"
 #include "trace/reader.h"
@@ -231,7 +232,7 @@ void jsonObject(ObjectId id, const TraceObject& o, JsonWriter& j) {
       j.value(i.site - 1);
     else
       j.null();
-    j.member("allocator", allocatorName(i.allocFn));
+    j.member("allocator", allocFnName(i.allocFn));
   }
   if (i.fields & kObjLabel) j.member("label", i.label);
   if (i.fields & kObjRegion) {

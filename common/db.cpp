@@ -21,72 +21,11 @@ namespace {
 constexpr const char* kMetaTable =
     "CREATE TABLE IF NOT EXISTS hetopt_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)";
 
-// In-place upgrades, oldest first: each takes a DB of schema version `from` to from + 1 by
-// altering `table` when the file has it (a DB holding only a characterization has no profile
+// In-place upgrades come from the schema (contracts/db_schema.h): each version adds columns, with
+// defaults, to the tables the file has (a DB holding only a characterization has no profile
 // tables: they are created at the new version when first used). Only additions: the
 // characterization took minutes to measure and must survive an upgrade of hetopt.
-struct Migration {
-  int from;
-  const char* table;
-  const char* sql;
-};
-constexpr Migration kMigrations[] = {
-    // 1 -> 2: what `hetopt run` needs to register untracked memory in place (issue 6).
-    {1, "app_untracked",
-     "ALTER TABLE app_untracked ADD COLUMN module_key INTEGER NOT NULL DEFAULT 0; "
-     "ALTER TABLE app_untracked ADD COLUMN module_offset INTEGER NOT NULL DEFAULT 0; "
-     "ALTER TABLE app_untracked ADD COLUMN map_bytes INTEGER NOT NULL DEFAULT 0; "
-     "ALTER TABLE app_untracked ADD COLUMN anonymous INTEGER NOT NULL DEFAULT 0; "
-     "ALTER TABLE app_untracked ADD COLUMN gain_known INTEGER NOT NULL DEFAULT 0; "
-     "ALTER TABLE app_untracked ADD COLUMN gain_note TEXT NOT NULL DEFAULT ''; "
-     "ALTER TABLE app_untracked ADD COLUMN standard_ns REAL NOT NULL DEFAULT 0; "
-     "ALTER TABLE app_untracked ADD COLUMN optimized_ns REAL NOT NULL DEFAULT 0"},
-    // 2 -> 3: the program's contexts and start-up, for `hetopt run`'s early context.
-    {2, "app_profiles",
-     "ALTER TABLE app_profiles ADD COLUMN contexts INTEGER NOT NULL DEFAULT 0; "
-     "ALTER TABLE app_profiles ADD COLUMN first_context_devices INTEGER NOT NULL DEFAULT 0; "
-     "ALTER TABLE app_profiles ADD COLUMN first_call_ns INTEGER NOT NULL DEFAULT 0; "
-     "ALTER TABLE app_profiles ADD COLUMN first_context_ns INTEGER NOT NULL DEFAULT 0; "
-     "ALTER TABLE app_profiles ADD COLUMN enumerate_ns INTEGER NOT NULL DEFAULT 0; "
-     "ALTER TABLE app_profiles ADD COLUMN context_ns INTEGER NOT NULL DEFAULT 0"},
-    // 3 -> 4: how early each site's first block can be pinned, for `hetopt run`'s pricing.
-    {3, "app_sites",
-     "ALTER TABLE app_sites ADD COLUMN allocated_before_opencl INTEGER NOT NULL DEFAULT 0; "
-     "ALTER TABLE app_sites ADD COLUMN lead_ns INTEGER NOT NULL DEFAULT 0"},
-    // 4 -> 5: profiles of interpreted programs (the script beside the executable) and of named
-    // ones; the launcher tables are new and made when first used.
-    {4, "app_profiles",
-     "ALTER TABLE app_profiles ADD COLUMN executable TEXT NOT NULL DEFAULT ''; "
-     "ALTER TABLE app_profiles ADD COLUMN script_kind INTEGER NOT NULL DEFAULT 0; "
-     "ALTER TABLE app_profiles ADD COLUMN script TEXT NOT NULL DEFAULT ''; "
-     "ALTER TABLE app_profiles ADD COLUMN script_hash TEXT NOT NULL DEFAULT ''; "
-     "ALTER TABLE app_profiles ADD COLUMN forked_children INTEGER NOT NULL DEFAULT 0"},
-    // 5 -> 6: optimized runs from their run records (`hetopt report`); what tracing itself cost.
-    // app_run_sites is new and made when first used.
-    {5, "app_profiles", "ALTER TABLE app_profiles ADD COLUMN recording_ns REAL NOT NULL DEFAULT 0"},
-    {5, "app_run_breakdowns",
-     "ALTER TABLE app_run_breakdowns ADD COLUMN started_ns INTEGER NOT NULL DEFAULT 0; "
-     "ALTER TABLE app_run_breakdowns ADD COLUMN pid INTEGER NOT NULL DEFAULT 0; "
-     "ALTER TABLE app_run_breakdowns ADD COLUMN wall_ns INTEGER NOT NULL DEFAULT 0; "
-     "ALTER TABLE app_run_breakdowns ADD COLUMN plan_id INTEGER NOT NULL DEFAULT 0; "
-     "ALTER TABLE app_run_breakdowns ADD COLUMN predicted_saving_ns REAL NOT NULL DEFAULT 0; "
-     "ALTER TABLE app_run_breakdowns ADD COLUMN pinned_transfers INTEGER NOT NULL DEFAULT 0; "
-     "ALTER TABLE app_run_breakdowns ADD COLUMN pinned_bytes INTEGER NOT NULL DEFAULT 0; "
-     "ALTER TABLE app_run_breakdowns ADD COLUMN pageable_transfers INTEGER NOT NULL DEFAULT 0; "
-     "ALTER TABLE app_run_breakdowns ADD COLUMN pageable_bytes INTEGER NOT NULL DEFAULT 0; "
-     "ALTER TABLE app_run_breakdowns ADD COLUMN other_transfers INTEGER NOT NULL DEFAULT 0; "
-     "ALTER TABLE app_run_breakdowns ADD COLUMN other_bytes INTEGER NOT NULL DEFAULT 0; "
-     "ALTER TABLE app_run_breakdowns ADD COLUMN writer TEXT NOT NULL DEFAULT ''"},
-};
-
-bool canMigrate(int64_t version) {
-  for (int64_t v = version; v < kDbSchemaVersion; ++v) {
-    bool found = false;
-    for (const Migration& m : kMigrations) found = found || m.from == v;
-    if (!found) return false;
-  }
-  return version < kDbSchemaVersion;
-}
+bool canMigrate(int64_t version) { return version >= 1 && version < kDbSchemaVersion; }
 
 std::string movedAwayHint() {
   return "move it away (or use --db / HETOPT_DB for another file) and re-run `hetopt characterize`";
@@ -245,15 +184,16 @@ bool Db::migrate(int64_t version, std::string* error) {
       version = strtoll(q.columnText(0).c_str(), nullptr, 10);
   }
   for (; version < kDbSchemaVersion; ++version) {
-    for (const Migration& m : kMigrations) {
-      if (m.from != version) continue;
+    for (const DbTable& table : appTables()) {
+      const std::string sql = table.upgradeSql(static_cast<int>(version) + 1);
+      if (sql.empty()) continue;
       bool has = false;
       {
         DbStatement q(*this, "SELECT count(*) FROM sqlite_master WHERE type='table' AND name=?");
-        q.bind(1, std::string(m.table));
+        q.bind(1, std::string(table.name));
         has = q.ok() && q.step() == DbStatement::Step::Row && q.columnInt(0) > 0;
       }
-      if (has && !exec(m.sql, &err)) {
+      if (has && !exec(sql, &err)) {
         exec("ROLLBACK", nullptr);
         *error = "cannot upgrade " + m_path + " from schema version " + std::to_string(version) +
                  ": " + err;
@@ -320,6 +260,12 @@ DbStatement& DbStatement::bindNull(int index) {
   if (m_stmt && sqlite3_bind_null(m_stmt, index) != SQLITE_OK) m_error = m_db.errorText();
   return *this;
 }
+
+int DbStatement::parameterIndex(const std::string& name) const {
+  return m_stmt ? sqlite3_bind_parameter_index(m_stmt, name.c_str()) : 0;
+}
+
+int DbStatement::parameterCount() const { return m_stmt ? sqlite3_bind_parameter_count(m_stmt) : 0; }
 
 DbStatement::Step DbStatement::step() {
   if (!ok()) {

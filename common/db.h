@@ -7,24 +7,22 @@
  * A hetopt DB is marked by PRAGMA application_id = kDbApplicationId and a `hetopt_meta` table whose
  * `schema_version` row is kDbSchemaVersion. Opening a DB of another schema version (older or newer),
  * a foreign SQLite file or a corrupt one fails with one line naming the path and both versions,
- * except an older DB with an in-place upgrade (kMigrations in db.cpp: columns added, nothing lost)
- * opened for writing, which is upgraded. Each component creates its own tables with CREATE TABLE
- * IF NOT EXISTS after open(); any change to any component's tables bumps kDbSchemaVersion. The
- * tables are described in docs/DB.md.
+ * except an older DB opened for writing, which is upgraded in place (the columns each version added,
+ * as contracts/db_schema.h lists them; nothing lost). Each component creates its own tables with
+ * CREATE TABLE IF NOT EXISTS after open(); any change to any component's tables bumps
+ * kDbSchemaVersion (contracts/db_schema.h). The tables are described in docs/DB.md.
  */
 #pragma once
 #include <cstdint>
 #include <memory>
 #include <string>
 
+#include "contracts/db_schema.h"
+
 struct sqlite3;
 struct sqlite3_stmt;
 
 namespace hetopt {
-
-inline constexpr int kDbSchemaVersion = 6;
-/// "HTOP" as a big-endian 32-bit integer, stored in the SQLite header (PRAGMA application_id).
-inline constexpr int32_t kDbApplicationId = 0x48544f50;
 
 class Db {
  public:
@@ -49,8 +47,7 @@ class Db {
  private:
   Db(sqlite3* db, std::string path) : m_db(db), m_path(std::move(path)) {}
   bool checkOrInitialize(Mode mode, std::string* error);
-  /// Upgrades a DB of schema `version` (one kMigrations can upgrade) to kDbSchemaVersion, in one
-  /// transaction.
+  /// Upgrades a DB of an older schema `version` to kDbSchemaVersion, in one transaction.
   bool migrate(int64_t version, std::string* error);
   sqlite3* m_db;
   std::string m_path;
@@ -72,6 +69,9 @@ class DbStatement {
   DbStatement& bind(int index, double value);
   DbStatement& bind(int index, const std::string& value);
   DbStatement& bindNull(int index);
+  /// The index of the named parameter (":column"), 0 when the statement has none by that name.
+  int parameterIndex(const std::string& name) const;
+  int parameterCount() const;
 
   enum class Step { Row, Done, Error };
   /// Next row; Error sets error().

@@ -40,6 +40,7 @@ extern "C" void hetopt_shim_init(const char* selfPath);
 namespace {
 
 using namespace hetopt::shim;
+using hetopt::AllocFn;
 
 // The system allocator: what shim_core uses too (g_systemAllocator points at its base), and the
 // entry points only the preloaded library forwards.

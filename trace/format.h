@@ -68,7 +68,7 @@ enum class NodeTag : uint8_t { Leaf = 1, Loop = 2 };
 /// What a leaf of the call tree records.
 enum class LeafType : uint8_t {
   Call = 0,     ///< an OpenCL call; code = api::ApiId
-  Alloc = 1,    ///< a tracked host allocation; code = AllocFn (shim/core/interceptor.h order)
+  Alloc = 1,    ///< a tracked host allocation; code = AllocFn (contracts/alloc_fn.h)
   Free = 2,     ///< free of a tracked host segment
   Realloc = 3,  ///< realloc of any block that was or becomes tracked; code = AllocFn::Realloc
 };

@@ -13,6 +13,7 @@
 #include <memory>
 
 #include "api_table.h"
+#include "contracts/alloc_fn.h"
 #include "hetopt/version.h"
 
 namespace hetopt::trace {
@@ -20,10 +21,6 @@ namespace {
 
 constexpr int kMaxDepth = 64;
 constexpr size_t kMaxNodes = 50u << 20;
-constexpr unsigned kAllocFnCount = 8;
-const char* const kAllocFnNames[kAllocFnCount] = {"malloc",        "calloc",   "realloc",
-                                                  "posix_memalign", "aligned_alloc", "memalign",
-                                                  "valloc",        "pvalloc"};
 
 class Parser {
  public:
@@ -394,15 +391,13 @@ void lendSampledMeans(Trace* t) {
 uint32_t supportedFormatVersion() { return HETOPT_TRACE_FORMAT_VERSION; }
 uint32_t oldestFormatVersion() { return 1; }
 
-const char* allocatorName(uint8_t fn) { return fn < kAllocFnCount ? kAllocFnNames[fn] : "?"; }
-
 std::string Trace::leafName(const TraceNode& n) const {
   switch (n.type) {
     case LeafType::Call:
       return n.code < api::kApiCount ? api::apiName(static_cast<api::ApiId>(n.code)) : "?";
     case LeafType::Alloc:
     case LeafType::Realloc:
-      return n.code < kAllocFnCount ? kAllocFnNames[n.code] : "?";  // NOLINT
+      return allocFnName(n.code);
     case LeafType::Free:
       return "free";
   }

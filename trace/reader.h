@@ -49,8 +49,6 @@ namespace hetopt::trace {
 uint32_t supportedFormatVersion();
 /// The oldest format version it still reads (older ones differ only in fields it defaults).
 uint32_t oldestFormatVersion();
-/// "malloc", "calloc", "realloc", ... for an allocator id (AllocFn order); "?" when unknown.
-const char* allocatorName(uint8_t fn);
 
 struct TraceModule {
   uint64_t start = 0, end = 0, bias = 0;
@@ -80,7 +78,7 @@ struct TraceNode {
   bool provisional = false;  ///< from the last checkpoint of an unfinished trace
   // leaves
   LeafType type = LeafType::Call;
-  uint16_t code = 0;  ///< api::ApiId for calls; AllocFn for allocations
+  uint16_t code = 0;  ///< api::ApiId for calls; AllocFn (contracts/alloc_fn.h) for allocations
   uint32_t site = 0;  ///< site index + 1 (0: none)
   Agg host;           ///< host time per call (ns); host.count = number of calls
   DeviceAgg device;

@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "contracts/alloc_fn.h"
 #include "trace/call_model.h"
 
 namespace hetopt::trace {
@@ -398,7 +399,7 @@ void Recorder::recordRealloc(uint32_t thread, uint64_t oldPtr, uint64_t newPtr, 
   if (!site && !oldObj) return;  // neither side tracked
   Leaf leaf;
   leaf.type = LeafType::Realloc;
-  leaf.code = 2;  // AllocFn::Realloc
+  leaf.code = static_cast<uint16_t>(AllocFn::Realloc);
   leaf.site = site;
   leaf.thread = thread;
   leaf.host.add(hostNs);
@@ -406,7 +407,7 @@ void Recorder::recordRealloc(uint32_t thread, uint64_t oldPtr, uint64_t newPtr, 
   leaf.args = {ArgAgg::of(size), ArgAgg::of(0)};
   if (oldObj) leaf.refs.push_back(makeRef(m_objects, oldObj, 0, kRefDestroy));
   if (site) {
-    ObjectId id = createSegment(newPtr, size, site, 2);
+    ObjectId id = createSegment(newPtr, size, site, static_cast<uint8_t>(AllocFn::Realloc));
     if (oldObj) {
       ObjectInfo& info = m_objects.info(id);
       info.fields |= kObjParent;

@@ -16,7 +16,7 @@ trap 'rm -rf "$out"' EXIT
 command -v readelf >/dev/null || { echo "interpose_overhead: needs readelf (binutils)" >&2; exit 2; }
 build_id=$(readelf -n "$bench" | awk '/Build ID/ {print $3}')
 [[ -n $build_id ]] || { echo "interpose_overhead: $bench has no build id" >&2; exit 2; }
-# A plan for this very binary (common/plan.h) with one register site of 1-2 GiB.
+# A plan for this very binary (contracts/plan.h) with one register site of 1-2 GiB.
 printf 'hetopt-plan 2\nprogram %s build-id:%s\ndevice %s\npool none 0\nsite 0000000000000001 1073741824 2147483648 register\n' \
   "$(readlink -f "$bench")" "$build_id" "${HETOPT_DEVICE:-}" >"$out/plan"
 chmod 600 "$out/plan"

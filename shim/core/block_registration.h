@@ -33,7 +33,7 @@
 #include <thread>
 
 #include "common/json_writer.h"
-#include "common/plan.h"
+#include "contracts/plan.h"
 #include "policies/block_table.h"
 #include "policies/policy.h"
 #include "shim/core/refusals.h"

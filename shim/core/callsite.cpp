@@ -11,7 +11,7 @@
 #include <algorithm>
 #include <cstring>
 
-#include "common/site_key.h"
+#include "contracts/site_key.h"
 
 namespace hetopt::shim {
 namespace {

@@ -35,7 +35,7 @@ struct Module {
   bool skipped = false; ///< libc/libstdc++/libgcc/ld.so/the shim: never a site frame
   bool driver = false;  ///< the OpenCL loader or an implementation (PoCL, NVIDIA, ...): its
                         ///< allocations are the driver's own, not the application's
-  uint64_t identity = 0; ///< moduleIdentity(buildId, path) (common/site_key.h): stable across runs
+  uint64_t identity = 0; ///< moduleIdentity(buildId, path) (contracts/site_key.h): stable across runs
 };
 
 /// The process's loaded objects. Lookups read an immutable snapshot without locking; a miss
@@ -68,7 +68,7 @@ class ModuleMap {
 /// Must run inside ScopedInternal (the unwinder and the module map may allocate).
 void captureCallSite(CallSite* site, unsigned depth);
 
-/// ASLR-independent identity of a site: common/site_key.h over (module identity, pc - bias) of its
+/// ASLR-independent identity of a site: contracts/site_key.h over (module identity, pc - bias) of its
 /// frames; the analyzer computes the same key from a trace.
 uint64_t siteKey(const CallSite& site);
 

@@ -4,7 +4,7 @@
  * program behaves differently from the run that was profiled, because then the plan (which sites,
  * how large a pool, which policy for which sizes) no longer describes it.
  *
- * The plan carries what the trace saw per candidate site (common/plan.h SiteProfile); the checks
+ * The plan carries what the trace saw per candidate site (contracts/plan.h SiteProfile); the checks
  * compare the run against it with wide slack, since a profile is one run and inputs vary a little:
  *
  *  - size: a site allocating more than kSizeFactor x its profiled largest block, or less than
@@ -28,7 +28,7 @@
 #include <atomic>
 #include <cstdint>
 
-#include "common/plan.h"
+#include "contracts/plan.h"
 
 namespace hetopt::shim {
 

@@ -2,7 +2,7 @@
 /**
  * @file In-place registration (optimize mode): pins memory that malloc never made, where it is.
  *
- * The plan (common/plan.h) names static ranges (module identity + offset + size) and a size range
+ * The plan (contracts/plan.h) names static ranges (module identity + offset + size) and a size range
  * of anonymous private mappings. Each is covered by a CL_MEM_USE_HOST_PTR buffer in the shim's own
  * context (policies: adoptHostMemory), which pins its pages for exactly the buffer's lifetime;
  * transfers from that memory in the program's own context then run at the pinned rate, also for
@@ -33,7 +33,7 @@
 #include <string>
 
 #include "common/json_writer.h"
-#include "common/plan.h"
+#include "contracts/plan.h"
 #include "policies/policy.h"
 #include "shim/core/refusals.h"
 

@@ -12,6 +12,7 @@
 #include <type_traits>
 
 #include "api_table.h"
+#include "contracts/alloc_fn.h"
 
 namespace hetopt::shim {
 
@@ -36,17 +37,6 @@ struct CallRecord {
                   "a mode's per-call state is a small trivial struct, valid when zeroed");
     return *std::launder(reinterpret_cast<T*>(state));
   }
-};
-
-enum class AllocFn : unsigned char {
-  Malloc,
-  Calloc,
-  Realloc,
-  PosixMemalign,
-  AlignedAlloc,
-  Memalign,
-  Valloc,
-  Pvalloc
 };
 
 /// An application allocation the shim saw complete.

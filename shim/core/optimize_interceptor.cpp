@@ -14,7 +14,7 @@
 #include "common/cl_select.h"
 #include "common/log.h"
 #include "common/options.h"
-#include "common/site_key.h"
+#include "contracts/site_key.h"
 #include "shim/core/callsite.h"
 #include "shim/core/host_ranges.h"
 #include "shim/core/self_identity.h"

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /**
  * @file HETOPT_MODE=optimize: pins the memory of the plan's candidate allocation sites, each site
- * the way the plan says (common/plan.h): served from a pre-pinned pool, or registered in place.
+ * the way the plan says (contracts/plan.h): served from a pre-pinned pool, or registered in place.
  *
  * Nothing waits on the program's critical path for pinning longer than pageable memory would have
  * cost. A background thread started at shim start-up enumerates the devices, does what needs no
@@ -37,7 +37,7 @@
 #include <string>
 #include <thread>
 
-#include "common/plan.h"
+#include "contracts/plan.h"
 #include "policies/direct.h"
 #include "policies/policy.h"
 #include "policies/pool.h"

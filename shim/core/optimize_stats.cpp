@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /**
  * @file Optimize mode at exit (see optimize_interceptor.h): the run record beside the plan
- * (common/run_record.h, for `hetopt report`), HETOPT_STATS' lines and HETOPT_STATS_JSON's file.
+ * (contracts/run_record.h, for `hetopt report`), HETOPT_STATS' lines and HETOPT_STATS_JSON's file.
  * The text and the JSON are made from the same counters, one after the other.
  */
 #include <time.h>
@@ -15,7 +15,7 @@
 #include "common/log.h"
 #include "common/options.h"
 #include "common/paths.h"
-#include "common/run_record.h"
+#include "contracts/run_record.h"
 #include "common/sigxfsz_block.h"
 #include "hetopt/version.h"
 #include "shim/core/optimize_interceptor.h"

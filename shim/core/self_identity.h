@@ -9,7 +9,7 @@
 #pragma once
 #include <string>
 
-#include "common/plan.h"
+#include "contracts/plan.h"
 #include "common/program_identity.h"
 #include "trace/writer.h"
 

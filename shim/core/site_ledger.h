@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /**
- * @file Optimize mode's account of one run for its run record (common/run_record.h): every H2D/D2H
+ * @file Optimize mode's account of one run for its run record (contracts/run_record.h): every H2D/D2H
  * transfer as pinned, gone ahead pageable (a block adopted for pinning, not pinned yet) or other
  * memory, and per plan site the transfers from the memory hetopt served for it.
  *
@@ -17,7 +17,7 @@
 #include <cstdint>
 #include <memory>
 
-#include "common/run_record.h"
+#include "contracts/run_record.h"
 #include "policies/block_table.h"
 #include "policies/pool.h"
 

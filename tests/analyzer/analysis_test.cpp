@@ -19,7 +19,7 @@
 #include "analyzer/profile_store.h"
 #include "analyzer/plots.h"
 #include "analyzer/report.h"
-#include "common/site_key.h"
+#include "contracts/site_key.h"
 #include "tests/analyzer/test_util.h"
 #include "tests/trace/synthetic.h"
 #include "trace/time_sampler.h"

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "characterize/records.h"
+#include "tests/common/temp_dir.h"
 
 namespace hetopt::characterize::testing {
 
@@ -27,26 +28,6 @@ inline RunInfo ciRunInfo(const std::string& device, const std::string& createdUt
   return i;
 }
 
-/// mkdtemp under $TMPDIR (or /tmp), removed with its contents at destruction.
-class TempDir {
- public:
-  TempDir() {
-    const char* base = getenv("TMPDIR");
-    std::string tmpl = std::string(base && *base ? base : "/tmp") + "/hetopt-test-XXXXXX";
-    char* made = mkdtemp(tmpl.data());
-    m_path = made ? made : "";
-  }
-  ~TempDir() {
-    std::error_code ec;
-    if (!m_path.empty()) std::filesystem::remove_all(m_path, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  const std::string& path() const { return m_path; }
-  std::string file(const std::string& name) const { return m_path + "/" + name; }
-
- private:
-  std::string m_path;
-};
+using hetopt::testing::TempDir;
 
 }  // namespace hetopt::characterize::testing

@@ -17,8 +17,8 @@
 
 #include "common/db.h"
 #include "common/paths.h"
-#include "common/plan.h"
 #include "common/private_file.h"
+#include "contracts/plan.h"
 
 namespace hetopt {
 namespace {

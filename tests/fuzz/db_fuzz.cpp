@@ -3,7 +3,7 @@
  * @file libFuzzer target for loading hetopt's DB: the file is opened (common/db), every
  * characterization is loaded (characterize/records) and printed, the gain model is built from it
  * and asked about the profile's sites (analyzer/gain), the profile is loaded
- * (analyzer/profile_store), reported, and turned into a plan (cli/run_plan) that, when the writer
+ * (analyzer/profile_store), reported, and turned into a plan (analyzer/planner) that, when the writer
  * accepts it, must read back as itself. Any DB must give a result or one message, never a crash.
  *
  * Two kinds of input:
@@ -27,7 +27,7 @@
 
 #include "analyzer/gain.h"
 #include "analyzer/report.h"
-#include "cli/run_plan.h"
+#include "analyzer/planner.h"
 #include "tests/fuzz/samples.h"
 
 namespace {
@@ -88,10 +88,10 @@ void useDb() {
   std::vector<analyzer::BreakdownBar> bars;
   mustSay(analyzer::loadRunBreakdowns(*db, lookup.id, &bars, &error), error);
   for (const char* policy : {"", "hybrid"}) {
-    cli::PlanOptions options;
+    analyzer::PlanOptions options;
     options.forcedPolicy = policy;
     Plan plan, back;
-    if (!cli::buildPlan(profile, options, nullptr, &plan, &why)) {
+    if (!analyzer::buildPlan(profile, options, nullptr, &plan, &why)) {
       if (why.empty()) __builtin_trap();
       continue;
     }

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /**
  * @file Writes the seed corpora of the plan and DB fuzz targets with hetopt's own writers:
- *   fuzz_corpus plan DIR   plans `hetopt run` makes (cli/run_plan + writePlanFile), and field seeds
+ *   fuzz_corpus plan DIR   plans `hetopt run` makes (analyzer/planner + writePlanFile), and field seeds
  *   fuzz_corpus db DIR     DBs written by storeRun/storeProfile, and row-edit seeds ('U')
  */
 #include <cstdio>
@@ -10,7 +10,7 @@
 #include <fstream>
 #include <string>
 
-#include "cli/run_plan.h"
+#include "analyzer/planner.h"
 #include "common/paths.h"
 #include "tests/fuzz/samples.h"
 
@@ -27,9 +27,9 @@ bool writeRaw(const std::string& path, const std::string& bytes) {
 bool planCorpus(const std::string& dir, std::string* error) {
   analyzer::AppProfile profile = fuzz::sampleProfile();
   Plan plan;
-  cli::PlanOptions options;
+  analyzer::PlanOptions options;
   options.forcedPolicy = "hybrid";
-  if (!cli::buildPlan(profile, options, nullptr, &plan, error)) return false;
+  if (!analyzer::buildPlan(profile, options, nullptr, &plan, error)) return false;
   if (!writePlanFile(dir + "/forced.plan", plan, error)) return false;
   plan.programPath = "/home/user/My Programs/solver";  // a blank in the path
   plan.sites.push_back({plan.sites.back().key, 4096, 1 << 20});

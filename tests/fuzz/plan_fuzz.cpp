@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /**
- * @file libFuzzer target for the plan format (common/plan.h), which the shim reads inside other
+ * @file libFuzzer target for the plan format (contracts/plan.h), which the shim reads inside other
  * people's processes. Any text must be accepted or rejected with a message, never crash; and what
  * the writer makes of an accepted plan must read back as the same plan.
  *
@@ -14,7 +14,7 @@
 #include <cstring>
 #include <string>
 
-#include "common/plan.h"
+#include "contracts/plan.h"
 
 namespace {
 

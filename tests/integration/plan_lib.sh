@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: MIT
 # Sourced by the integration scripts that run optimize mode without the analyzer: a hand-written
-# plan (common/plan.h format) naming allocation sites found by count mode, or memory to register.
+# plan (contracts/plan.h format) naming allocation sites found by count mode, or memory to register.
 
 # write_plan FILE PROGRAM POLICY POOL_BYTES KEY...: a 0600 plan serving every KEY (any size) from a
 # POLICY pool of POOL_BYTES for PROGRAM, on $HETOPT_DEVICE. Returns 1 when PROGRAM has no build id.

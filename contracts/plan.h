@@ -19,7 +19,7 @@
  *                                          0`: no site is served from a pool)
  *   pool-mode direct                       optional: no pool; every candidate allocation is made
  *                                          by the pool's policy itself (the naive variant)
- *   site <key-hex> <min-bytes> <max-bytes> candidate allocation site (common/site_key.h) and the
+ *   site <key-hex> <min-bytes> <max-bytes> candidate allocation site (contracts/site_key.h) and the
  *        [register] [wait <ns-per-MiB>]    sizes the curves say gain there; `register`: its blocks
  *        [profile <allocations> <min-alloc> come from the system allocator and are pinned where
  *         <max-alloc> <typical-alloc>      they are (else: served from the pool); `wait`: how long
@@ -47,7 +47,7 @@
  *                                          register in place (on their first transfer)
  *   predicted <saving-ns>                  optional: the saving `hetopt run` predicted for this
  *                                          plan (net of the shim's own cost); the shim copies it
- *                                          into its run record (common/run_record.h)
+ *                                          into its run record (contracts/run_record.h)
  *
  * Lines starting with '#' are comments. Readers reject other versions, naming both. A plan whose
  * fields cannot be written this way (a line break anywhere, a blank in the key or the policy) is
@@ -93,7 +93,7 @@ struct PlanSite {
 
 /// Static data to register in place (module identity + offset: ASLR-independent).
 struct PlanStaticRange {
-  uint64_t moduleKey = 0;  ///< moduleIdentity() of the module (common/site_key.h)
+  uint64_t moduleKey = 0;  ///< moduleIdentity() of the module (contracts/site_key.h)
   uint64_t offset = 0;     ///< start of the range minus the module's load bias
   uint64_t bytes = 0;
 };

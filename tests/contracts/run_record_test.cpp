@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
-/** @file The run record format (common/run_record.h) and the plan's `predicted` line. */
-#include "common/run_record.h"
+/** @file The run record format (contracts/run_record.h) and the plan's `predicted` line. */
+#include "contracts/run_record.h"
 
 #include <gtest/gtest.h>
 

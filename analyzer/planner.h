@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /**
- * @file From an application profile (analyzer) to the shim's optimization plan (common/plan.h):
+ * @file From an application profile (analyzer) to the shim's optimization plan (contracts/plan.h):
  * which sites, pinned how (a pool of which policy and size, or registration in place), and which
  * untracked memory (static data, anonymous mappings) to register in place. The decision
  * "optimize or not" is made here, from the measured transfer times the profile keeps and the
@@ -13,9 +13,9 @@
 
 #include "analyzer/gain.h"
 #include "analyzer/profile.h"
-#include "common/plan.h"
+#include "contracts/plan.h"
 
-namespace hetopt::cli {
+namespace hetopt::analyzer {
 
 /// Below these a site, and a whole plan, is not worth the shim: pinning saves microseconds that
 /// run-to-run noise and the shim's own work (a call-site capture per tracked allocation, a
@@ -74,7 +74,7 @@ struct PlanDecision {
 /// done. Natively the context is ready at X + C (X: its first clCreateContext, C: what that took);
 /// optimized at max(max(F, E) + W, E + C), with F its first OpenCL call, E what the drivers took
 /// to load and W = X - F - E the work in between. 0 when the profile has no start-up times.
-double startupSavingNs(const analyzer::AppProfile& profile, bool earlyContext);
+double startupSavingNs(const AppProfile& profile, bool earlyContext);
 
 /// How long a registered site's first block can be pinned on hetopt's thread before the program's
 /// first transfer from it needs it: the program's OpenCL time between the later of its context
@@ -84,7 +84,7 @@ double startupSavingNs(const analyzer::AppProfile& profile, bool earlyContext);
 /// timestamps between calls, and the program's own computing in between only adds slack. The
 /// planner uses it only for blocks at least half of which crosses in one transfer (a block mostly
 /// never sent stays priced in full: registering it locks all of it).
-double registrationSlackNs(const analyzer::AppProfile& profile, const analyzer::CandidateSite& site,
+double registrationSlackNs(const AppProfile& profile, const CandidateSite& site,
                            bool earlyContext);
 
 /// The one line `hetopt run` prints when it optimizes: what is pinned how, about how much memory,
@@ -95,16 +95,16 @@ std::string planSummary(const Plan& plan, const PlanDecision& decision);
 /// profile's device) every site is priced anew; without, the predictions stored with the profile
 /// are used. False with *whyNot (one line, the deciding number) when the program should run
 /// untouched. `decision` (optional) receives every site's line either way.
-bool buildPlan(const analyzer::AppProfile& profile, const PlanOptions& options,
-               const analyzer::GainModel* gain, Plan* plan, std::string* whyNot,
+bool buildPlan(const AppProfile& profile, const PlanOptions& options,
+               const GainModel* gain, Plan* plan, std::string* whyNot,
                PlanDecision* decision = nullptr);
 
 /// The decision as `hetopt run --dry-run` prints it.
-std::string describeDecision(const analyzer::AppProfile& profile, const Plan& plan,
+std::string describeDecision(const AppProfile& profile, const Plan& plan,
                              const PlanDecision& decision, bool planned);
 
 /// A policy the pool can be backed by for a decision's policy: register (in place, no pool) maps to
 /// hybrid, the pooled policy with the same transfer speed; standard means no pool at all ("").
 std::string poolPolicyFor(const std::string& decisionPolicy);
 
-}  // namespace hetopt::cli
+}  // namespace hetopt::analyzer

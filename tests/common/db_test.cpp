@@ -10,13 +10,14 @@
 #include <fstream>
 #include <string>
 
+#include "contracts/db_schema.h"
 #include "hetopt/version.h"
-#include "tests/characterize/test_util.h"
+#include "tests/common/temp_dir.h"
 
 namespace hetopt {
 namespace {
 
-using characterize::testing::TempDir;
+using testing::TempDir;
 
 mode_t modeOf(const std::string& path) {
   struct stat st;
@@ -344,6 +345,66 @@ TEST(Db, Version4ProfilesAreUpgradedAsProgramsWithoutScripts) {
   EXPECT_EQ(q.columnInt(5), 0);
 }
 
+// Every column, type, default and key of the application tables, as SQLite reports them.
+std::string describeTables(Db& db) {
+  std::string out;
+  for (const DbTable& t : appTables()) {
+    for (const char* pragma : {"table_info", "foreign_key_list", "index_list"}) {
+      DbStatement q(db, (std::string("SELECT * FROM pragma_") + pragma + "('" + t.name + "')").c_str());
+      EXPECT_TRUE(q.ok()) << q.error();
+      while (q.step() == DbStatement::Step::Row) {
+        out += std::string(t.name) + " " + pragma + ":";
+        for (int c = 0; c < 8; ++c) out += " " + q.columnText(c);
+        out += "\n";
+      }
+    }
+  }
+  return out;
+}
+
+// A DB of every older schema version, its application tables as that version made them (the
+// columns added since left out), upgraded in place: the tables then are what a new DB gets, column
+// for column, and the rows stored before are kept.
+TEST(Db, EveryOlderVersionUpgradesToTheTablesOfANewDb) {
+  TempDir tmp;
+  std::string error;
+  auto fresh = Db::open(tmp.file("new.db"), Db::Mode::ReadWriteCreate, &error);
+  ASSERT_TRUE(fresh) << error;
+  ASSERT_TRUE(fresh->exec(appTablesSql(), &error)) << error;
+  const std::string expected = describeTables(*fresh);
+  ASSERT_NE(expected.find("app_profiles table_info: 40 recording_ns REAL 1 0"), std::string::npos) << expected;
+  for (int version = 1; version < kDbSchemaVersion; ++version) {
+    const std::string path = tmp.file("v" + std::to_string(version) + ".db");
+    {
+      auto db = Db::open(path, Db::Mode::ReadWriteCreate, &error);
+      ASSERT_TRUE(db) << error;
+      std::string sql = "UPDATE hetopt_meta SET value = '" + std::to_string(version) +
+                        "' WHERE key = 'schema_version'; ";
+      for (const DbTable& t : appTables()) {
+        sql += std::string("CREATE TABLE ") + t.name + " (";
+        for (const DbColumn& c : t.columns)
+          if (c.since <= version) sql += std::string(c.name) + " " + c.type + ", ";
+        sql += std::string(t.constraints) + "); " + t.extra;
+      }
+      sql += "INSERT INTO app_profiles (id, program_path, program_key, build_id, content_hash, device, "
+             "trace_file, created_utc, hetopt_version, eligible, threshold, communication_ns, "
+             "computation_ns, reason, has_device_times, total_ns, kernel_ns, comm_part_ns, cpu_sync_ns, "
+             "h2d_ns, d2h_ns, launch_ns, dispatch_sync_ns, kernels, host_only_sites, "
+             "host_only_allocations, tracked_allocations, warnings) VALUES (9, '/opt/app', 'k', '', '', "
+             "'gpu', 't', 'u', 'v', 1, 1, 2, 3, 'r', 1, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, '')";
+      ASSERT_TRUE(db->exec(sql, &error)) << version << ": " << error;
+    }
+    auto db = Db::open(path, Db::Mode::ReadWriteCreate, &error);
+    ASSERT_TRUE(db) << version << ": " << error;
+    EXPECT_EQ(describeTables(*db), expected) << "upgraded from version " << version;
+    DbStatement q(*db, "SELECT program_path, kernels, recording_ns, executable FROM app_profiles WHERE id = 9");
+    ASSERT_EQ(q.step(), DbStatement::Step::Row) << q.error();
+    EXPECT_EQ(q.columnText(0), "/opt/app");
+    EXPECT_EQ(q.columnInt(1), 12);
+    EXPECT_EQ(q.columnDouble(2), 0);
+    EXPECT_EQ(q.columnText(3), "");
+  }
+}
 
 }  // namespace
 }  // namespace hetopt

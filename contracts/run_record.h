@@ -26,7 +26,7 @@
 #include <string>
 #include <vector>
 
-#include "common/plan.h"
+#include "contracts/plan.h"
 
 namespace hetopt {
 

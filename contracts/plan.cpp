@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /** @file Plan file reading and writing; see plan.h. */
-#include "common/plan.h"
+#include "contracts/plan.h"
 
 #include "common/paths.h"
 

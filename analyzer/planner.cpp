@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /** @file Profile -> plan; see run_plan.h. */
-#include "cli/run_plan.h"
+#include "analyzer/planner.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -8,7 +8,7 @@
 
 #include "analyzer/report.h"
 
-namespace hetopt::cli {
+namespace hetopt::analyzer {
 
 std::string poolPolicyFor(const std::string& decisionPolicy) {
   if (decisionPolicy == "register") return "hybrid";
@@ -19,23 +19,20 @@ std::string poolPolicyFor(const std::string& decisionPolicy) {
 
 namespace {
 
-using analyzer::formatBytes;
-using analyzer::formatDuration;
-
 std::string percent(double part, double whole) {
   char buf[32];
   snprintf(buf, sizeof buf, "%.1f%%", whole > 0 ? 100.0 * part / whole : 0.0);
   return buf;
 }
 
-std::string transfersText(const char* dir, const analyzer::TransferStats& t) {
+std::string transfersText(const char* dir, const TransferStats& t) {
   if (!t.transfers) return "";
   return std::string(dir) + " " + std::to_string(t.transfers) + " x " +
          formatBytes(t.typicalBytes) + (t.transfers > 1 ? " typ." : "");
 }
 
-std::string memoryText(uint64_t allocations, uint64_t bytes, const analyzer::TransferStats& h2d,
-                       const analyzer::TransferStats& d2h) {
+std::string memoryText(uint64_t allocations, uint64_t bytes, const TransferStats& h2d,
+                       const TransferStats& d2h) {
   std::string s = allocations ? std::to_string(allocations) + " x " + formatBytes(bytes) : formatBytes(bytes);
   for (const std::string& t : {transfersText("h2d", h2d), transfersText("d2h", d2h)})
     if (!t.empty()) s += ", " + t;
@@ -44,7 +41,7 @@ std::string memoryText(uint64_t allocations, uint64_t bytes, const analyzer::Tra
 
 /// Where a site is: its source location, else module+offset, then (without source) the return
 /// addresses of its callers, so that sites reached through one allocation helper tell apart.
-std::string siteText(const analyzer::CandidateSite& site) {
+std::string siteText(const CandidateSite& site) {
   std::string s = site.location.describe();
   if (!site.location.hasSource)
     for (size_t i = 1; i < site.frames.size() && i < 3; ++i) {
@@ -59,7 +56,7 @@ std::string siteText(const analyzer::CandidateSite& site) {
 /// The decisive numbers of a prediction: "measured 40.1 ms, pinned ~1.2 ms, pinning ~5.3 ms".
 /// `hiddenNs`: of the pinning, what runs on hetopt's thread before the first transfer needs it
 /// (already taken out of g's cost).
-std::string numbersText(const analyzer::GainPrediction& g, double hiddenNs = 0) {
+std::string numbersText(const GainPrediction& g, double hiddenNs = 0) {
   if (!g.known) return g.note.empty() ? "no prediction" : g.note;
   return std::string(g.measured ? "traced " : "pageable ~") + formatDuration(g.standardNs) +
          (!g.measured && g.tracedNs > 0 ? " (device time traced " + formatDuration(g.tracedNs) + ")" : "") +
@@ -70,8 +67,8 @@ std::string numbersText(const analyzer::GainPrediction& g, double hiddenNs = 0) 
 }
 
 /// Per MiB moved: what the transfers cost more pageable than pinned (the plan's `wait`).
-uint64_t waitPerMiB(const analyzer::GainPrediction& g, const analyzer::TransferStats& h2d,
-                    const analyzer::TransferStats& d2h) {
+uint64_t waitPerMiB(const GainPrediction& g, const TransferStats& h2d,
+                    const TransferStats& d2h) {
   const double mib = static_cast<double>(h2d.bytes + d2h.bytes) / (1 << 20);
   const double extra = g.standardNs - (g.optimizedNs - g.costNs);
   if (!g.known || mib <= 0 || extra <= 0) return 0;
@@ -80,8 +77,8 @@ uint64_t waitPerMiB(const analyzer::GainPrediction& g, const analyzer::TransferS
 
 }  // namespace
 
-double startupSavingNs(const analyzer::AppProfile& profile, bool earlyContext) {
-  const analyzer::AppProfile::Startup& s = profile.startup;
+double startupSavingNs(const AppProfile& profile, bool earlyContext) {
+  const AppProfile::Startup& s = profile.startup;
   if (!s.known()) return 0;
   const double F = static_cast<double>(s.firstCallNs), E = static_cast<double>(s.enumerateNs);
   if (!earlyContext || !s.firstContextNs) return std::min(F, E);
@@ -90,10 +87,10 @@ double startupSavingNs(const analyzer::AppProfile& profile, bool earlyContext) {
   return std::max(0.0, (X + C) - std::max(std::max(F, E) + W, E + C));
 }
 
-double registrationSlackNs(const analyzer::AppProfile& profile, const analyzer::CandidateSite& site,
+double registrationSlackNs(const AppProfile& profile, const CandidateSite& site,
                            bool earlyContext) {
   const double lead = static_cast<double>(site.leadNs);
-  const analyzer::AppProfile::Startup& s = profile.startup;
+  const AppProfile::Startup& s = profile.startup;
   if (!earlyContext || !site.allocatedBeforeOpenCL || !s.known() || !s.firstContextNs) return lead;
   // Natively the first transfer comes at X + C + lead; optimized, the program's start-up is
   // shorter by what the early context overlaps, and the context is ready at E + C.
@@ -105,8 +102,8 @@ namespace {
 
 class Planner {
  public:
-  Planner(const analyzer::AppProfile& profile, const PlanOptions& options,
-          const analyzer::GainModel* gain, Plan* plan, PlanDecision* decision)
+  Planner(const AppProfile& profile, const PlanOptions& options,
+          const GainModel* gain, Plan* plan, PlanDecision* decision)
       : m_profile(profile), m_opt(options), m_gain(gain), m_plan(plan), m_d(decision) {
     m_d->runNs = profile.breakdown.totalNs;
     m_d->gainSource = gain ? gain->describe() + " (this machine's curves now)"
@@ -131,15 +128,15 @@ class Planner {
     m_plan->earlyContext = !m_opt.directAllocation && m_opt.earlyContext && !m_plan->driverLate &&
                            m_profile.contextsCreated == 1 && m_profile.firstContextDevices <= 1;
     // Each site priced once: with this machine's curves now, else as stored with the profile.
-    std::vector<analyzer::GainPrediction> priced;
-    for (const analyzer::CandidateSite& site : m_profile.candidates) {
+    std::vector<GainPrediction> priced;
+    for (const CandidateSite& site : m_profile.candidates) {
       priced.push_back(site.gain);
       if (m_gain) m_gain->predict(site, &priced.back());
     }
     const std::vector<double> hidden = offCriticalPathNs(priced);
     for (size_t i = 0; i < m_profile.candidates.size(); ++i)
       planSite(m_profile.candidates[i], priced[i], hidden[i]);
-    for (const analyzer::UntrackedMemory& u : m_profile.untracked) planUntracked(u);
+    for (const UntrackedMemory& u : m_profile.untracked) planUntracked(u);
     std::stable_sort(m_d->sites.begin(), m_d->sites.end(), [](const SiteDecision& a, const SiteDecision& b) {
       return a.planned != b.planned ? a.planned : a.savingNs > b.savingNs;
     });
@@ -151,7 +148,7 @@ class Planner {
 
  private:
   bool anyRegistrable() const {
-    for (const analyzer::UntrackedMemory& u : m_profile.untracked)
+    for (const UntrackedMemory& u : m_profile.untracked)
       if (u.registrable()) return true;
     return false;
   }
@@ -159,7 +156,7 @@ class Planner {
   /// pinning context exist; the program only waits for what is left of that when its first
   /// transfer comes (registrationSlackNs). One thread registers the blocks one after the other:
   /// the slack is shared, earliest transfer first. Per candidate site: its pinning so hidden.
-  std::vector<double> offCriticalPathNs(const std::vector<analyzer::GainPrediction>& priced) const {
+  std::vector<double> offCriticalPathNs(const std::vector<GainPrediction>& priced) const {
     std::vector<double> hidden(priced.size(), 0.0);
     uint64_t latencyNs = 0, nsPerMiB = 0;
     if (!m_gain || forced() || m_opt.directAllocation || !m_gain->registerCost(&latencyNs, &nsPerMiB))
@@ -170,8 +167,8 @@ class Planner {
     };
     std::vector<Job> jobs;
     for (size_t i = 0; i < m_profile.candidates.size(); ++i) {
-      const analyzer::CandidateSite& site = m_profile.candidates[i];
-      const analyzer::GainPrediction& g = priced[i];
+      const CandidateSite& site = m_profile.candidates[i];
+      const GainPrediction& g = priced[i];
       const double slack = registrationSlackNs(m_profile, site, m_plan->earlyContext);
       if (!g.known || !g.registers() || slack <= 0) continue;
       // Hidden time is not free memory: a block most of which never crosses stays priced in full
@@ -203,7 +200,7 @@ class Planner {
            formatDuration(std::max(kMinSiteSavingNs, kMinSiteShare * m_d->runNs)) + ")";
   }
 
-  void planSite(const analyzer::CandidateSite& site, analyzer::GainPrediction g, double hiddenNs) {
+  void planSite(const CandidateSite& site, GainPrediction g, double hiddenNs) {
     g.costNs -= hiddenNs;
     g.optimizedNs -= hiddenNs;
     SiteDecision d;
@@ -257,11 +254,11 @@ class Planner {
   // curves say it gains (or all of it, forced). Static ranges by module and offset; anonymous
   // mappings by size, from the smallest transferred range (a mapping holds at least that) to the
   // largest mapping seen, so that no unrelated larger mapping gets pinned.
-  void planUntracked(const analyzer::UntrackedMemory& u) {
-    analyzer::GainPrediction g = u.gain;
+  void planUntracked(const UntrackedMemory& u) {
+    GainPrediction g = u.gain;
     if (m_gain && u.registrable()) m_gain->predictRegistration(u, &g);
     SiteDecision d;
-    d.what = u.what + " (" + analyzer::untrackedKindName(u.kind) + ")";
+    d.what = u.what + " (" + untrackedKindName(u.kind) + ")";
     d.memory = memoryText(0, u.regionBytes, u.h2d, u.d2h);
     d.savingNs = g.known ? g.savingNs() : 0;
     if (!u.registrable() || u.regionBytes == 0) {
@@ -272,13 +269,13 @@ class Planner {
       d.why = g.known ? smallText(g.savingNs()) + "; " + numbersText(g) : numbersText(g);
     } else {
       d.strategy = "register in place";
-      d.when = u.kind == analyzer::UntrackedMemory::Kind::Static
+      d.when = u.kind == UntrackedMemory::Kind::Static
                    ? "when the program's context exists"
                    : "mappings made before the context when it exists, later ones at their first transfer";
       d.why = m_opt.forceRegistrations ? "forced (--policy register); " + numbersText(g) : numbersText(g);
       d.planned = true;
       if (g.known) m_d->savingNs += std::max(0.0, g.savingNs());
-      if (u.kind == analyzer::UntrackedMemory::Kind::Static) {
+      if (u.kind == UntrackedMemory::Kind::Static) {
         m_plan->staticRanges.push_back({u.moduleKey, u.moduleOffset, u.regionBytes});
       } else {
         uint64_t hi = std::max(u.mapBytes, u.regionBytes);
@@ -360,9 +357,9 @@ class Planner {
     return true;
   }
 
-  const analyzer::AppProfile& m_profile;
+  const AppProfile& m_profile;
   const PlanOptions& m_opt;
-  const analyzer::GainModel* m_gain;
+  const GainModel* m_gain;
   Plan* m_plan;
   PlanDecision* m_d;
   std::string m_forcedPool, m_poolPolicy;
@@ -371,8 +368,8 @@ class Planner {
 
 }  // namespace
 
-bool buildPlan(const analyzer::AppProfile& profile, const PlanOptions& options,
-               const analyzer::GainModel* gain, Plan* plan, std::string* whyNot,
+bool buildPlan(const AppProfile& profile, const PlanOptions& options,
+               const GainModel* gain, Plan* plan, std::string* whyNot,
                PlanDecision* decision) {
   *plan = Plan();
   PlanDecision local;
@@ -409,7 +406,7 @@ std::string planSummary(const Plan& plan, const PlanDecision& decision) {
   return s;
 }
 
-std::string describeDecision(const analyzer::AppProfile& profile, const Plan& plan,
+std::string describeDecision(const AppProfile& profile, const Plan& plan,
                              const PlanDecision& decision, bool planned) {
   std::string s = "program: " + profile.program.describe() + " (" + profile.program.key() + ")\n";
   s += "device:  " + profile.device + "\n";
@@ -436,7 +433,7 @@ std::string describeDecision(const analyzer::AppProfile& profile, const Plan& pl
     s += "driver:  left alone until the program's first OpenCL call: it forked " +
          std::to_string(profile.forkedChildren) +
          " copies of itself when traced, which cannot use a driver their parent initialized\n";
-  const analyzer::AppProfile::Startup& st = profile.startup;
+  const AppProfile::Startup& st = profile.startup;
   if (st.known() && !(planned && plan.driverLate))
     s += "start-up: traced first OpenCL call at " + formatDuration(static_cast<double>(st.firstCallNs)) +
          " (drivers loaded in " + formatDuration(static_cast<double>(st.enumerateNs)) + ")" +
@@ -448,4 +445,4 @@ std::string describeDecision(const analyzer::AppProfile& profile, const Plan& pl
   return s;
 }
 
-}  // namespace hetopt::cli
+}  // namespace hetopt::analyzer

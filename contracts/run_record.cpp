@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /** @file Run records; see run_record.h. */
-#include "common/run_record.h"
+#include "contracts/run_record.h"
 
 #include <unistd.h>
 

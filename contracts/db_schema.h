@@ -1,0 +1,58 @@
+// SPDX-License-Identifier: MIT
+/**
+ * @file The application tables of hetopt's DB as data (docs/DB.md describes each column): one list
+ * of columns per table, from which the CREATE TABLE, the INSERT (named parameters `:column`), the
+ * SELECT and each column's index are generated, and the in-place upgrades too: a column added to
+ * an existing table carries the schema version that added it (`since`), and upgrading a DB from
+ * version v adds the columns whose `since` is v + 1. Adding a column is one line here (plus the
+ * accessor that fills it, analyzer/profile_store.cpp, which fails every store while one is missing)
+ * and, when DBs of the previous version exist, a bump of kDbSchemaVersion with `since` set.
+ * No SQLite here: common/db runs the SQL.
+ */
+#pragma once
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+
+namespace hetopt {
+
+/// The one schema version of the whole DB file: any change to any component's tables bumps it.
+inline constexpr int kDbSchemaVersion = 6;
+/// "HTOP" as a big-endian 32-bit integer, stored in the SQLite header (PRAGMA application_id).
+inline constexpr int32_t kDbApplicationId = 0x48544f50;
+
+struct DbColumn {
+  const char* name;
+  const char* type;  ///< SQL type and constraints; "INTEGER PRIMARY KEY": the row id, never inserted
+  /// The schema version that added it to an existing table (its type then has a DEFAULT); 0: the
+  /// table was created with it.
+  int since = 0;
+};
+
+struct DbTable {
+  const char* name;
+  std::span<const DbColumn> columns;
+  const char* constraints = "";  ///< after the columns: keys, UNIQUE, FOREIGN KEY
+  const char* extra = "";        ///< statements after the CREATE TABLE (indices)
+
+  /// CREATE TABLE IF NOT EXISTS with every column, then `extra`.
+  std::string createSql() const;
+  /// INSERT [OR REPLACE] INTO with every column but the row id, as named parameters `:column`.
+  std::string insertSql(bool orReplace = false) const;
+  /// SELECT of every column, in table order (so columnIndex() is the result's index), then `tail`.
+  std::string selectSql(std::string_view tail) const;
+  /// The column's index in the table (and in selectSql()'s result); -1 when it has none.
+  int columnIndex(std::string_view column) const;
+  /// ALTER TABLE ... ADD COLUMN for the columns version `to` added (empty when none).
+  std::string upgradeSql(int to) const;
+};
+
+/// Every application table (profiles, sites, launchers, runs), in creation order.
+std::span<const DbTable> appTables();
+/// The table called `name` among appTables(); null when none.
+const DbTable* appTable(std::string_view name);
+/// CREATE statements for every application table.
+std::string appTablesSql();
+
+}  // namespace hetopt
