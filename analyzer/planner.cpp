@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/** @file Profile -> plan; see run_plan.h. */
+/** @file Profile -> plan; see planner.h. */
 #include "analyzer/planner.h"
 
 #include <algorithm>

@@ -174,7 +174,7 @@ struct AppProfile {
   /// The program's start-up as the trace saw it (format 4; all 0 when unknown), in ns since the
   /// trace started: when its OpenCL use and its first context creation began, and what its
   /// first platform query (loading the drivers) and context creation took. `hetopt run`
-  /// overlaps the last two with the program's own start-up (run_plan.h: startupSavingNs).
+  /// overlaps the last two with the program's own start-up (planner.h: startupSavingNs).
   struct Startup {
     uint64_t firstCallNs = 0, firstContextNs = 0, enumerateNs = 0, contextNs = 0;
     bool known() const { return firstCallNs != 0; }
