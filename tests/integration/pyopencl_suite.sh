@@ -4,34 +4,23 @@
 # natively, under `hetopt trace` and under `hetopt run --force --policy opencl`: every test must
 # end the same way (passed, failed, skipped, xfailed, error) in all three. Prints the counts.
 #
-# Debian does not package the tests: the sdist of Debian's version is fetched from PyPI with pip
-# into a cache (never committed) and only its test/ files are used, against the installed module.
-# No network and no cached sdist is a failure, loudly, never a silent pass.
+# Debian does not package the tests: only the test/ files of the sdist (pyopencl_sdist.sh) are
+# used, against the installed module.
 #
 #   pyopencl_suite.sh HETOPT [pytest arguments, default: TEST FILES below]
-#   PYOPENCL_TESTS_CACHE  where the sdist is kept (default ~/.cache/hetopt/pyopencl-sdist)
 set -u
+source "$(dirname "${BASH_SOURCE[0]}")/pyopencl_sdist.sh"
 hetopt=$(readlink -f "$1")
 shift
-python=/usr/bin/python3  # Debian's module belongs to Debian's interpreter, whatever is first in PATH
+python=$pyopencl_python
 args=("$@")
 [[ ${#args[@]} -gt 0 ]] || args=(test_wrapper.py test_enqueue_copy.py test_arrays_in_structs.py)
 
 fail() { echo "FAIL: $*"; exit 1; }
-version=$("$python" -c 'import pyopencl; print(pyopencl.VERSION_TEXT)' 2>/dev/null) ||
-  fail "Debian's python3-pyopencl is not installed (scripts/setup.sh --tests)"
 "$python" -c 'import pytest' 2>/dev/null || fail "python3-pytest is not installed (scripts/setup.sh --tests)"
-
-cache=${PYOPENCL_TESTS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/hetopt/pyopencl-sdist}
-sdist=$cache/pyopencl-$version.tar.gz
-if [[ ! -s $sdist ]]; then
-  mkdir -p -m 700 "$cache" || fail "cannot create $cache"
-  # --no-build-isolation: pip reads the sdist's metadata with Debian's setuptools and numpy instead
-  # of fetching (and, with --no-binary, building) its build dependencies.
-  timeout 300 "$python" -m pip download --quiet --no-deps --no-binary :all: --no-build-isolation \
-    -d "$cache" "pyopencl==$version" >"$cache/pip.log" 2>&1 ||
-    { tail -n 5 "$cache/pip.log"; fail "cannot fetch pyopencl==$version's sdist from PyPI (network?)"; }
-fi
+sdist=$(pyopencl_sdist) || fail "$sdist"
+version=$(basename "$sdist" .tar.gz)
+version=${version#pyopencl-}
 work=$(mktemp -d "${TMPDIR:-/tmp}/hetopt-pyopencl.XXXXXX") || exit 2
 trap 'rm -rf "$work"' EXIT
 tar -xzf "$sdist" -C "$work" "pyopencl-$version/test" || fail "$sdist holds no test/ folder"
