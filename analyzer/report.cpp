@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdarg>
 #include <cstdio>
+#include <cstring>
 #include <map>
 
 #include "common/json_writer.h"
@@ -109,7 +110,7 @@ void mergeTransfers(TransferStats* into, const TransferStats& from) {
 /// say), merged into one.
 struct PrintedSite {
   CandidateSite site;
-  std::vector<std::string> via;  ///< frames printed after the location, innermost first
+  std::vector<ModulePc> via;  ///< frames printed after the location, innermost first
   size_t merged = 1;
 };
 
@@ -158,7 +159,7 @@ std::vector<PrintedSite> printedSites(const AppProfile& p) {
     auto [it, fresh] = seen.emplace(text(i, depth[i]), out.size());
     if (fresh) {
       PrintedSite ps{c, {}, 1};
-      for (size_t k = 0; k < depth[i]; ++k) ps.via.push_back(frameText(c.frames[first[i] + k]));
+      for (size_t k = 0; k < depth[i]; ++k) ps.via.push_back(c.frames[first[i] + k]);
       out.push_back(std::move(ps));
       continue;
     }
@@ -181,6 +182,127 @@ std::vector<PrintedSite> printedSites(const AppProfile& p) {
     }
   }
   return out;
+}
+
+/// Where a site lies when that is not the program's own code: a shared library (a Python
+/// package's extension modules count as their package), or the interpreter running a script.
+struct Library {
+  std::string name;  ///< "numpy", "libfoo.so.1", "the interpreter"
+  std::string path;  ///< the package's folder, else the module
+};
+
+/// False for a site in the program's own code: a source line there, or its executable (unless
+/// that is the interpreter of a script).
+bool siteLibrary(const AppProfile& p, const SiteLocation& loc, Library* out) {
+  const std::string& m = loc.modulePath;
+  if (loc.hasSource || m.empty()) return false;
+  if (m == p.program.path) {
+    if (p.program.script.kind == ScriptRef::Kind::None) return false;
+    *out = {"the interpreter", m};
+    return true;
+  }
+  for (const char* dir : {"/site-packages/", "/dist-packages/"}) {
+    const size_t at = m.find(dir);
+    if (at == std::string::npos) continue;
+    const size_t from = at + strlen(dir), slash = m.find('/', from);
+    if (slash == std::string::npos) {  // a top-level extension module: its name up to the first dot
+      *out = {m.substr(from, m.find('.', from) - from), m};
+    } else {
+      *out = {m.substr(from, slash - from), m.substr(0, slash)};
+    }
+    return true;
+  }
+  *out = {baseName(m), m};
+  return true;
+}
+
+/// Printed sites in report order, those of a library with two or more of them gathered at the
+/// first one's place under that library's heading.
+struct SiteGroup {
+  bool headed = false;
+  Library library;
+  std::vector<size_t> members;  ///< indices into the printed sites
+};
+
+std::vector<SiteGroup> groupByLibrary(const AppProfile& p, const std::vector<PrintedSite>& sites) {
+  std::vector<Library> libs(sites.size());
+  std::map<std::string, std::vector<size_t>> byPath;
+  for (size_t i = 0; i < sites.size(); ++i)
+    if (siteLibrary(p, sites[i].site.location, &libs[i])) byPath[libs[i].path].push_back(i);
+  std::vector<SiteGroup> out;
+  for (size_t i = 0; i < sites.size(); ++i) {
+    const auto it = byPath.find(libs[i].path);
+    if (it == byPath.end() || it->second.size() < 2) {
+      out.push_back({false, {}, {i}});
+    } else if (it->second.front() == i) {
+      out.push_back({true, libs[i], it->second});
+    }
+  }
+  return out;
+}
+
+/// The heading of a library's sites: what they add up to, and the note they all share (returns
+/// whether it printed one).
+bool libraryHeading(std::string* r, const SiteGroup& g, const std::vector<PrintedSite>& sites) {
+  uint64_t allocations = 0, peak = 0;
+  TransferStats h2d, d2h;
+  std::map<std::string, size_t> notes;
+  for (size_t i : g.members) {
+    const CandidateSite& c = sites[i].site;
+    allocations += c.allocations;
+    peak += c.peakLiveBytes;
+    mergeTransfers(&h2d, c.h2d);
+    mergeTransfers(&d2h, c.d2h);
+    ++notes[c.location.note];
+  }
+  appendf(r, "  %s (%s): %zu sites inside it, not the program's own code\n", g.library.name.c_str(),
+          g.library.path.c_str(), g.members.size());
+  appendf(r, "      together: %" PRIu64 " allocations, peak live at most %s; %s   %s\n", allocations,
+          formatBytes(peak).c_str(), transferLine("h2d", h2d).c_str(), transferLine("d2h", d2h).c_str());
+  if (notes.size() != 1 || notes.begin()->first.empty()) return false;
+  appendf(r, "      (%s)\n", notes.begin()->first.c_str());
+  return true;
+}
+
+/// One candidate: location, how it is told apart, sizes, transfers, prediction. Inside a library's
+/// group (`grouped`): indented, the note left to the heading when it gave it (`showNote` false),
+/// and frames in the location's own module as "+0x..." (the module is the line above).
+void siteEntry(std::string* r, const PrintedSite& ps, int number, bool grouped, bool showNote) {
+  const char* indent = grouped ? "  " : "";
+  const CandidateSite& c = ps.site;
+  appendf(r, "%s  #%d %s\n", indent, number, c.location.describe().c_str());
+  if (ps.merged > 1)
+    appendf(r, "%s      (%zu sites whose recorded frames all print alike: shown as one)\n", indent, ps.merged);
+  if (c.location.hasSource) appendf(r, "%s      %s\n", indent, c.location.source.file.c_str());
+  if (!c.location.callers.empty())
+    appendf(r, "%s      %s\n", indent, c.location.describeCallers().c_str());
+  else if (!c.location.note.empty() && showNote) appendf(r, "%s      (%s)\n", indent, c.location.note.c_str());
+  if (!ps.via.empty()) {
+    std::string via;
+    for (const ModulePc& f : ps.via) {
+      std::string t = frameText(f);
+      if (grouped && f.modulePath == c.location.modulePath) t.erase(0, t.find('+'));
+      via += (via.empty() ? "called from " : ", from ") + t;
+    }
+    appendf(r, "%s      %s\n", indent, via.c_str());
+  }
+  appendf(r, "%s      %s: %" PRIu64 " allocation%s", indent, c.allocator.c_str(), c.allocations,
+          c.allocations == 1 ? "" : "s");
+  if (c.minAllocBytes == c.maxAllocBytes) appendf(r, " of %s", formatBytes(c.maxAllocBytes).c_str());
+  else appendf(r, " of %s..%s", formatBytes(c.minAllocBytes).c_str(), formatBytes(c.maxAllocBytes).c_str());
+  appendf(r, ", peak live %s in %" PRIu64 " block%s\n", formatBytes(c.peakLiveBytes).c_str(),
+          c.peakLiveBlocks, c.peakLiveBlocks == 1 ? "" : "s");
+  appendf(r, "%s      %s   %s\n", indent, transferLine("h2d", c.h2d).c_str(), transferLine("d2h", c.d2h).c_str());
+  if (c.gain.known && c.gain.policy == "standard") {
+    appendf(r, "%s      predicted: malloc memory is already the best for these sizes here (%s)\n", indent,
+            formatDuration(c.gain.standardNs).c_str());
+  } else if (c.gain.known) {
+    appendf(r, "%s      predicted: %s (%s) saves %s of %s\n", indent, c.gain.policy.c_str(),
+            c.gain.allocMode.c_str(), formatDuration(c.gain.savingNs()).c_str(),
+            formatDuration(c.gain.standardNs).c_str());
+  } else {
+    appendf(r, "%s      predicted gain: %s\n", indent, c.gain.note.c_str());
+  }
 }
 
 }  // namespace
@@ -233,39 +355,11 @@ std::string formatReport(const AppProfile& p) {
           " host-only sites, %" PRIu64 " of %" PRIu64 " allocations host-only)\n",
           p.candidates.size(), sites, p.hostOnlySites, p.hostOnlyAllocations,
           p.trackedAllocations);
+  const std::vector<PrintedSite> printed = printedSites(p);
   int n = 0;
-  for (const PrintedSite& ps : printedSites(p)) {
-    const CandidateSite& c = ps.site;
-    appendf(&r, "  #%d %s\n", ++n, c.location.describe().c_str());
-    if (ps.merged > 1)
-      appendf(&r, "      (%zu sites whose recorded frames all print alike: shown as one)\n", ps.merged);
-    if (c.location.hasSource) appendf(&r, "      %s\n", c.location.source.file.c_str());
-    if (!c.location.callers.empty())
-      appendf(&r, "      %s\n", c.location.describeCallers().c_str());
-    else if (!c.location.note.empty()) appendf(&r, "      (%s)\n", c.location.note.c_str());
-    if (!ps.via.empty()) {
-      std::string via;
-      for (const std::string& f : ps.via) via += (via.empty() ? "called from " : ", from ") + f;
-      appendf(&r, "      %s\n", via.c_str());
-    }
-    appendf(&r, "      %s: %" PRIu64 " allocation%s", c.allocator.c_str(), c.allocations,
-            c.allocations == 1 ? "" : "s");
-    if (c.minAllocBytes == c.maxAllocBytes) appendf(&r, " of %s", formatBytes(c.maxAllocBytes).c_str());
-    else appendf(&r, " of %s..%s", formatBytes(c.minAllocBytes).c_str(), formatBytes(c.maxAllocBytes).c_str());
-    appendf(&r, ", peak live %s in %" PRIu64 " block%s\n", formatBytes(c.peakLiveBytes).c_str(),
-            c.peakLiveBlocks, c.peakLiveBlocks == 1 ? "" : "s");
-    appendf(&r, "      %s   %s\n", transferLine("h2d", c.h2d).c_str(),
-            transferLine("d2h", c.d2h).c_str());
-    if (c.gain.known && c.gain.policy == "standard") {
-      appendf(&r, "      predicted: malloc memory is already the best for these sizes here (%s)\n",
-              formatDuration(c.gain.standardNs).c_str());
-    } else if (c.gain.known) {
-      appendf(&r, "      predicted: %s (%s) saves %s of %s\n", c.gain.policy.c_str(),
-              c.gain.allocMode.c_str(), formatDuration(c.gain.savingNs()).c_str(),
-              formatDuration(c.gain.standardNs).c_str());
-    } else {
-      appendf(&r, "      predicted gain: %s\n", c.gain.note.c_str());
-    }
+  for (const SiteGroup& g : groupByLibrary(p, printed)) {
+    const bool noteShown = g.headed && libraryHeading(&r, g, printed);
+    for (size_t i : g.members) siteEntry(&r, printed[i], ++n, g.headed, !noteShown);
   }
   if (!p.untracked.empty()) {
     appendf(&r, "\nTransferred memory no tracked allocation made (can only be registered in place)\n");
@@ -336,6 +430,8 @@ std::string profileToJson(const AppProfile& p) {
     snprintf(key, sizeof key, "%016" PRIx64, c.siteKey);
     j.member("site_key", std::string(key));
     writeLocation(j, c.location);
+    Library lib;
+    if (siteLibrary(p, c.location, &lib)) j.member("library", lib.name).member("library_path", lib.path);
     j.key("frames").beginArray();
     for (const ModulePc& f : c.frames)
       j.beginObject().member("module", f.modulePath).member("build_id", f.buildId)

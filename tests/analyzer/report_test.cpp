@@ -6,6 +6,7 @@
 
 #include <cmath>
 
+#include "common/paths.h"
 #include "tests/analyzer/test_util.h"
 
 namespace hetopt::analyzer {
@@ -100,6 +101,70 @@ TEST(Report, SitesThatPrintAlikeAreToldApartOrMerged) {
   EXPECT_FALSE(contains(r, "#4")) << r;
   EXPECT_FALSE(contains(r, "0x9000")) << r;  // the sites differ before it
   EXPECT_TRUE(contains(r, "4 of ")) << r;  // the header still counts every recorded site
+}
+
+// A Python script's sites inside numpy (two extension modules of one package) are one group with
+// their totals and shared note, each site's frames in its own module as offsets; the interpreter's
+// own sites are a group of their own; a library with one site and the program's own lines are not
+// grouped. The JSON form names each site's library.
+TEST(Report, SitesInsideLibrariesAreGrouped) {
+  AppProfile p = sampleProfile();
+  p.program.path = "/usr/bin/python3.11";
+  p.program.script = {ScriptRef::Kind::File, "/home/u/two.py", "ab"};
+  p.candidates.clear();
+  const std::string np = "/usr/lib/python3/dist-packages/numpy";
+  const std::string umath = np + "/core/_multiarray_umath.cpython-311-x86_64-linux-gnu.so";
+  const std::string linalg = np + "/linalg/_umath_linalg.cpython-311-x86_64-linux-gnu.so";
+  auto site = [&](uint64_t key, const std::string& module, uint64_t caller, uint64_t bytes) {
+    CandidateSite c;
+    c.siteKey = key;
+    c.frames = {{module, "", 0xde138, true}, {module, "", caller, true}};
+    c.location.modulePath = module;
+    c.location.offset = 0xde138;
+    c.location.note = baseName(module) + ": no symbols";
+    c.allocator = "malloc";
+    c.allocations = 3;
+    c.minAllocBytes = c.maxAllocBytes = bytes;
+    c.peakLiveBytes = 2 * bytes;
+    c.h2d.add(bytes, 3, 1000);
+    c.h2d.finish();
+    p.candidates.push_back(c);
+  };
+  site(1, umath, 0x11b09d, 1 << 20);
+  site(2, "/usr/lib/x86_64-linux-gnu/libother.so.1", 0x20, 1 << 20);
+  site(3, umath, 0x119a89, 1 << 20);
+  site(4, linalg, 0x30, 1 << 21);
+  site(5, p.program.path, 0x40, 1 << 20);
+  site(6, p.program.path, 0x50, 1 << 20);
+  p.candidates[1].location.note.clear();
+  const std::string r = formatReport(p);
+  EXPECT_TRUE(contains(r, "  numpy (" + np + "): 3 sites inside it, not the program's own code\n"
+                          "      together: 9 allocations, peak live at most 8 MiB; "
+                          "h2d 9 x 2 MiB mostly, 2 sizes (12 MiB, 3.0 us)   d2h none\n"
+                          "    #1 _multiarray_umath.cpython-311-x86_64-linux-gnu.so+0xde138\n"
+                          "        (_multiarray_umath.cpython-311-x86_64-linux-gnu.so: no symbols)\n"
+                          "        called from +0x11b09d\n")) << r;
+  EXPECT_TRUE(contains(r, "    #2 _multiarray_umath.cpython-311-x86_64-linux-gnu.so+0xde138\n"
+                          "        (_multiarray_umath.cpython-311-x86_64-linux-gnu.so: no symbols)\n"
+                          "        called from +0x119a89\n        malloc: 3 allocations of 1 MiB")) << r;
+  EXPECT_TRUE(contains(r, "    #3 _umath_linalg.cpython-311-x86_64-linux-gnu.so+0xde138\n")) << r;
+  // One library, one site: printed as before, after the group that came first.
+  EXPECT_TRUE(contains(r, "\n  #4 libother.so.1+0xde138\n      called from libother.so.1+0x20\n")) << r;
+  EXPECT_TRUE(contains(r, "  the interpreter (/usr/bin/python3.11): 2 sites inside it, "
+                          "not the program's own code\n"
+                          "      together: 6 allocations, peak live at most 4 MiB; "
+                          "h2d 6 x 1 MiB (6 MiB, 2.0 us)   d2h none\n"
+                          "      (python3.11: no symbols)\n"
+                          "    #5 python3.11+0xde138\n        called from +0x40\n")) << r;
+  const std::string j = profileToJson(p);
+  EXPECT_TRUE(contains(j, "\"library\":\"numpy\",\"library_path\":\"" + np + "\"")) << j;
+  EXPECT_TRUE(contains(j, "\"library\":\"libother.so.1\"")) << j;
+
+  // A compiled program's own executable is its own code, never a group.
+  p.program.script = {};
+  const std::string own = formatReport(p);
+  EXPECT_FALSE(contains(own, "the interpreter")) << own;
+  EXPECT_TRUE(contains(own, "\n  #5 python3.11+0xde138\n      (python3.11: no symbols)\n")) << own;
 }
 
 class JsonFile : public ::testing::Test {

@@ -4,7 +4,8 @@
 # interpreter plus the script's content; a numpy-only script that never touches OpenCL is not
 # optimized by another script's profile; a wrapper that execs python3 is planned through the
 # script; and multiprocessing with the fork start method over PyOpenCL computes right, keeps its
-# exit status and never hangs, traced and optimized. The pool policy is forced (PoCL).
+# exit status and never hangs, traced and optimized; numpy's allocation sites are grouped in the
+# report. The pool policy is forced (PoCL).
 #   python_programs.sh HETOPT PYTHON SCRIPT_DIR
 set -u
 hetopt=$1 python=$2 src=$3
@@ -34,6 +35,31 @@ for s in a b; do
   expect "$s.dry" "^program: .* running $work/$s.py \\(" "$s.py's own plan"
 done
 [[ -n $(key a.dry) && $(key a.dry) != "$(key b.dry)" ]] || fail "a.py and b.py share a profile: $(key a.dry)"
+
+# Arrays made by numpy on two lines of a script, each written to or read from the device: two
+# sites inside numpy, reported under one heading with their totals, each told apart by its frames.
+cat >lines.py <<'EOF'
+import numpy as np
+import pyopencl as cl
+ctx = cl.Context([cl.get_platforms()[0].get_devices()[0]])
+q = cl.CommandQueue(ctx)
+n = 1 << 18
+buf = cl.Buffer(ctx, cl.mem_flags.READ_WRITE, 4 * n)
+total = 0
+for i in range(3):
+    a = np.arange(n, dtype=np.uint32) + i
+    b = np.empty(n, dtype=np.uint32)
+    cl.enqueue_copy(q, buf, a)
+    cl.enqueue_copy(q, b, buf)
+    total += int(b.sum())
+print(total)
+EOF
+"$hetopt" trace -o lines.trace -- "$python" lines.py >lines.out 2>lines.err || fail "trace lines.py exited $?"
+expect lines.out '^103079608320$' "lines.py's result"
+expect lines.err '^  numpy \(/.*/numpy\): 2 sites inside it, not the program.s own code$' "numpy's sites grouped"
+expect lines.err '^      together: 6 allocations, .*h2d 3 x 1 MiB \(3 MiB.*d2h 3 x 1 MiB \(3 MiB' "the group's totals"
+expect lines.err '^    #2 _multiarray_umath\.' "the second site inside the group"
+[[ $(grep -c '^    #[0-9]' lines.err) -eq 2 ]] || fail "lines.py: not exactly 2 sites in the group"
 
 # Another script: no profile, so no shim, whatever the interpreter's other scripts did.
 "$hetopt" run --stats "${forced[@]}" -- "$python" numpy_only.py >np.out 2>np.err || fail "numpy-only run exited $?"
