@@ -172,7 +172,15 @@ void Recorder::classify(uint64_t address, ObjectInfo* info) {
   if (!m_config.classifyRegions) return;
   // The calling thread's own stack first: /proc/self/maps names only the main thread's.
   pthread_attr_t attr;
-  if (pthread_getattr_np(pthread_self(), &attr) == 0) {
+  if (m_callerStackHi) {
+    if (address >= m_callerStackLo && address < m_callerStackHi) {
+      info->region = RegionClass::Stack;
+      info->mapStart = m_callerStackLo;
+      info->mapEnd = m_callerStackHi;
+      info->mapName = "[stack]";
+      return;
+    }
+  } else if (pthread_getattr_np(pthread_self(), &attr) == 0) {
     void* base = nullptr;
     size_t size = 0;
     pthread_attr_getstack(&attr, &base, &size);
@@ -353,7 +361,7 @@ ObjectId Recorder::createSegment(uint64_t ptr, uint64_t size, uint32_t site, uin
 }
 
 ObjectId Recorder::recordAlloc(uint32_t thread, uint8_t allocFn, uint64_t ptr, uint64_t size,
-                               uint64_t alignment, uint32_t site, uint64_t hostNs) {
+                               uint64_t alignment, uint32_t site, uint64_t hostNs, uint64_t atNs) {
   ObjectId id = createSegment(ptr, size, site, allocFn);
 
   Leaf leaf;
@@ -362,14 +370,14 @@ ObjectId Recorder::recordAlloc(uint32_t thread, uint8_t allocFn, uint64_t ptr, u
   leaf.site = site;
   leaf.thread = thread;
   leaf.host.add(hostNs);
-  stamp(leaf, monotonicNs(), hostNs);
+  stamp(leaf, atNs ? atNs : monotonicNs(), hostNs);
   leaf.args = {ArgAgg::of(size), ArgAgg::of(alignment)};
   leaf.refs.push_back(makeRef(m_objects, id, kRefArgReturn, kRefCreate));
   append(thread, std::move(leaf));
   return id;
 }
 
-bool Recorder::recordFree(uint32_t thread, uint64_t ptr) {
+bool Recorder::recordFree(uint32_t thread, uint64_t ptr, uint64_t atNs) {
   auto it = m_segments.find(ptr);
   if (it == m_segments.end()) return false;
   ObjectId id = it->second.obj;
@@ -379,14 +387,14 @@ bool Recorder::recordFree(uint32_t thread, uint64_t ptr) {
   leaf.type = LeafType::Free;
   leaf.thread = thread;
   leaf.host.add(0);
-  stamp(leaf, monotonicNs(), 0);
+  stamp(leaf, atNs ? atNs : monotonicNs(), 0);
   leaf.refs.push_back(makeRef(m_objects, id, 0, kRefDestroy));
   append(thread, std::move(leaf));
   return true;
 }
 
 void Recorder::recordRealloc(uint32_t thread, uint64_t oldPtr, uint64_t newPtr, uint64_t size,
-                             uint32_t site, uint64_t hostNs) {
+                             uint32_t site, uint64_t hostNs, uint64_t atNs) {
   ObjectId oldObj = kNoObject;
   if (oldPtr) {
     auto it = m_segments.find(oldPtr);
@@ -403,7 +411,7 @@ void Recorder::recordRealloc(uint32_t thread, uint64_t oldPtr, uint64_t newPtr, 
   leaf.site = site;
   leaf.thread = thread;
   leaf.host.add(hostNs);
-  stamp(leaf, monotonicNs(), hostNs);
+  stamp(leaf, atNs ? atNs : monotonicNs(), hostNs);
   leaf.args = {ArgAgg::of(size), ArgAgg::of(0)};
   if (oldObj) leaf.refs.push_back(makeRef(m_objects, oldObj, 0, kRefDestroy));
   if (site) {

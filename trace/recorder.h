@@ -114,14 +114,22 @@ class Recorder {
   /// Interns an allocation site (return addresses, innermost first); returns id + 1.
   uint32_t internSite(const uint64_t* pcs, unsigned depth);
   /// Records an allocation of a tracked block: a new Segment object created by an Alloc leaf.
+  /// `atNs`: when it happened (monotonicNs()), 0: now.
   ObjectId recordAlloc(uint32_t thread, uint8_t allocFn, uint64_t ptr, uint64_t size,
-                       uint64_t alignment, uint32_t site, uint64_t hostNs);
+                       uint64_t alignment, uint32_t site, uint64_t hostNs, uint64_t atNs = 0);
   /// Records the free of a tracked block; false (nothing recorded) when `ptr` is not one.
-  bool recordFree(uint32_t thread, uint64_t ptr);
+  bool recordFree(uint32_t thread, uint64_t ptr, uint64_t atNs = 0);
   /// realloc(oldPtr, size) -> newPtr. `site` is 0 when the new block is too small to track: then
   /// only the old block's end is recorded (if it was tracked).
   void recordRealloc(uint32_t thread, uint64_t oldPtr, uint64_t newPtr, uint64_t size,
-                     uint32_t site, uint64_t hostNs);
+                     uint32_t site, uint64_t hostNs, uint64_t atNs = 0);
+  /// The stack [lo, hi) of the thread whose call is being recorded, for classifying untracked
+  /// memory on it; hi = 0: the recording thread's own (the events are recorded where they
+  /// happen).
+  void setCallerStack(uint64_t lo, uint64_t hi) {
+    m_callerStackLo = lo;
+    m_callerStackHi = hi;
+  }
   /// An SVM/USM allocation made through OpenCL (kind Svm), or its release.
   ObjectId addSvm(uint64_t ptr, uint64_t size);
   ObjectId removeSvm(uint64_t ptr);
@@ -143,7 +151,7 @@ class Recorder {
   /// Gives `leaf` (one call) its times for the timeline: it began at `monoStartNs`
   /// (monotonicNs()) and took `hostNs`. No lock needed.
   void stamp(Leaf& leaf, uint64_t monoStartNs, uint64_t hostNs) const {
-    const uint64_t start = monoStartNs > m_startMono ? monoStartNs - m_startMono : 0;
+    const uint64_t start = sinceStart(monoStartNs);
     leaf.stamps.push_back(Stamp{start, hostNs, 0, 0, 0});
     leaf.endNs = start + hostNs;
   }
@@ -176,6 +184,8 @@ class Recorder {
   uint64_t eventsRecorded() const { return m_events; }
   /// Nanoseconds since tracing started (the clock of Time, End and Startup records). No lock.
   uint64_t elapsedNs() const;
+  /// `monoNs` (monotonicNs()) as ns since tracing started. No lock.
+  uint64_t sinceStart(uint64_t monoNs) const { return monoNs > m_startMono ? monoNs - m_startMono : 0; }
   /// Changes when a forked child restarts: thread indices cached by callers become stale.
   uint32_t generation() const { return m_generation; }
 
@@ -224,6 +234,7 @@ class Recorder {
   std::vector<ModuleRecord> m_moduleRecords;                        ///< by id - 1
   std::string m_records;  ///< final records not written yet
   uint64_t m_startMono = 0;
+  uint64_t m_callerStackLo = 0, m_callerStackHi = 0;  ///< setCallerStack()
   uint64_t m_lastCheckpoint = 0;
   uint64_t m_events = 0;
   uint64_t m_costCalls = 0, m_costNs = 0;

@@ -117,11 +117,13 @@ cl_event DeviceTiming::take(CallRecord& call, const CallState& state, bool ok) {
   return produced;
 }
 
-void DeviceTiming::addPending(cl_event event, uint32_t thread, uint32_t slot, const CallState& state,
-                              uint64_t queue, uint64_t hostStart, uint64_t hostEnd) {
+size_t DeviceTiming::addPending(cl_event event, uint64_t timingId, const CallState& state, uint64_t queue,
+                                uint64_t hostStart, uint64_t hostEnd) {
   const uint64_t weight = state.sampled ? m_period : 1;
-  m_pending.push_back(Pending{event, thread, slot, m_recorder.generation(), static_cast<uint32_t>(weight),
-                              queue, hostStart, hostEnd});
+  std::lock_guard<std::mutex> lock(m_mutex);
+  m_pending.push_back(Pending{event, timingId, m_generation, static_cast<uint32_t>(weight), queue, hostStart, hostEnd});
+  m_count.store(m_pending.size(), std::memory_order_relaxed);
+  return m_pending.size();
 }
 
 DeviceTiming::QueueClock* DeviceTiming::clockOf(uint64_t queue) {
@@ -171,11 +173,11 @@ void DeviceTiming::noteQueued(const Pending& p, uint64_t queued) {
     c = &m_clocks.back();
   }
   if (!c->timer && c->estimate.add(p.hostStart, p.hostEnd, queued))
-    m_recorder.noteClock(p.queue, trace::ClockMethod::Estimated, c->estimate.offsetNs(), c->estimate.uncertaintyNs());
+    m_sink.clock(p.queue, trace::ClockMethod::Estimated, c->estimate.offsetNs(), c->estimate.uncertaintyNs());
 }
 
 void DeviceTiming::afterCall(bool sync, size_t pending) {
-  if (pending && (sync || pending >= m_resolveAt)) resolve(pending > kMaxPending);
+  if (pending && (sync || pending >= m_resolveAt.load(std::memory_order_relaxed))) resolve(pending > kMaxPending);
 }
 
 void DeviceTiming::release(cl_event event) {
@@ -187,9 +189,10 @@ void DeviceTiming::resolve(bool all) {
   std::vector<uint64_t> unclocked;  // queues whose device clock was never asked
   uint32_t gen;
   {
-    auto lock = m_recorder.lock();
+    std::lock_guard<std::mutex> lock(m_mutex);
     work.swap(m_pending);
-    gen = m_recorder.generation();
+    m_count.store(0, std::memory_order_relaxed);
+    gen = m_generation;
     for (const Pending& p : work)
       if (!clockOf(p.queue) && std::find(unclocked.begin(), unclocked.end(), p.queue) == unclocked.end())
         unclocked.push_back(p.queue);
@@ -249,25 +252,27 @@ void DeviceTiming::resolve(bool all) {
     release(p.event);
     done.push_back(d);
   }
-  auto lock = m_recorder.lock();
+  // Queued after the calls' own records (their ids were handed out before): in stream order.
+  std::lock_guard<std::mutex> lock(m_mutex);
   for (const Timer& t : timers) {
-    if (!t.ok || clockOf(t.queue) || gen != m_recorder.generation()) continue;
+    if (!t.ok || clockOf(t.queue) || gen != m_generation) continue;
     m_clocks.push_back(QueueClock{t.queue, true, {}});
-    m_recorder.noteClock(t.queue, trace::ClockMethod::Timer, t.offset, t.uncertainty);
+    m_sink.clock(t.queue, trace::ClockMethod::Timer, t.offset, t.uncertainty);
   }
   for (const Done& d : done) {
-    if (d.p.generation != m_recorder.generation()) continue;
-    m_recorder.deliver(d.p.thread, d.p.slot, d.timed ? &d.d : nullptr, d.start, d.end);
+    if (d.p.generation != m_generation) continue;
+    m_sink.timed(d.p.timingId, d.timed ? &d.d : nullptr, d.start, d.end);
     if (d.timed) noteQueued(d.p, d.queued);
   }
   m_pending.insert(m_pending.end(), keep.begin(), keep.end());
-  m_resolveAt = std::max<size_t>(64, 2 * m_pending.size());
+  m_count.store(m_pending.size(), std::memory_order_relaxed);
+  m_resolveAt.store(std::max<size_t>(64, 2 * m_pending.size()), std::memory_order_relaxed);
 }
 
 void DeviceTiming::abandonAll() {
-  for (const Pending& p : m_pending)
-    if (p.generation == m_recorder.generation()) m_recorder.deliver(p.thread, p.slot, nullptr);
+  std::lock_guard<std::mutex> lock(m_mutex);
   m_pending.clear();
+  m_count.store(0, std::memory_order_relaxed);
 }
 
 }  // namespace hetopt::shim

@@ -15,14 +15,19 @@
  * from clGetDeviceAndHostTimer where the device has it (OpenCL 2.1), else estimated from the
  * commands' QUEUED timestamps (trace/device_clock.h); the recorder writes it as a Clock record.
  *
- * The pending list and the clocks are guarded by the recorder's mutex (the fork protocol holds
- * it); no OpenCL call is made under it.
+ * Timings and clocks go back to the recorder as records of the trace's stream (Sink), after the
+ * record of the call they time: each timed call gets an id that its timing comes back with.
+ *
+ * The pending list and the clocks are guarded by the mutex passed in (the twin queues' too; the
+ * fork protocol holds it); no OpenCL call is made under it.
  */
 #pragma once
 #include <CL/cl.h>
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <mutex>
 #include <vector>
 
 #include "shim/core/interceptor.h"
@@ -43,7 +48,19 @@ class DeviceTiming {
     bool sampled;        ///< ... as the sample of its block (weight: the period), not in the census
   };
 
-  explicit DeviceTiming(trace::Recorder& recorder) : m_recorder(recorder) {}
+  /// Where timings and clocks go (the trace's stream).
+  class Sink {
+   public:
+    virtual ~Sink() = default;
+    /// The timing of the call with `timingId` (null: missing).
+    virtual void timed(uint64_t timingId, const trace::DeviceAgg* timing, uint64_t deviceStart,
+                       uint64_t deviceEnd) = 0;
+    virtual void clock(uint64_t queue, trace::ClockMethod method, int64_t offsetNs, uint64_t uncertaintyNs) = 0;
+  };
+
+  /// `recorder`: its clock only (elapsedNs, no lock).
+  DeviceTiming(const trace::Recorder& recorder, std::mutex& mutex, Sink& sink)
+      : m_recorder(recorder), m_mutex(mutex), m_sink(sink) {}
   /// HETOPT_TIME_SAMPLE: 1 times every command, N about one in N after the first ones per key,
   /// 0 none at all (queues then stay as the program made them).
   void setPeriod(uint64_t period) { m_period = period; }
@@ -67,12 +84,13 @@ class DeviceTiming {
   /// mean to it).
   static bool unsampled(const CallState& state, bool ok) { return ok && state.timeable && !state.timed; }
 
-  /// Recorder lock held: `event` times the leaf in `slot` of `thread`; the command was enqueued
-  /// on `queue` by a call that ran [hostStart, hostEnd] (ns since tracing started).
-  void addPending(cl_event event, uint32_t thread, uint32_t slot, const CallState& state, uint64_t queue,
-                  uint64_t hostStart, uint64_t hostEnd);
-  /// Recorder lock held: how many events wait.
-  size_t pending() const { return m_pending.size(); }
+  /// `event` times the call with `timingId` (its record is queued); the command was enqueued on
+  /// `queue` by a call that ran [hostStart, hostEnd] (ns since tracing started). Returns how many
+  /// events wait.
+  size_t addPending(cl_event event, uint64_t timingId, const CallState& state, uint64_t queue,
+                    uint64_t hostStart, uint64_t hostEnd);
+  /// How many events wait (no lock: a hint).
+  size_t pending() const { return m_count.load(std::memory_order_relaxed); }
   /// After a call was recorded, with `pending` events waiting: reads what finished at sync
   /// points or when many wait.
   void afterCall(bool sync, size_t pending);
@@ -81,16 +99,20 @@ class DeviceTiming {
   void resolve(bool all);
   void release(cl_event event);
 
-  /// Recorder lock held: at exit, every pending command counts as missing (no OpenCL calls then).
+  /// At exit: drops the pending events (no OpenCL calls then); the recorder counts their
+  /// commands as missing.
   void abandonAll();
-  /// Recorder lock held, in a forked child: the parent reads and releases its events.
-  void forkChild() { m_pending.clear(); }
+  /// Mutex held, in a forked child: the parent reads and releases its events.
+  void forkChild() {
+    m_pending.clear();
+    m_count.store(0, std::memory_order_relaxed);
+    ++m_generation;
+  }
 
  private:
   struct Pending {
     cl_event event;
-    uint32_t thread;
-    uint32_t slot;
+    uint64_t timingId;
     uint32_t generation;
     uint32_t weight;  ///< sampling weight of the command (trace/time_sampler.h)
     uint64_t queue;   ///< the program's queue
@@ -106,15 +128,19 @@ class DeviceTiming {
   /// clGetDeviceAndHostTimer of the queue's device against our clock: the offset of trace ns
   /// to device ns. False when the device or the ICD loader cannot tell. No lock held.
   bool measureTimer(uint64_t queue, int64_t* offsetNs, uint64_t* uncertaintyNs) const;
-  /// Recorder lock held: a timed command's QUEUED timestamp narrows its queue's estimate.
+  /// Mutex held: a timed command's QUEUED timestamp narrows its queue's estimate.
   void noteQueued(const Pending& p, uint64_t queued);
   static constexpr size_t kMaxPending = 8192;  ///< device timings waiting before we give up on the oldest
 
-  trace::Recorder& m_recorder;
+  const trace::Recorder& m_recorder;
+  std::mutex& m_mutex;
+  Sink& m_sink;
   uint64_t m_period = trace::TimeSampler::kDefaultPeriod;
-  std::vector<Pending> m_pending;  ///< recorder lock
-  std::vector<QueueClock> m_clocks;  ///< recorder lock
-  size_t m_resolveAt = 64;
+  std::vector<Pending> m_pending;  ///< m_mutex
+  std::atomic<size_t> m_count{0};  ///< m_pending.size()
+  std::vector<QueueClock> m_clocks;  ///< m_mutex
+  uint32_t m_generation = 1;         ///< m_mutex; changes in a forked child
+  std::atomic<size_t> m_resolveAt{64};  ///< read lock-free by afterCall
 };
 
 }  // namespace hetopt::shim

@@ -183,6 +183,22 @@ void installForkProtocol() {
   (void)installed;
 }
 
+void processQuickExit() {
+  if (s_mode != Mode::Trace) return;
+  if (Interceptor* i = interceptor()) {
+    ScopedInternal internal;
+    static_cast<TraceInterceptor*>(i)->quickExit();
+  }
+}
+
+void processExec() {
+  if (s_mode != Mode::Trace) return;
+  if (Interceptor* i = interceptor()) {
+    ScopedInternal internal;
+    static_cast<TraceInterceptor*>(i)->beforeExec();
+  }
+}
+
 void deactivate() {
   Interceptor* old = g_interceptor.exchange(nullptr, std::memory_order_acq_rel);
   // Leaked on purpose: another thread may still be inside a callback of it; process exit frees it.

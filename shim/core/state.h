@@ -57,6 +57,11 @@ void activate(Mode mode);
 /// Uninstalls and tears down (atexit, or tests).
 void deactivate();
 
+/// The process ends without its exit handlers (_exit, _Exit) or replaces itself (exec): trace
+/// mode writes its trace out first (finished, or a snapshot before exec). No-op in other modes.
+void processQuickExit();
+void processExec();
+
 /// Registers the shim's fork protocol, once (the shim's start-up does; tests may): atfork
 /// handlers that run the installed interceptor's forkPrepare/forkParent/forkChild and hold the
 /// module map across fork(). The lock order is documented in state.cpp.

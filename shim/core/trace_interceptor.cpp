@@ -27,7 +27,8 @@ using api::ApiId;
 
 TraceInterceptor* s_instance = nullptr;
 pthread_key_t s_threadKey;
-/// (recorder generation << 32) | (thread index + 1) of this thread; 0 before its first event.
+/// (generation << 32) | system thread id of this thread, once announced in the stream; 0 before.
+/// Plain initial-exec TLS: still there for the calls some programs make at exit.
 HETOPT_TLS uint64_t t_traceThread = 0;
 
 /// What one call carries from callBegin to callEnd (CallRecord::callState).
@@ -113,8 +114,31 @@ void threadKeyDestructor(void* value) {
   auto v = reinterpret_cast<uintptr_t>(value);
   if (s_instance && v) {
     ScopedInternal internal;
-    s_instance->threadExit(static_cast<uint32_t>(v & 0xffffffffu) - 1, static_cast<uint32_t>(v >> 32));
+    s_instance->threadExit(static_cast<uint32_t>(v & 0xffffffffu), static_cast<uint32_t>(v >> 32));
   }
+}
+
+/// [lo, hi) of the calling thread's stack; 0, 0 when unknown.
+void stackOf(uint64_t* lo, uint64_t* hi) {
+  *lo = *hi = 0;
+  pthread_attr_t attr;
+  if (pthread_getattr_np(pthread_self(), &attr) != 0) return;
+  void* base = nullptr;
+  size_t size = 0;
+  pthread_attr_getstack(&attr, &base, &size);
+  pthread_attr_destroy(&attr);
+  *lo = reinterpret_cast<uint64_t>(base);
+  *hi = *lo + size;
+}
+
+/// Waits up to `ns` for `m`; false when it stays taken.
+bool lockWithin(std::mutex& m, uint64_t ns) {
+  for (uint64_t waited = 0; !m.try_lock(); waited += 1000000) {
+    if (waited >= ns) return false;
+    const timespec pause{0, 1000000};
+    nanosleep(&pause, nullptr);
+  }
+  return true;
 }
 
 }  // namespace
@@ -142,6 +166,7 @@ TraceInterceptor* TraceInterceptor::create() {
     setenv(optionInfo(Option::TRACE_FILE).envName, t->m_childPattern.c_str(), 1);
   }
   t->m_config.path = substitutePid(pattern, getpid());
+  t->m_pid.store(static_cast<int>(getpid()), std::memory_order_relaxed);
   t->m_measureSelf = debugEnabled();
   t->m_config.modules = moduleLookup;
   for (const Module& m : ModuleMap::instance().modules(nullptr))
@@ -196,25 +221,56 @@ TraceInterceptor* TraceInterceptor::create() {
 }
 
 TraceInterceptor::TraceInterceptor()
-    : m_model(trace::CallModelHooks{hostSpanOf, labelOf}), m_queues(m_recorder.mutex()), m_timing(m_recorder) {}
+    : m_applier(m_recorder, m_labels),
+      m_stream(m_recorder.mutex(), *this),
+      m_queues(m_timingMutex),
+      m_timing(m_recorder, m_timingMutex, *this) {}
 
-uint32_t TraceInterceptor::threadIndex() {
-  const uint32_t gen = m_recorder.generation();
-  if (t_traceThread && (t_traceThread >> 32) == gen) return static_cast<uint32_t>(t_traceThread & 0xffffffffu) - 1;
-  const uint32_t index = m_recorder.thread(static_cast<uint64_t>(syscall(SYS_gettid)));
-  t_traceThread = (uint64_t{gen} << 32) | (index + 1);
-  pthread_setspecific(s_threadKey, reinterpret_cast<void*>(static_cast<uintptr_t>(t_traceThread)));
-  return index;
+uint32_t TraceInterceptor::threadId() {
+  const uint32_t gen = m_generation.load(std::memory_order_relaxed);
+  if (HETOPT_LIKELY(t_traceThread && (t_traceThread >> 32) == gen)) return static_cast<uint32_t>(t_traceThread);
+  return registerThread(gen);
 }
 
-void TraceInterceptor::threadExit(uint32_t thread, uint32_t generation) {
-  auto lock = m_recorder.lock();
-  if (m_active && generation == m_recorder.generation()) m_recorder.threadExit(thread);
+uint32_t TraceInterceptor::registerThread(uint32_t generation) {
+  ScopedInternal internal;  // pthread_getattr_np allocates
+  const auto tid = static_cast<uint32_t>(syscall(SYS_gettid));
+  uint64_t lo, hi;
+  stackOf(&lo, &hi);
+  alignas(8) unsigned char record[64];
+  push(record, raw::thread(record, tid, lo, hi));
+  t_traceThread = (uint64_t{generation} << 32) | tid;
+  pthread_setspecific(s_threadKey, reinterpret_cast<void*>(static_cast<uintptr_t>(t_traceThread)));
+  return tid;
+}
+
+void TraceInterceptor::threadExit(uint32_t tid, uint32_t generation) {
+  if (!m_active.load(std::memory_order_relaxed) || generation != m_generation.load(std::memory_order_relaxed)) return;
+  alignas(8) unsigned char record[64];
+  push(record, raw::threadExit(record, tid));
+}
+
+void TraceInterceptor::timed(uint64_t timingId, const trace::DeviceAgg* timing, uint64_t deviceStart,
+                             uint64_t deviceEnd) {
+  alignas(8) unsigned char record[256];
+  push(record, raw::timing(record, timingId, timing, deviceStart, deviceEnd));
+}
+
+void TraceInterceptor::clock(uint64_t queue, trace::ClockMethod method, int64_t offsetNs, uint64_t uncertaintyNs) {
+  alignas(8) unsigned char record[64];
+  push(record, raw::clock(record, queue, method, offsetNs, uncertaintyNs));
 }
 
 void TraceInterceptor::signalSnapshot() {
   static std::atomic<bool> s_busy{false};
   if (!m_active.load(std::memory_order_relaxed) || s_busy.exchange(true)) return;
+  m_signalled.store(true, std::memory_order_relaxed);
+  // The recording thread drains what is queued and writes; this one only waits (a bounded wait:
+  // the thread may be stuck on a lock the interrupted code holds).
+  if (m_stream.flushFromSignal(1000000000ull)) {
+    s_busy.store(false);
+    return;
+  }
   std::mutex& mutex = m_recorder.mutex();
   bool locked = mutex.try_lock();
   for (int i = 0; i < 100 && !locked; ++i) {
@@ -240,14 +296,33 @@ void TraceInterceptor::signalSnapshot() {
 
 // ---- fork -----------------------------------------------------------------------------------------
 
-void TraceInterceptor::forkPrepare() { m_recorder.mutex().lock(); }
-void TraceInterceptor::forkParent() { m_recorder.mutex().unlock(); }
+// Lock order: the timing mutex (held while timings are queued), the label table's, the stream's
+// (its gate, then the recorder's), the block filter's.
+void TraceInterceptor::forkPrepare() {
+  m_timingMutex.lock();
+  m_labels.mutex().lock();
+  m_stream.forkPrepare();
+  m_blocksMutex.lock();
+}
+
+void TraceInterceptor::forkParent() {
+  m_blocksMutex.unlock();
+  m_stream.forkParent();
+  m_labels.mutex().unlock();
+  m_timingMutex.unlock();
+}
 
 void TraceInterceptor::forkChild() {
-  m_recorder.mutex().unlock();
+  m_blocksMutex.unlock();
+  m_stream.forkChild();
+  m_labels.mutex().unlock();
+  m_timing.forkChild();  // the parent's events: the parent reads and releases them
+  m_timingMutex.unlock();
   auto lock = m_recorder.lock();
   if (!m_active) return;
-  m_timing.forkChild();  // the parent's events: the parent reads and releases them
+  m_pid.store(static_cast<int>(getpid()), std::memory_order_relaxed);
+  m_generation.fetch_add(1, std::memory_order_relaxed);  // this thread announces itself again
+  m_applier.forkChild();
   m_selfNs = 0;       // the parent's recording cost is in the parent's trace
   m_selfCalls = 0;
   trace::RecorderConfig c = m_config;
@@ -373,66 +448,74 @@ void TraceInterceptor::recordCall(CallRecord& call, uint64_t hostNs) {
   // The event whose timestamps time the command (this restores the call as the program made it).
   cl_event produced = m_timing.take(call, st.timing, outcome.ok);
   const bool blocking = info.blockingArg >= 0 && call.args[info.blockingArg] != 0;
-
-  size_t pending = 0;
-  {
-    auto lock = m_recorder.lock();
-    if (!m_active) return;
-    const uint32_t thread = threadIndex();
-    trace::Leaf& leaf = m_recorder.scratchLeaf(thread);
-    m_model.build(m_recorder, view, outcome, hostNs, leaf);
-    m_recorder.stamp(leaf, st.startNs, hostNs);
-    const uint64_t hostStart = leaf.stamps.back().startNs;  // the leaf comes back empty from append()
-    if (DeviceTiming::unsampled(st.timing, outcome.ok)) leaf.device.unsampled = 1;
-    const uint32_t slot = m_recorder.append(thread, std::move(leaf), produced != nullptr);
-    if (produced && slot) {
-      m_timing.addPending(produced, thread, slot, st.timing, call.args[0], hostStart, hostStart + hostNs);
-      produced = nullptr;
-    }
-    pending = m_timing.pending();
+  if (!m_active.load(std::memory_order_relaxed)) {
+    if (produced) m_timing.release(produced);  // not recorded (tracing stopped meanwhile)
+    return;
   }
-  if (produced) m_timing.release(produced);  // not recorded (tracing stopped meanwhile)
+  const uint32_t tid = threadId();
+  if (HETOPT_UNLIKELY(m_labels.names(call.id))) m_labels.note(view, outcome, labelOf);
+  const uint64_t timingId = produced ? m_nextTimingId.fetch_add(1, std::memory_order_relaxed) + 1 : 0;
+  alignas(8) unsigned char record[raw::kMaxRecordBytes];
+  push(record, raw::call(record, tid, view, outcome, st.startNs, hostNs, DeviceTiming::unsampled(st.timing, outcome.ok),
+                         timingId, hostSpanOf));
+  size_t pending = m_timing.pending();
+  if (produced) {
+    const uint64_t hostStart = m_recorder.sinceStart(st.startNs);
+    pending = m_timing.addPending(produced, timingId, st.timing, call.args[0], hostStart, hostStart + hostNs);
+  }
   m_timing.afterCall(info.kind == api::ApiKind::Sync || blocking, pending);
 }
 
 // ---- allocations ----------------------------------------------------------------------------------
 
 void TraceInterceptor::allocated(const AllocEvent& event) {
-  if (!m_active) return;
-  auto lock = m_recorder.lock();
-  if (!m_active) return;
-  uint32_t site = 0;
-  if (event.site && event.site->depth) {
-    uint64_t pcs[kMaxSiteDepth];
-    for (unsigned i = 0; i < event.site->depth; ++i) pcs[i] = event.site->pcs[i];
-    site = m_recorder.internSite(pcs, event.site->depth);
-  }
-  const uint32_t thread = threadIndex();
+  if (!m_active.load(std::memory_order_relaxed)) return;
+  const bool site = event.site && event.site->depth;
   const auto ptr = reinterpret_cast<uintptr_t>(event.ptr);
-  if (event.fn == AllocFn::Realloc)
-    m_recorder.recordRealloc(thread, reinterpret_cast<uintptr_t>(event.oldPtr), ptr, event.size, site, 0);
-  else if (site)
-    m_recorder.recordAlloc(thread, static_cast<uint8_t>(event.fn), ptr, event.size, event.alignment, site, 0);
+  const auto oldPtr = reinterpret_cast<uintptr_t>(event.oldPtr);
+  const bool realloc = event.fn == AllocFn::Realloc;
+  if (!site && !(realloc && oldPtr && m_blocks.mayContain(oldPtr))) return;  // neither side tracked
+  {
+    // Here, in program order (a block is freed before its address is handed out again): free()
+    // must know a tracked block from the moment malloc returns it.
+    std::lock_guard<std::mutex> lock(m_blocksMutex);
+    if (realloc && oldPtr) m_blocks.erase(oldPtr);
+    if (site) m_blocks.insert(ptr);
+  }
+  uint64_t pcs[kMaxSiteDepth];
+  const unsigned depth = site ? event.site->depth : 0;
+  for (unsigned i = 0; i < depth; ++i) pcs[i] = event.site->pcs[i];
+  alignas(8) unsigned char record[64 + 8 * kMaxSiteDepth];
+  push(record, raw::alloc(record, threadId(), trace::monotonicNs(), static_cast<uint8_t>(event.fn), ptr,
+                          event.size, event.alignment, realloc ? oldPtr : 0, pcs, depth));
 }
 
 void TraceInterceptor::freeing(void* ptr) {
-  if (!m_active || !m_recorder.mayBeSegment(reinterpret_cast<uintptr_t>(ptr))) return;
-  auto lock = m_recorder.lock();
-  if (!m_active) return;
-  m_recorder.recordFree(threadIndex(), reinterpret_cast<uintptr_t>(ptr));
+  const auto p = reinterpret_cast<uintptr_t>(ptr);
+  if (!m_active.load(std::memory_order_relaxed) || !m_blocks.mayContain(p)) return;
+  {
+    std::lock_guard<std::mutex> lock(m_blocksMutex);
+    m_blocks.erase(p);
+  }
+  alignas(8) unsigned char record[64];
+  push(record, raw::free(record, threadId(), trace::monotonicNs(), p));
 }
 
 void TraceInterceptor::processExit() {
-  auto lock = m_recorder.lock();
-  if (!m_active) return;
+  // A vfork() child shares this memory: the trace is its parent's.
+  if (getpid() != m_pid.load(std::memory_order_relaxed) || !m_active.exchange(false)) return;
   // No OpenCL calls at exit (the runtime may be gone): what is still pending has no timing.
   m_timing.abandonAll();
-  m_recorder.noteRecordingCost(m_selfCalls.load(std::memory_order_relaxed),
-                               m_selfNs.load(std::memory_order_relaxed));
-  m_recorder.noteStartup(m_firstCallNs.load(std::memory_order_relaxed),
-                         m_firstContextNs.load(std::memory_order_relaxed));
-  m_recorder.finish();
-  m_active = false;
+  m_stream.stop(2000000000ull);
+  // Bounded: a recording thread stuck on a lock the program holds at exit must not hang it.
+  if (!lockWithin(m_recorder.mutex(), 5000000000ull)) {
+    warn("trace mode: the recording thread did not stop; %s ends at its last checkpoint", m_config.path.c_str());
+    return;
+  }
+  std::unique_lock<std::mutex> lock(m_recorder.mutex(), std::adopt_lock);
+  // Records still being written by threads that saw tracing on: a moment for them.
+  m_stream.drainLocked(1000000000ull);
+  finish();
   debug("trace written to %s (%llu events)", m_config.path.c_str(),
         static_cast<unsigned long long>(m_recorder.eventsRecorded()));
   if (const uint64_t calls = m_selfCalls.load(std::memory_order_relaxed); calls && m_measureSelf)
@@ -440,6 +523,41 @@ void TraceInterceptor::processExit() {
           static_cast<double>(m_selfNs.load(std::memory_order_relaxed)) / 1e6,
           static_cast<double>(m_selfNs.load(std::memory_order_relaxed)) / static_cast<double>(calls),
           static_cast<unsigned long long>(calls));
+}
+
+void TraceInterceptor::finish() {
+  m_active.store(false, std::memory_order_relaxed);
+  m_applier.abandonTimings();  // their commands count as missing
+  m_recorder.noteRecordingCost(m_selfCalls.load(std::memory_order_relaxed),
+                               m_selfNs.load(std::memory_order_relaxed));
+  m_recorder.noteStartup(m_firstCallNs.load(std::memory_order_relaxed),
+                         m_firstContextNs.load(std::memory_order_relaxed));
+  m_recorder.finish();
+}
+
+void TraceInterceptor::quickExit() {
+  if (getpid() != m_pid.load(std::memory_order_relaxed) || m_signalled.load(std::memory_order_relaxed) ||
+      !m_active.load(std::memory_order_relaxed))
+    return;
+  // Nothing queued without a recording thread (it starts at the first record): then the trace
+  // stays as it is, at its last checkpoint.
+  m_stream.flushFromSignal(2000000000ull, true);
+}
+
+bool TraceInterceptor::unmapping(void*, size_t, bool discard) {
+  // Only the program's own unmapping (the shim's and the recording thread's are nested deeper).
+  if (discard || t_depth > 1 || !m_active.load(std::memory_order_relaxed) || m_stream.ring().empty()) return false;
+  std::lock_guard<std::mutex> lock(m_recorder.mutex());
+  m_stream.drainLocked(100000000ull);
+  return false;
+}
+
+void TraceInterceptor::beforeExec() {
+  if (getpid() != m_pid.load(std::memory_order_relaxed) || !m_active.load(std::memory_order_relaxed)) return;
+  if (!lockWithin(m_recorder.mutex(), 1000000000ull)) return;
+  std::unique_lock<std::mutex> lock(m_recorder.mutex(), std::adopt_lock);
+  m_stream.drainLocked(100000000ull);
+  m_recorder.snapshot();
 }
 
 }  // namespace hetopt::shim

@@ -14,8 +14,8 @@
  * "profiled" switches profiling on on every queue instead and hides it from
  * clGetCommandQueueInfo. Queues the program made with profiling are timed directly either way.
  *
- * The maps are guarded by the recorder's mutex (passed in): the fork protocol holds it, and no
- * OpenCL call is made under it.
+ * The maps are guarded by the mutex passed in (trace mode's timing mutex, which the device
+ * timings share): the fork protocol holds it, and no OpenCL call is made under it.
  */
 #pragma once
 #include <CL/cl.h>

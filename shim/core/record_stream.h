@@ -1,0 +1,101 @@
+// SPDX-License-Identifier: MIT
+/**
+ * @file Trace mode's record stream: the program's threads queue raw records (trace_records.h)
+ * into one ordered ring (trace/record_ring.h) and the recording thread applies them to the
+ * recorder, under the recorder's lock, in ticket order.
+ *
+ * Who does what:
+ *  - a program thread: push() copies a record into the ring (no lock, no allocation). While the
+ *    ring is full it wakes the recording thread and, when it gets the recorder's lock, applies
+ *    records itself (back-pressure: nothing is dropped, nobody waits on a thread that waits on it);
+ *  - the recording thread (started at the first push, again in a forked child; every signal
+ *    blocked, its own work never recorded): drains in batches, sleeping a millisecond between
+ *    them while records come and longer while none do; producers wake it when the ring fills a
+ *    quarter. The recorder writes its checkpoints as events arrive, so this thread writes them;
+ *  - fork (the shim's fork protocol): forkPrepare closes the ring's gate, takes the recorder's
+ *    lock and drains every record claimed before it (the child's object model must have them;
+ *    the child has no recording thread and no half-written record), forkParent/forkChild reopen;
+ *  - exit: stop() ends the thread, then the caller drains (drainLocked) and finishes;
+ *  - a fatal signal, or _exit: flushFromSignal() has the recording thread drain up to the head
+ *    seen then (not past a record a thread is still writing, waiting for it at most 50 ms) and
+ *    write a snapshot (or finish the trace, and end), waiting at most the given time; false when
+ *    it cannot (the caller is the recording thread itself, none runs, or it did not answer).
+ *    The caller takes no lock and allocates nothing: it may be a signal handler.
+ */
+#pragma once
+#include <pthread.h>
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <mutex>
+
+#include "trace/record_ring.h"
+
+namespace hetopt::shim {
+
+/// What the stream hands its records to. Both run with the recorder's lock held.
+class RecordSink {
+ public:
+  virtual ~RecordSink() = default;
+  virtual void apply(const unsigned char* record, size_t bytes) = 0;
+  virtual void snapshot() = 0;
+  virtual void finish() = 0;
+};
+
+class RecordStream {
+ public:
+  /// `lock`: the recorder's; `sink` applies what it guards.
+  RecordStream(std::mutex& lock, RecordSink& sink) : m_lock(lock), m_sink(sink) {}
+
+  /// Program thread: queues one record (at most trace::RecordRing::kMaxRecord bytes).
+  void push(const void* record, size_t bytes);
+
+  /// Lock held: applies every record claimed so far, waiting up to `waitNs` for the ones still
+  /// being written; false when some were left (timed out at one).
+  bool drainLocked(uint64_t waitNs);
+  /// Ends the recording thread (waits up to `waitNs` for it); records left stay queued.
+  void stop(uint64_t waitNs);
+  /// In a fatal signal's handler or at _exit: see the file comment. `finish`: finish the trace
+  /// (the process ends) instead of a snapshot; the recording thread then ends.
+  bool flushFromSignal(uint64_t waitNs, bool finish = false);
+
+  void forkPrepare();  ///< gate closed, recorder's lock held and the ring drained on return
+  void forkParent();
+  void forkChild();    ///< the child has no recording thread: the next push starts one
+
+  /// Records the recording thread (or a helper) applied; for tests and debugging.
+  uint64_t applied() const { return m_applied.load(std::memory_order_relaxed); }
+  /// Tests: the ring itself (e.g. to leave a record half-written, as a thread killed in it would).
+  trace::RecordRing& ring() { return m_ring; }
+
+ private:
+  static void* threadMain(void* self);
+  static void stall(void* self);
+  void startThread();
+  void run();
+  /// Lock held: applies up to `max` published records; how many.
+  size_t drainSome(size_t max);
+  void wake();
+  void sleep(uint64_t ns);
+  void serveFlush();
+
+  std::mutex& m_lock;
+  RecordSink& m_sink;
+  trace::RecordRing m_ring;
+  alignas(8) unsigned char m_scratch[trace::RecordRing::kMaxRecord];  ///< lock held
+  std::mutex m_startMutex;  ///< thread start and stop (held across fork)
+  pthread_t m_thread{};
+  std::atomic<bool> m_running{false};  ///< a recording thread runs (or its start failed for good)
+  std::atomic<bool> m_threadless{false};  ///< its start failed: producers drain when the ring fills
+  std::atomic<bool> m_stop{false};
+  std::atomic<bool> m_exited{false};
+  std::atomic<uint32_t> m_wakeWord{0};  ///< futex the recording thread sleeps on
+  std::atomic<bool> m_sleeping{false};
+  std::atomic<uint64_t> m_flushTarget{0}, m_flushRequests{0}, m_flushesDone{0};
+  std::atomic<bool> m_flushFinishes{false};
+  std::atomic<uint64_t> m_applied{0};
+  uint64_t m_forkHead = 0;  ///< forkPrepare's
+};
+
+}  // namespace hetopt::shim

@@ -1,0 +1,65 @@
+// SPDX-License-Identifier: MIT
+/**
+ * @file The process-ending entry points of the preloaded shim: _exit and _Exit (a process that
+ * ends without its exit handlers, as Python's multiprocessing workers do with os._exit) and the
+ * exec family that takes an argument vector (the process image is replaced). Trace mode writes
+ * its trace first (shim/core/state.h); the call then goes on to the real function, status and
+ * errors as they were. glibc's exit() and execl*() reach _exit and execve inside libc, not
+ * through these: exit() is served by the shim's exit handler.
+ */
+#include <dlfcn.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "shim/core/state.h"
+
+namespace {
+
+template <typename Fn>
+Fn next(const char* name) {
+  return reinterpret_cast<Fn>(dlsym(RTLD_NEXT, name));
+}
+
+[[noreturn]] void endProcess(const char* name, int status) {
+  hetopt::shim::processQuickExit();
+  using ExitFn = void (*)(int);
+  if (auto real = next<ExitFn>(name)) real(status);
+  for (;;) syscall(SYS_exit_group, status);
+}
+
+}  // namespace
+
+extern "C" {
+
+HETOPT_EXPORT void _exit(int status) { endProcess("_exit", status); }
+HETOPT_EXPORT void _Exit(int status) { endProcess("_Exit", status); }
+
+HETOPT_EXPORT int execve(const char* path, char* const argv[], char* const envp[]) {
+  hetopt::shim::processExec();
+  using Fn = int (*)(const char*, char* const[], char* const[]);
+  static const auto real = next<Fn>("execve");
+  return real ? real(path, argv, envp) : static_cast<int>(syscall(SYS_execve, path, argv, envp));
+}
+
+HETOPT_EXPORT int execv(const char* path, char* const argv[]) {
+  hetopt::shim::processExec();
+  using Fn = int (*)(const char*, char* const[]);
+  static const auto real = next<Fn>("execv");
+  return real ? real(path, argv) : static_cast<int>(syscall(SYS_execve, path, argv, environ));
+}
+
+HETOPT_EXPORT int execvp(const char* file, char* const argv[]) {
+  hetopt::shim::processExec();
+  using Fn = int (*)(const char*, char* const[]);
+  static const auto real = next<Fn>("execvp");
+  return real(file, argv);
+}
+
+HETOPT_EXPORT int execvpe(const char* file, char* const argv[], char* const envp[]) {
+  hetopt::shim::processExec();
+  using Fn = int (*)(const char*, char* const[], char* const[]);
+  static const auto real = next<Fn>("execvpe");
+  return real(file, argv, envp);
+}
+
+}  // extern "C"
