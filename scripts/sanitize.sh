@@ -67,7 +67,7 @@ for kind in "${kinds[@]}"; do
     tsan)
       configure build-tsan thread || { status=1; continue; }
       cmake --build build-tsan -j"$jobs" --target pool_test pool_test_release direct_test \
-        trace_unit_tests shim_unit_tests fork_protocol_test || { status=1; continue; }
+        trace_unit_tests shim_unit_tests fork_protocol_test trace_stream_test || { status=1; continue; }
       # halt_on_error: a data race fails the test instead of only printing.
       TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
         ctest --test-dir build-tsan -j"$jobs" --output-on-failure --timeout 300 \
