@@ -5,10 +5,12 @@
  * per thread, and the writer. The shim's trace mode drives it; tests drive it with synthetic
  * streams.
  *
- * Thread safety: every member function except mayBeSegment() requires the caller to hold lock()
- * (one mutex: trace mode may serialize; the malloc hot path never gets here for untracked sizes).
- * mayBeSegment() is lock-free, for free(): it answers "certainly not a tracked block" for almost
- * every small block without taking the lock.
+ * Thread safety: every member function except mayBeSegment(), elapsedNs(), sinceStart() and
+ * stamp() requires the caller to hold lock(). In the shim's trace mode one thread at a time
+ * records (the recording thread, or a program thread helping it drain a full record stream:
+ * shim/core/record_stream.h), so the lock is rarely contended; the program's threads never wait
+ * for it per call. mayBeSegment() is lock-free: the recorder's own view of live block starts
+ * (the shim keeps its own, updated on the program's threads in program order).
  */
 #pragma once
 #include <atomic>
@@ -35,7 +37,7 @@ struct ModuleRecord {
 using ModuleLookup = bool (*)(uint64_t address, ModuleRecord* out);
 
 /// Lock-free "may this address be a tracked block?" filter: open addressing over block starts.
-/// Inserts and erases happen under the recorder's lock; lookups from any thread without it.
+/// Inserts and erases are serialized by the owner's lock; lookups from any thread without it.
 class AddressSet {
  public:
   AddressSet();
