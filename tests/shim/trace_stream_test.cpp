@@ -191,6 +191,12 @@ TEST_F(TraceStream, ThreadsReusingEachOthersAddressesResolveToTheirOwnSegments) 
 }
 
 TEST_F(TraceStream, ForkWhileThreadsRecordGivesChildrenTheParentsBlocks) {
+#if defined(__SANITIZE_THREAD__)
+  // A child of a multi-threaded fork() starts its recording thread on a stack glibc reclaimed from
+  // a thread of the parent: TSan's registry still holds that thread and aborts ("dup thread with
+  // used id"). The fork protocol itself is checked under TSan by fork_protocol_test.
+  GTEST_SKIP() << "TSan cannot follow a thread started in a child of a multi-threaded fork()";
+#endif
   const std::string path = m_dir + "/f.trace";  // children: f.trace.<pid>
   const int status = inChild(path, [&path] {
     Interceptor* i = interceptor();
