@@ -32,6 +32,27 @@ void writeBytes(const std::string& path, const std::string& bytes, mode_t mode =
   chmod(path.c_str(), mode);
 }
 
+/// A DB written by hetopt of schema `version` (`sql` makes its tables as that version did): refused
+/// read-only (saying how to upgrade), then opened for writing, which upgrades it in place.
+std::unique_ptr<Db> upgradedFrom(TempDir& tmp, int version, const std::string& sql) {
+  const std::string path = tmp.file("v" + std::to_string(version) + ".db");
+  std::string error;
+  {
+    auto db = Db::open(path, Db::Mode::ReadWriteCreate, &error);
+    EXPECT_TRUE(db) << error;
+    if (!db) return nullptr;
+    EXPECT_TRUE(db->exec("UPDATE hetopt_meta SET value = '" + std::to_string(version) +
+                             "' WHERE key = 'schema_version'; " + sql,
+                         &error))
+        << error;
+  }
+  EXPECT_FALSE(Db::open(path, Db::Mode::ReadOnly, &error));
+  EXPECT_NE(error.find("upgrades it in place"), std::string::npos) << error;
+  auto db = Db::open(path, Db::Mode::ReadWriteCreate, &error);
+  EXPECT_TRUE(db) << error;
+  return db;
+}
+
 TEST(Db, CreatesPrivateDirsAndFileThenReopens) {
   TempDir tmp;
   std::string path = tmp.file("a/b/hetopt.db");
@@ -95,7 +116,8 @@ TEST(Db, DamagedPagesAreCaught) {
     ASSERT_TRUE(db->exec("CREATE TABLE t (x TEXT); CREATE INDEX ti ON t(x)", &error));
     DbTransaction tx(*db, &error);
     for (int i = 0; i < 200; ++i)
-      ASSERT_TRUE(db->exec("INSERT INTO t VALUES ('" + std::string(100, 'a' + i % 26) + "')", &error));
+      ASSERT_TRUE(
+          db->exec("INSERT INTO t VALUES ('" + std::string(100, 'a' + i % 26) + "')", &error));
     ASSERT_TRUE(tx.commit(&error)) << error;
   }
   // Keep the 100-byte header intact, overwrite everything after the first page.
@@ -154,22 +176,11 @@ TEST(Db, OtherSchemaVersionsNameBothVersions) {
 // refused (saying how to upgrade it) when opened read-only.
 TEST(Db, Version1IsUpgradedInPlaceWhenOpenedForWriting) {
   TempDir tmp;
-  std::string path = tmp.file("v1.db");
-  std::string error;
-  {
-    auto db = Db::open(path, Db::Mode::ReadWriteCreate, &error);
-    ASSERT_TRUE(db) << error;
-    ASSERT_TRUE(db->exec("UPDATE hetopt_meta SET value = '1' WHERE key = 'schema_version'; "
+  auto db = upgradedFrom(tmp, 1,
                          "CREATE TABLE app_untracked (profile_id INTEGER, rank INTEGER, "
                          "kind TEXT NOT NULL); INSERT INTO app_untracked VALUES (7, 0, 'static'); "
-                         "CREATE TABLE char_runs (id INTEGER); INSERT INTO char_runs VALUES (42)",
-                         &error))
-        << error;
-  }
-  EXPECT_FALSE(Db::open(path, Db::Mode::ReadOnly, &error));
-  EXPECT_NE(error.find("upgrades it in place"), std::string::npos) << error;
-  auto db = Db::open(path, Db::Mode::ReadWriteCreate, &error);
-  ASSERT_TRUE(db) << error;
+                         "CREATE TABLE char_runs (id INTEGER); INSERT INTO char_runs VALUES (42)");
+  ASSERT_TRUE(db);
   {
     DbStatement q(*db, "SELECT value FROM hetopt_meta WHERE key = 'schema_version'");
     ASSERT_EQ(q.step(), DbStatement::Step::Row);
@@ -187,27 +198,18 @@ TEST(Db, Version1IsUpgradedInPlaceWhenOpenedForWriting) {
   ASSERT_EQ(runs.step(), DbStatement::Step::Row);
   EXPECT_EQ(runs.columnInt(0), 42);
   db.reset();
-  EXPECT_TRUE(Db::open(path, Db::Mode::ReadOnly, &error)) << error;
+  std::string error;
+  EXPECT_TRUE(Db::open(tmp.file("v1.db"), Db::Mode::ReadOnly, &error)) << error;
 }
 
 // Schema 2 -> 3 adds the program's contexts to app_profiles (the run's early context): stored
 // profiles are kept, with none known.
 TEST(Db, Version2ProfilesAreUpgradedWithNoContextsKnown) {
   TempDir tmp;
-  std::string path = tmp.file("v2.db");
-  std::string error;
-  {
-    auto db = Db::open(path, Db::Mode::ReadWriteCreate, &error);
-    ASSERT_TRUE(db) << error;
-    ASSERT_TRUE(db->exec("UPDATE hetopt_meta SET value = '2' WHERE key = 'schema_version'; "
+  auto db = upgradedFrom(tmp, 2,
                          "CREATE TABLE app_profiles (id INTEGER PRIMARY KEY, program_path TEXT); "
-                         "INSERT INTO app_profiles VALUES (3, '/opt/app')",
-                         &error))
-        << error;
-  }
-  EXPECT_FALSE(Db::open(path, Db::Mode::ReadOnly, &error));
-  auto db = Db::open(path, Db::Mode::ReadWriteCreate, &error);
-  ASSERT_TRUE(db) << error;
+                         "INSERT INTO app_profiles VALUES (3, '/opt/app')");
+  ASSERT_TRUE(db);
   DbStatement q(*db, "SELECT program_path, contexts, first_context_devices FROM app_profiles");
   ASSERT_TRUE(q.ok()) << q.error();
   ASSERT_EQ(q.step(), DbStatement::Step::Row);
@@ -220,20 +222,11 @@ TEST(Db, Version2ProfilesAreUpgradedWithNoContextsKnown) {
 // are kept, with nothing known (priced as before: every registration on the critical path).
 TEST(Db, Version3SitesAreUpgradedWithNoLeadKnown) {
   TempDir tmp;
-  std::string path = tmp.file("v3.db");
-  std::string error;
-  {
-    auto db = Db::open(path, Db::Mode::ReadWriteCreate, &error);
-    ASSERT_TRUE(db) << error;
-    ASSERT_TRUE(db->exec("UPDATE hetopt_meta SET value = '3' WHERE key = 'schema_version'; "
-                         "CREATE TABLE app_sites (profile_id INTEGER, rank INTEGER, site_key INTEGER); "
-                         "INSERT INTO app_sites VALUES (3, 0, 77)",
-                         &error))
-        << error;
-  }
-  EXPECT_FALSE(Db::open(path, Db::Mode::ReadOnly, &error));
-  auto db = Db::open(path, Db::Mode::ReadWriteCreate, &error);
-  ASSERT_TRUE(db) << error;
+  auto db =
+      upgradedFrom(tmp, 3,
+                   "CREATE TABLE app_sites (profile_id INTEGER, rank INTEGER, site_key INTEGER); "
+                   "INSERT INTO app_sites VALUES (3, 0, 77)");
+  ASSERT_TRUE(db);
   DbStatement q(*db, "SELECT site_key, allocated_before_opencl, lead_ns FROM app_sites");
   ASSERT_TRUE(q.ok()) << q.error();
   ASSERT_EQ(q.step(), DbStatement::Step::Row);
@@ -246,23 +239,13 @@ TEST(Db, Version3SitesAreUpgradedWithNoLeadKnown) {
 // joins app_profiles; bars stored before keep their label and numbers, with no record.
 TEST(Db, Version5RunBreakdownsKeepTheirBars) {
   TempDir tmp;
-  std::string path = tmp.file("v5.db");
-  std::string error;
-  {
-    auto db = Db::open(path, Db::Mode::ReadWriteCreate, &error);
-    ASSERT_TRUE(db) << error;
-    ASSERT_TRUE(db->exec("UPDATE hetopt_meta SET value = '5' WHERE key = 'schema_version'; "
+  auto db = upgradedFrom(tmp, 5,
                          "CREATE TABLE app_profiles (id INTEGER PRIMARY KEY, program_path TEXT); "
                          "CREATE TABLE app_run_breakdowns (profile_id INTEGER, label TEXT, "
                          "total_ns REAL, PRIMARY KEY (profile_id, label)); "
                          "INSERT INTO app_profiles VALUES (3, '/opt/app'); "
-                         "INSERT INTO app_run_breakdowns VALUES (3, 'optimized', 5.0)",
-                         &error))
-        << error;
-  }
-  EXPECT_FALSE(Db::open(path, Db::Mode::ReadOnly, &error));
-  auto db = Db::open(path, Db::Mode::ReadWriteCreate, &error);
-  ASSERT_TRUE(db) << error;
+                         "INSERT INTO app_run_breakdowns VALUES (3, 'optimized', 5.0)");
+  ASSERT_TRUE(db);
   DbStatement q(*db, "SELECT label, total_ns, wall_ns, plan_id, writer FROM app_run_breakdowns");
   ASSERT_TRUE(q.ok()) << q.error();
   ASSERT_EQ(q.step(), DbStatement::Step::Row);
@@ -285,7 +268,8 @@ TEST(Db, Version1WithoutProfilesIsUpgraded) {
   {
     auto db = Db::open(path, Db::Mode::ReadWriteCreate, &error);
     ASSERT_TRUE(db) << error;
-    ASSERT_TRUE(db->exec("UPDATE hetopt_meta SET value = '1' WHERE key = 'schema_version'", &error));
+    ASSERT_TRUE(
+        db->exec("UPDATE hetopt_meta SET value = '1' WHERE key = 'schema_version'", &error));
   }
   EXPECT_TRUE(Db::open(path, Db::Mode::ReadWriteCreate, &error)) << error;
   EXPECT_TRUE(Db::open(path, Db::Mode::ReadOnly, &error)) << error;
@@ -320,22 +304,13 @@ TEST(Db, TransactionRollsBackUnlessCommitted) {
 // and the forks to app_profiles: stored profiles are kept as programs without a script.
 TEST(Db, Version4ProfilesAreUpgradedAsProgramsWithoutScripts) {
   TempDir tmp;
-  std::string path = tmp.file("v4.db");
-  std::string error;
-  {
-    auto db = Db::open(path, Db::Mode::ReadWriteCreate, &error);
-    ASSERT_TRUE(db) << error;
-    ASSERT_TRUE(db->exec("UPDATE hetopt_meta SET value = '4' WHERE key = 'schema_version'; "
+  auto db = upgradedFrom(tmp, 4,
                          "CREATE TABLE app_profiles (id INTEGER PRIMARY KEY, program_path TEXT); "
-                         "INSERT INTO app_profiles VALUES (3, '/opt/app')",
-                         &error))
-        << error;
-  }
-  EXPECT_FALSE(Db::open(path, Db::Mode::ReadOnly, &error));
-  auto db = Db::open(path, Db::Mode::ReadWriteCreate, &error);
-  ASSERT_TRUE(db) << error;
-  DbStatement q(*db, "SELECT program_path, executable, script_kind, script, script_hash, "
-                     "forked_children FROM app_profiles");
+                         "INSERT INTO app_profiles VALUES (3, '/opt/app')");
+  ASSERT_TRUE(db);
+  DbStatement q(*db,
+                "SELECT program_path, executable, script_kind, script, script_hash, "
+                "forked_children FROM app_profiles");
   ASSERT_TRUE(q.ok()) << q.error();
   ASSERT_EQ(q.step(), DbStatement::Step::Row);
   EXPECT_EQ(q.columnText(0), "/opt/app");
@@ -350,7 +325,8 @@ std::string describeTables(Db& db) {
   std::string out;
   for (const DbTable& t : appTables()) {
     for (const char* pragma : {"table_info", "foreign_key_list", "index_list"}) {
-      DbStatement q(db, (std::string("SELECT * FROM pragma_") + pragma + "('" + t.name + "')").c_str());
+      DbStatement q(db,
+                    (std::string("SELECT * FROM pragma_") + pragma + "('" + t.name + "')").c_str());
       EXPECT_TRUE(q.ok()) << q.error();
       while (q.step() == DbStatement::Step::Row) {
         out += std::string(t.name) + " " + pragma + ":";
@@ -372,7 +348,8 @@ TEST(Db, EveryOlderVersionUpgradesToTheTablesOfANewDb) {
   ASSERT_TRUE(fresh) << error;
   ASSERT_TRUE(fresh->exec(appTablesSql(), &error)) << error;
   const std::string expected = describeTables(*fresh);
-  ASSERT_NE(expected.find("app_profiles table_info: 40 recording_ns REAL 1 0"), std::string::npos) << expected;
+  ASSERT_NE(expected.find("app_profiles table_info: 40 recording_ns REAL 1 0"), std::string::npos)
+      << expected;
   for (int version = 1; version < kDbSchemaVersion; ++version) {
     const std::string path = tmp.file("v" + std::to_string(version) + ".db");
     {
@@ -386,18 +363,24 @@ TEST(Db, EveryOlderVersionUpgradesToTheTablesOfANewDb) {
           if (c.since <= version) sql += std::string(c.name) + " " + c.type + ", ";
         sql += std::string(t.constraints) + "); " + t.extra;
       }
-      sql += "INSERT INTO app_profiles (id, program_path, program_key, build_id, content_hash, device, "
-             "trace_file, created_utc, hetopt_version, eligible, threshold, communication_ns, "
-             "computation_ns, reason, has_device_times, total_ns, kernel_ns, comm_part_ns, cpu_sync_ns, "
-             "h2d_ns, d2h_ns, launch_ns, dispatch_sync_ns, kernels, host_only_sites, "
-             "host_only_allocations, tracked_allocations, warnings) VALUES (9, '/opt/app', 'k', '', '', "
-             "'gpu', 't', 'u', 'v', 1, 1, 2, 3, 'r', 1, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, '')";
+      sql +=
+          "INSERT INTO app_profiles (id, program_path, program_key, build_id, content_hash, "
+          "device, "
+          "trace_file, created_utc, hetopt_version, eligible, threshold, communication_ns, "
+          "computation_ns, reason, has_device_times, total_ns, kernel_ns, comm_part_ns, "
+          "cpu_sync_ns, "
+          "h2d_ns, d2h_ns, launch_ns, dispatch_sync_ns, kernels, host_only_sites, "
+          "host_only_allocations, tracked_allocations, warnings) VALUES (9, '/opt/app', 'k', '', "
+          "'', "
+          "'gpu', 't', 'u', 'v', 1, 1, 2, 3, 'r', 1, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, '')";
       ASSERT_TRUE(db->exec(sql, &error)) << version << ": " << error;
     }
     auto db = Db::open(path, Db::Mode::ReadWriteCreate, &error);
     ASSERT_TRUE(db) << version << ": " << error;
     EXPECT_EQ(describeTables(*db), expected) << "upgraded from version " << version;
-    DbStatement q(*db, "SELECT program_path, kernels, recording_ns, executable FROM app_profiles WHERE id = 9");
+    DbStatement q(
+        *db,
+        "SELECT program_path, kernels, recording_ns, executable FROM app_profiles WHERE id = 9");
     ASSERT_EQ(q.step(), DbStatement::Step::Row) << q.error();
     EXPECT_EQ(q.columnText(0), "/opt/app");
     EXPECT_EQ(q.columnInt(1), 12);
