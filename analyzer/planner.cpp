@@ -124,7 +124,7 @@ class Planner {
     // program, so that pinning starts while the program still reads and computes its input.
     // A program that forks copies of itself keeps its driver untouched until its own first
     // OpenCL call: its forked children cannot use a driver the parent initialized (they hang).
-    m_plan->driverLate = m_profile.forkedChildren > 0;
+    m_plan->driverLate = m_profile.forkedChildren > 0 || m_opt.forkedWhenOptimized;
     m_plan->earlyContext = !m_opt.directAllocation && m_opt.earlyContext && !m_plan->driverLate &&
                            m_profile.contextsCreated == 1 && m_profile.firstContextDevices <= 1;
     // Each site priced once: with this machine's curves now, else as stored with the profile.
@@ -431,8 +431,9 @@ std::string describeDecision(const AppProfile& profile, const Plan& plan,
          "one, on this device): pinning starts while it still prepares its input\n";
   if (planned && plan.driverLate)
     s += "driver:  left alone until the program's first OpenCL call: it forked " +
-         std::to_string(profile.forkedChildren) +
-         " copies of itself when traced, which cannot use a driver their parent initialized\n";
+         (profile.forkedChildren ? std::to_string(profile.forkedChildren) + " copies of itself when traced"
+                                 : std::string("in an optimized run")) +
+         ", and a forked copy cannot use a driver its parent initialized\n";
   const AppProfile::Startup& st = profile.startup;
   if (st.known() && !(planned && plan.driverLate))
     s += "start-up: traced first OpenCL call at " + formatDuration(static_cast<double>(st.firstCallNs)) +

@@ -147,6 +147,9 @@ std::string planTarget(Db& db, const Target& target, const ProgramIdentity& iden
   options.force = request.force;
   options.directAllocation = request.noPool;
   options.earlyContext = !request.lateContext;
+  const std::string plansDir = cacheDirectory() + "/plans";
+  const std::string planKey = target.self ? identity.key() : profile.program.key();
+  options.forkedWhenOptimized = access(forkMarkerPath(plansDir + "/" + planFileName(planKey)).c_str(), F_OK) == 0;
   Plan plan;
   analyzer::PlanDecision decision;
   std::string whyNot, error;
@@ -172,9 +175,8 @@ std::string planTarget(Db& db, const Target& target, const ProgramIdentity& iden
     return planned ? std::string() : whyNot;
   }
   if (!planned) return whyNot;
-  std::string dir = cacheDirectory() + "/plans";
-  if (!makePrivateDirs(dir, &error)) return error;
-  *planPath = dir + "/" + planFileName(plan.programKey);
+  if (!makePrivateDirs(plansDir, &error)) return error;
+  *planPath = plansDir + "/" + planFileName(plan.programKey);
   if (!writePlanFile(*planPath, plan, &error)) return error;
   warn("%s%s", launched.empty() ? "" : (launched + ": ").c_str(), analyzer::planSummary(plan, decision).c_str());
   return {};

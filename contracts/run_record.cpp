@@ -145,6 +145,8 @@ std::string runRecordPrefix(const std::string& planPath) {
   return (plain ? planPath.substr(0, planPath.size() - ext.size()) : planPath) + ".";
 }
 
+std::string forkMarkerPath(const std::string& planPath) { return runRecordPrefix(planPath) + "forked"; }
+
 bool writeRunRecordFile(const std::string& path, const RunRecord& record, std::string* error) {
   const std::string tmp = path + ".tmp";
   if (!writePrivateFile(tmp, record.serialize(), error)) {

@@ -66,6 +66,11 @@ std::string planFileName(const std::string& programKey);
 /// The run records of the plan at `planPath`: "<planPath minus .plan>." + "<pid>-<started>.run".
 std::string runRecordPrefix(const std::string& planPath);
 inline constexpr const char* kRunRecordSuffix = ".run";
+/// Left beside the plan at `planPath` by an optimized run of it that forked (runRecordPrefix +
+/// "forked", empty, 0600): the program forks in some runs even if it did not when traced, so
+/// `hetopt run` plans `driver late` for it from then on (a forked child cannot use the driver its
+/// parent started, and hetopt starts it early).
+std::string forkMarkerPath(const std::string& planPath);
 
 /// Writes `record` to `path` (0600, through a temporary file renamed into place: a reader never
 /// sees half a record). False with *error.

@@ -3,6 +3,7 @@
 #include "shim/core/optimize_interceptor.h"
 
 #include <CL/cl.h>
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -14,6 +15,7 @@
 #include "common/cl_select.h"
 #include "common/log.h"
 #include "common/options.h"
+#include "contracts/run_record.h"
 #include "contracts/site_key.h"
 #include "shim/core/callsite.h"
 #include "shim/core/host_ranges.h"
@@ -65,6 +67,7 @@ OptimizeInterceptor::OptimizeInterceptor(Plan plan, std::string planPath)
     : m_plan(std::move(plan)), m_planPath(std::move(planPath)), m_ledger(m_plan.sites.size()),
       m_blocks(m_plan) {
   startRunClock();
+  if (!m_planPath.empty()) m_forkMarker = forkMarkerPath(m_planPath);
   if (m_plan.sites.empty()) return;
   m_serveMin = UINT64_MAX;
   for (const PlanSite& s : m_plan.sites) {
@@ -547,6 +550,12 @@ void OptimizeInterceptor::forkParent() {
   if (m_registry) m_registry->unlockAfterFork();
   m_pool.unlockAfterFork();
   m_stateMutex.unlock();
+  // The program forks: say so beside the plan, once, for the next `hetopt run` (driver late).
+  // No allocation (the path was made at start), nothing but open and close.
+  if (getpid() == m_pid && !m_forkMarker.empty() && !m_forkNoted.exchange(true, std::memory_order_relaxed)) {
+    const int fd = open(m_forkMarker.c_str(), O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd >= 0) close(fd);
+  }
 }
 
 void OptimizeInterceptor::forkChild() {

@@ -138,6 +138,8 @@ class OptimizeInterceptor final : public Interceptor {
   SiteLedger m_ledger;     ///< the run's transfers, per site, for the run record
   uint64_t m_startNs = 0, m_startUnixNs = 0;  ///< when the shim started here (steady, wall clock)
   int m_pid = 0;  ///< the process the plan was taken in (a forked child writes no run record)
+  std::string m_forkMarker;  ///< forkMarkerPath(m_planPath): made at the first fork of m_pid
+  std::atomic<bool> m_forkNoted{false};
   uint64_t m_serveMin = 1, m_serveMax = 0;  ///< sizes some site takes (empty range: none)
   BlockRegistration m_blocks;  ///< heap blocks pinned in place (register strategy, pool fallback)
   InplaceRegistry* m_registry = nullptr;  ///< null without registrations; never freed (hooks)

@@ -251,6 +251,12 @@ TEST(RunPlan, AProgramThatForksGetsTheDriverLate) {
   ASSERT_TRUE(::plan(p, forced, &plan, &why, &curves, &d)) << why;
   EXPECT_FALSE(plan.driverLate);
   EXPECT_TRUE(plan.earlyContext);
+  // Not when traced, but an optimized run of it forked (the mark beside its plan).
+  forced.forkedWhenOptimized = true;
+  ASSERT_TRUE(::plan(p, forced, &plan, &why, &curves, &d)) << why;
+  EXPECT_TRUE(plan.driverLate);
+  EXPECT_FALSE(plan.earlyContext);
+  EXPECT_NE(describeDecision(p, plan, d, true).find("it forked in an optimized run"), std::string::npos);
 }
 
 TEST(RunPlan, RegistrationBeforeTheFirstTransferNeedsItIsOffTheCriticalPath) {

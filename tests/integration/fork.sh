@@ -6,7 +6,9 @@
 # and its parent waits for it: that is a hang, reported as one. The run's stdout must equal the
 # native run's, the parent's stats line must show blocks served, and every child that exits through
 # exit() (the program's result line says how many) must print its own stats line as a forked
-# child. RUN_OPTS goes to `hetopt run`.
+# child. RUN_OPTS goes to `hetopt run`. TRACE_FORKS (default 10) is how many forks the traced run
+# makes: with 0 the profile says the program does not fork, and the optimized run that forks must
+# leave the mark beside its plan that makes the next plan `driver late` (its --dry-run says so).
 #   fork.sh HETOPT FORK_APP MODE FORKS
 set -u
 source "$(dirname "${BASH_SOURCE[0]}")/stats_lib.sh"
@@ -18,7 +20,7 @@ export HETOPT_DB=$work/hetopt.db XDG_CACHE_HOME=$work/cache
 
 fail() { echo "FAIL: $*"; for f in "$work"/*.err; do echo "--- $f"; tail -n 20 "$f"; done; exit 1; }
 "$app" "$mode" "$forks" >"$work/native.out" 2>"$work/native.err" || fail "native run exited $?"
-"$hetopt" trace -o "$work/app.trace" -- "$app" "$mode" 10 >/dev/null 2>"$work/trace.err" ||
+"$hetopt" trace -o "$work/app.trace" -- "$app" "$mode" "${TRACE_FORKS:-10}" >/dev/null 2>"$work/trace.err" ||
   fail "hetopt trace exited $?"
 grep -q "profile stored" "$work/trace.err" || fail "hetopt trace stored no profile"
 # timeout signals its whole process group: children spinning on an inherited lock go too.
@@ -36,4 +38,13 @@ grep -Eq "(pool of|allocation \(no pool\)) .* redirected [1-9][0-9]* allocations
 children=$(stats_records "$work/run.err" | grep -c "^no \(pool\|direct allocation\) (forked child)")
 expected=$(sed -n 's/^result: .* through-exit=\([0-9]*\)$/\1/p' "$work/run.out")
 [[ $children == "$expected" ]] || fail "$children children printed their stats, expected ${expected:-?}"
+# Forked (when traced, or now): the next plan leaves the driver to the program.
+"$hetopt" run --dry-run --force --policy opencl -- "$app" "$mode" "$forks" >"$work/dry.out" 2>&1 ||
+  fail "hetopt run --dry-run exited $?"
+grep -q "^driver:  left alone until the program's first OpenCL call" "$work/dry.out" ||
+  { cat "$work/dry.out"; fail "the plan after a forking run does not leave the driver alone"; }
+if [[ ${TRACE_FORKS:-10} == 0 ]]; then
+  ls "$XDG_CACHE_HOME"/hetopt/plans/*.forked >/dev/null 2>&1 || fail "no fork mark beside the plan"
+  grep -q "it forked in an optimized run" "$work/dry.out" || { cat "$work/dry.out"; fail "the plan does not say why"; }
+fi
 echo "OK: $forks forks from $mode; $parent"

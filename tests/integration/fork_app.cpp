@@ -17,7 +17,7 @@
  * inherits held (exit() is no async-signal-safe call, all a child of threads may rely on).
  * stdout: the "device:" line and "result: MODE forks=N through-exit=M" (M children ran exit());
  * exits 1 when a child failed or a block came back changed.
- *   fork_app threads|callback|preparing FORKS
+ *   fork_app threads|callback|preparing FORKS     (FORKS 0: threads and callback only)
  */
 #include <sys/wait.h>
 #include <unistd.h>
@@ -43,6 +43,7 @@ constexpr int kWorkers = 3;
 std::atomic<const ClEnv*> g_env{nullptr};  ///< set once the program has its context
 std::atomic<bool> g_stop{false};
 std::atomic<float*> g_handoff{nullptr};    ///< a worker's block left for the next child
+std::atomic<int> g_transfers{0};           ///< blocks written to the device so far
 
 /// The one allocation site of every block.
 __attribute__((noinline)) float* newBlock() {
@@ -67,6 +68,7 @@ void worker(int t) {
       if (!dev) dev = env->buffer(CL_MEM_READ_WRITE, kBlockBytes);
       APP_CL(clEnqueueWriteBuffer(env->queue(), dev, CL_TRUE, 0, kBlockBytes, b, 0, nullptr,
                                   nullptr));
+      g_transfers.fetch_add(1, std::memory_order_relaxed);
     }
     // Written only when empty: a thread writing a page fork() has already copied waits until
     // fork() returns, and a write here on every block would park every worker at this line, not
@@ -168,7 +170,8 @@ int main(int argc, char** argv) {
   const char* mode = argc > 1 ? argv[1] : "";
   const int forks = argc > 2 ? atoi(argv[2]) : 0;
   const bool preparing = !strcmp(mode, "preparing");
-  if ((!preparing && strcmp(mode, "threads") && strcmp(mode, "callback")) || forks < 1) {
+  if ((!preparing && strcmp(mode, "threads") && strcmp(mode, "callback")) || forks < 0 ||
+      (forks == 0 && preparing)) {
     fprintf(stderr, "usage: fork_app threads|callback|preparing FORKS\n");
     return 2;
   }
@@ -190,6 +193,9 @@ int main(int argc, char** argv) {
     forkFromCallbacks(env, forks);
   else
     forkFromMainThread(preparing ? forks - 2 * (forks / 3) : forks, true, true);
+  // Every worker's site fed the device at least once (so that a run without forks still has a
+  // transfer-feeding site to trace).
+  while (g_transfers.load(std::memory_order_relaxed) < kWorkers) std::this_thread::yield();
   g_stop.store(true);
   for (std::thread& w : workers) w.join();
   free(g_handoff.exchange(nullptr));
