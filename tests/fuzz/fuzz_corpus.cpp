@@ -32,7 +32,9 @@ bool planCorpus(const std::string& dir, std::string* error) {
   if (!analyzer::buildPlan(profile, options, nullptr, &plan, error)) return false;
   if (!writePlanFile(dir + "/forced.plan", plan, error)) return false;
   plan.programPath = "/home/user/My Programs/solver";  // a blank in the path
-  plan.sites.push_back({plan.sites.back().key, 4096, 1 << 20});
+  PlanSite extra;
+  extra.key = plan.sites.back().key, extra.minBytes = 4096, extra.maxBytes = 1 << 20;
+  plan.sites.push_back(extra);
   if (!writePlanFile(dir + "/blank.plan", plan, error)) return false;
   // Field seed: 'S' path 0x01 key 0x01 device 0x01 policy, pool bytes, (key, min, shift, max)...
   std::string fields = "S" + plan.programPath + '\x01' + plan.programKey + '\x01' + plan.device +
