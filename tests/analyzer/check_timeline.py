@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: MIT
 """The timeline of a traced run follows real time (hetopt analyze --timeline).
 
-  check_timeline.py HETOPT TIMELINE_APP SLEEP_MS
+  check_timeline.py HETOPT TIMELINE_APP SLEEP_MS [TIMER_LAYER SHIM]
 
 Traces tests/analyzer/timeline_app (a loop of 40 x write -> kernel -> read, then clFlush, a sleep
 of SLEEP_MS, clFlush) with HETOPT_TIMELINE_CALLS=8, writes its timeline and checks, in the JSON
@@ -13,6 +13,13 @@ that Perfetto and chrome://tracing read:
   - each call of the loop is shown 8 times, the loop once as an aggregate of all 120 calls;
   - every blocking transfer's device command lies inside its host call (the clock alignment);
   - the clock's method is named, the candidate allocation is an instant event.
+
+With TIMER_LAYER (tests/fault_icd's layer, which gives PoCL clGetDeviceAndHostTimer when
+FAULTCL_TIMER is set, its host timer 1000 s ahead of CLOCK_MONOTONIC): the clock must come from the
+timer, within TIMER_UNCERTAINTY_US, and the device commands still lie in their calls, so the
+shim placed the driver's host timer on its own clock (the 1000 s cancel out). OPENCL_LAYERS lists
+the layer, then SHIM (which `hetopt trace` then leaves as it is): ocl-icd puts later layers nearer
+the application, and the shim's own clock calls must pass through the timer layer.
 """
 import json
 import os
@@ -21,6 +28,7 @@ import sys
 import tempfile
 
 failures = []
+TIMER_UNCERTAINTY_US = 50.0
 
 
 def fail(msg):
@@ -30,8 +38,12 @@ def fail(msg):
 
 def main(argv):
     hetopt, app, sleep_ms = argv[0], argv[1], int(argv[2])
+    timer_layer = argv[3] if len(argv) > 4 else None
     with tempfile.TemporaryDirectory(prefix='hetopt-timeline-test.') as tmp:
         env = dict(os.environ, HETOPT_DB=os.path.join(tmp, 'db'), HETOPT_TIMELINE_CALLS='8')
+        env.pop('FAULTCL_TIMER', None)
+        if timer_layer:
+            env.update(OPENCL_LAYERS=f'{timer_layer}:{argv[4]}', FAULTCL_TIMER=str(1000 * 10**9))
         trace, timeline = os.path.join(tmp, 't.trace'), os.path.join(tmp, 't.json')
         r = subprocess.run([hetopt, 'trace', '-o', trace, '--', app, '--iters', '40', '--sleep-ms', str(sleep_ms)],
                            env=env, capture_output=True, text=True)
@@ -98,9 +110,12 @@ def main(argv):
     slack_us = 50.0
     for k, v in clocks.items():
         print(f'{k}: {v}')
-        if 'clGetDeviceAndHostTimer' not in v and 'estimated' not in v:
+        uncertainty_us = float(v.split('+-')[1].split()[0])
+        if timer_layer and (not v.startswith('clGetDeviceAndHostTimer') or uncertainty_us > TIMER_UNCERTAINTY_US):
+            fail(f'{k} is not from clGetDeviceAndHostTimer within {TIMER_UNCERTAINTY_US} us: {v}')
+        elif 'clGetDeviceAndHostTimer' not in v and 'estimated' not in v:
             fail(f'{k} does not say how it was aligned: {v}')
-        slack_us += float(v.split('+-')[1].split()[0])
+        slack_us += uncertainty_us
     for d in (e for e in device if e['cat'] in ('h2d', 'd2h')):
         calls = [h for h in host if h['name'] == d['name'] and
                  h['ts'] - slack_us <= d['ts'] and d['ts'] + d['dur'] <= h['ts'] + h['dur'] + slack_us]

@@ -8,15 +8,23 @@
  *   context      clCreateContext and clCreateContextFromType: CL_OUT_OF_HOST_MEMORY
  * Each injected failure prints one "faultcl: <call> -> <error>" line on stderr, so a test can
  * count them: the program's own failures plus those of whoever else calls (hetopt's pool).
+ *
+ * FAULTCL_TIMER=<ns> adds what PoCL lacks instead: clGetDeviceAndHostTimer and clGetHostTimer
+ * (OpenCL 2.1). The device time is PoCL's profiling clock (CLOCK_MONOTONIC_RAW, as its
+ * CL_PROFILING_COMMAND_* stamps); the host time is CLOCK_MONOTONIC plus <ns>, a clock that is
+ * neither the device's nor a caller's own, so a caller must place it by reading it between two of
+ * its own clock reads (tests/analyzer/check_timeline.py, timer mode).
  */
 #include <CL/cl.h>
 #include <CL/cl_icd.h>
 #include <CL/cl_layer.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 
 namespace {
 
@@ -77,6 +85,28 @@ cl_context CL_API_CALL createContextFromType(
   return g_next.clCreateContextFromType(props, type, notify, userData, errcodeRet);
 }
 
+uint64_t g_hostTimerOffset;  // FAULTCL_TIMER
+
+cl_ulong clockNs(clockid_t id) {
+  timespec ts{};
+  clock_gettime(id, &ts);
+  return static_cast<cl_ulong>(ts.tv_sec) * 1000000000u + static_cast<cl_ulong>(ts.tv_nsec);
+}
+
+cl_int CL_API_CALL hostTimer(cl_device_id device, cl_ulong* hostNs) {
+  if (!device) return CL_INVALID_DEVICE;
+  if (!hostNs) return CL_INVALID_VALUE;
+  *hostNs = clockNs(CLOCK_MONOTONIC) + g_hostTimerOffset;
+  return CL_SUCCESS;
+}
+
+cl_int CL_API_CALL deviceAndHostTimer(cl_device_id device, cl_ulong* deviceNs, cl_ulong* hostNs) {
+  if (!device) return CL_INVALID_DEVICE;
+  if (!deviceNs || !hostNs) return CL_INVALID_VALUE;
+  *deviceNs = clockNs(CLOCK_MONOTONIC_RAW);
+  return hostTimer(device, hostNs);
+}
+
 }  // namespace
 
 extern "C" __attribute__((visibility("default"))) cl_int CL_API_CALL clGetLayerInfo(
@@ -102,6 +132,11 @@ extern "C" __attribute__((visibility("default"))) cl_int CL_API_CALL clInitLayer
   g_table.clEnqueueMapBuffer = enqueueMapBuffer;
   g_table.clCreateContext = createContext;
   g_table.clCreateContextFromType = createContextFromType;
+  if (const char* offset = getenv("FAULTCL_TIMER")) {
+    g_hostTimerOffset = strtoull(offset, nullptr, 10);
+    g_table.clGetDeviceAndHostTimer = deviceAndHostTimer;
+    g_table.clGetHostTimer = hostTimer;
+  }
   *layerDispatch = &g_table;
   *numEntriesRet = kEntries;
   return CL_SUCCESS;
