@@ -147,9 +147,11 @@ std::string planTarget(Db& db, const Target& target, const ProgramIdentity& iden
   options.force = request.force;
   options.directAllocation = request.noPool;
   options.earlyContext = !request.lateContext;
+  // The plan's file, by the key the plan is written under (the command as it is now, for itself).
   const std::string plansDir = cacheDirectory() + "/plans";
   const std::string planKey = target.self ? identity.key() : profile.program.key();
-  options.forkedWhenOptimized = access(forkMarkerPath(plansDir + "/" + planFileName(planKey)).c_str(), F_OK) == 0;
+  const std::string planFile = plansDir + "/" + planFileName(planKey);
+  options.forkedWhenOptimized = access(forkMarkerPath(planFile).c_str(), F_OK) == 0;
   Plan plan;
   analyzer::PlanDecision decision;
   std::string whyNot, error;
@@ -158,7 +160,7 @@ std::string planTarget(Db& db, const Target& target, const ProgramIdentity& iden
     // The command as it is now (a named profile may come from another build). The shim knows by
     // the stamp that the file is the one identified here without hashing it a second time.
     plan.programPath = identity.path;
-    plan.programKey = identity.key();
+    plan.programKey = planKey;
     plan.hasProgramStamp = true;
     plan.programStamp = identity.stamp;
   }
@@ -176,7 +178,7 @@ std::string planTarget(Db& db, const Target& target, const ProgramIdentity& iden
   }
   if (!planned) return whyNot;
   if (!makePrivateDirs(plansDir, &error)) return error;
-  *planPath = plansDir + "/" + planFileName(plan.programKey);
+  *planPath = planFile;
   if (!writePlanFile(*planPath, plan, &error)) return error;
   warn("%s%s", launched.empty() ? "" : (launched + ": ").c_str(), analyzer::planSummary(plan, decision).c_str());
   return {};

@@ -543,15 +543,20 @@ void OptimizeInterceptor::forkPrepare() {
   m_ledger.lockForFork();
 }
 
-void OptimizeInterceptor::forkParent() {
+void OptimizeInterceptor::unlockAfterFork() {
   m_ledger.unlockAfterFork();
   if (m_direct) m_direct->unlockAfterFork();
   m_blocks.unlockAfterFork();
   if (m_registry) m_registry->unlockAfterFork();
   m_pool.unlockAfterFork();
   m_stateMutex.unlock();
+}
+
+void OptimizeInterceptor::forkParent() {
+  unlockAfterFork();
   // The program forks: say so beside the plan, once, for the next `hetopt run` (driver late).
-  // No allocation (the path was made at start), nothing but open and close.
+  // No allocation (the path was made at start), nothing but open and close. Only the process the
+  // plan was taken in: a child's own forks are its parent's business.
   if (getpid() == m_pid && !m_forkMarker.empty() && !m_forkNoted.exchange(true, std::memory_order_relaxed)) {
     const int fd = open(m_forkMarker.c_str(), O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (fd >= 0) close(fd);
@@ -572,7 +577,7 @@ void OptimizeInterceptor::forkChild() {
   m_enumerated.store(true, std::memory_order_release);
   m_contextChosen = true;  // a context the child creates is not offered
   if (m_direct) m_direct->forkChild();
-  forkParent();  // the same locks to release
+  unlockAfterFork();
 }
 
 }  // namespace hetopt::shim

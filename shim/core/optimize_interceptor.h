@@ -132,6 +132,8 @@ class OptimizeInterceptor final : public Interceptor {
   std::string statsText();
   std::string statsJson(const std::string& text);
   void writeRunRecord();
+  /// Releases what forkPrepare() took, in reverse order (parent and child alike).
+  void unlockAfterFork();
 
   Plan m_plan;
   std::string m_planPath;  ///< the plan file this process uses (its run record goes beside it)

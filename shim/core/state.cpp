@@ -183,21 +183,20 @@ void installForkProtocol() {
   (void)installed;
 }
 
-void processQuickExit() {
+namespace {
+/// `step` of the trace interceptor, as the shim's own work; nothing in the other modes.
+void traceStep(void (TraceInterceptor::*step)()) {
   if (s_mode != Mode::Trace) return;
   if (Interceptor* i = interceptor()) {
     ScopedInternal internal;
-    static_cast<TraceInterceptor*>(i)->quickExit();
+    (static_cast<TraceInterceptor*>(i)->*step)();
   }
 }
+}  // namespace
 
-void processExec() {
-  if (s_mode != Mode::Trace) return;
-  if (Interceptor* i = interceptor()) {
-    ScopedInternal internal;
-    static_cast<TraceInterceptor*>(i)->beforeExec();
-  }
-}
+void processQuickExit() { traceStep(&TraceInterceptor::quickExit); }
+
+void processExec() { traceStep(&TraceInterceptor::beforeExec); }
 
 void deactivate() {
   Interceptor* old = g_interceptor.exchange(nullptr, std::memory_order_acq_rel);
