@@ -76,6 +76,15 @@ class BlockTable {
   // ---- writers: under the owner's lock --------------------------------------------------------
 
   unsigned liveBlocks() const { return m_live; }
+  /// fn(start, size, value) for every live block.
+  template <typename Fn>
+  void forEach(Fn fn) const {
+    const Slot* t = m_table.load(std::memory_order_relaxed);
+    for (size_t i = 0; i <= m_mask; ++i) {
+      const uintptr_t k = t[i].key.load(std::memory_order_relaxed);
+      if (k > kTombstone) fn(k, t[i].size.load(std::memory_order_relaxed), t[i].value);
+    }
+  }
   bool full() const { return m_live >= m_maxLive; }
   /// Publishes [start, start+size) with `value`; false when full.
   bool insert(const void* start, size_t size, const Value& value) {

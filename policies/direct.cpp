@@ -90,6 +90,19 @@ void* DirectAllocator::reallocate(void* ptr, size_t size) {
 
 void DirectAllocator::forkChild() { m_child.store(true, std::memory_order_relaxed); }
 
+void DirectAllocator::copyForChild(ForkCopies& copies) {
+  // Every block comes from the one policy: how fork() treats the first tells for all (asked once,
+  // at the first fork with blocks alive).
+  m_blocks.forEach([&](uintptr_t start, size_t size, const Allocation&) {
+    if (!m_inheritanceAsked) {
+      m_inheritance = os::forkInheritance(reinterpret_cast<void*>(start));
+      m_inheritanceAsked = true;
+    }
+    if (!os::needsCopyForChild(m_inheritance)) return;
+    if (void* copy = copies.add(reinterpret_cast<void*>(start), size)) memcpy(copy, reinterpret_cast<void*>(start), size);
+  });
+}
+
 DirectStats DirectAllocator::stats() const {
   std::lock_guard<std::mutex> lock(m_tableLock);  // unlocked in a forked child: the fork protocol
   return m_stats;

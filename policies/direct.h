@@ -23,6 +23,8 @@
 #include <mutex>
 
 #include "policies/block_table.h"
+#include "policies/fork_copies.h"
+#include "policies/os_memory.h"
 #include "policies/policy.h"
 
 namespace hetopt::policies {
@@ -67,6 +69,9 @@ class DirectAllocator {
   /// In a forked child: the policy's OpenCL context is not usable there, so blocks are never
   /// released again (they stay valid) and nothing new is made.
   void forkChild();
+  /// Between lockForFork() and fork(): a private copy of every live block for the child, when
+  /// fork() would share the policy's memory or leave it out (fork_copies.h).
+  void copyForChild(ForkCopies& copies);
   /// The fork protocol (shim/core/state.cpp): the table lock is held across fork(), so that the
   /// child's table is whole (a rebuild half done would make every lookup there wait forever) and
   /// its stats() can lock. Not the policy's lock: it is held across OpenCL calls that may wait for
@@ -84,6 +89,8 @@ class DirectAllocator {
   AllocationPolicy* m_policy = nullptr;  ///< under m_policyLock
   BlockTable<Allocation> m_blocks;     ///< what the policy's release() needs, per live block
   std::atomic<bool> m_child{false};
+  os::ForkInheritance m_inheritance = os::ForkInheritance::Unknown;  ///< of the policy's memory
+  bool m_inheritanceAsked = false;
   DirectStats m_stats;
 };
 

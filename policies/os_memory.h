@@ -37,4 +37,29 @@ int unlockMemory(void* ptr, size_t bytes);
 /// Bytes of host memory available to new allocations without swapping (MemAvailable); 0 unknown.
 uint64_t availableHostMemory();
 
+/// What fork() gives the child of the mapping that holds an address. Drivers make pinned memory
+/// their own way: NVIDIA's CL_MEM_ALLOC_HOST_PTR mappings are shared (/dev/zero, MAP_SHARED), so a
+/// child would write into the parent's pages, where the program expects a copy.
+enum class ForkInheritance : uint8_t {
+  Copied,        ///< private memory: the child gets its own copy (on write)
+  Shared,        ///< a shared mapping: parent and child would see each other's writes
+  NotInherited,  ///< MADV_DONTFORK: nothing would be mapped there in the child
+  Unknown,       ///< no mapping holds the address, or /proc/self/smaps is unreadable
+};
+/// Reads /proc/self/smaps (no allocation; a few ms in a process with many mappings: call it once
+/// per mapping, off the program's path).
+ForkInheritance forkInheritance(const void* addr);
+/// Whether a child must be given its own copy (a shared mapping, or none at all).
+inline bool needsCopyForChild(ForkInheritance f) {
+  return f == ForkInheritance::Shared || f == ForkInheritance::NotInherited;
+}
+const char* forkInheritanceName(ForkInheritance f);
+
+/// An anonymous private mapping of `bytes` (pages, untouched until written); null on failure.
+void* mapPrivate(size_t bytes);
+/// Moves the mapping [from, from + bytes) to `to`, replacing whatever was mapped there (mremap with
+/// MREMAP_FIXED). Page-aligned arguments; false (nothing moved) on failure.
+bool moveMapping(void* from, size_t bytes, void* to);
+void unmap(void* ptr, size_t bytes);
+
 }  // namespace hetopt::os

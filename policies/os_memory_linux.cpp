@@ -73,4 +73,86 @@ int unlockMemory(void* ptr, size_t bytes) { return ::munlock(ptr, bytes) == 0 ? 
 
 uint64_t availableHostMemory() { return procKiloBytes("/proc/meminfo", "MemAvailable"); }
 
+namespace {
+
+// "lo-hi perms ..." (a mapping's first line in smaps), else false.
+bool mappingHeader(const char* line, uintptr_t* lo, uintptr_t* hi, char* perms) {
+  char* end = nullptr;
+  *lo = strtoull(line, &end, 16);
+  if (end == line || *end != '-') return false;
+  const char* h = end + 1;
+  *hi = strtoull(h, &end, 16);
+  if (end == h || *end != ' ') return false;
+  memcpy(perms, end + 1, 4);
+  return true;
+}
+
+// Whether the VmFlags line holds the two-letter flag `f`.
+bool hasFlag(const char* vmFlags, const char* f) {
+  for (const char* p = vmFlags; (p = strstr(p, f)) != nullptr; p += 2)
+    if (p[-1] == ' ' && (p[2] == ' ' || p[2] == '\0' || p[2] == '\n')) return true;
+  return false;
+}
+
+}  // namespace
+
+ForkInheritance forkInheritance(const void* addr) {
+  const auto a = reinterpret_cast<uintptr_t>(addr);
+  int fd = ::open("/proc/self/smaps", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return ForkInheritance::Unknown;
+  // Line by line through a fixed buffer: smaps of a large process runs to megabytes.
+  char buf[8192];
+  size_t have = 0;
+  bool inside = false, shared = false;
+  ForkInheritance result = ForkInheritance::Unknown;
+  for (bool done = false; !done;) {
+    ssize_t n = ::read(fd, buf + have, sizeof buf - 1 - have);
+    if (n <= 0) break;
+    have += static_cast<size_t>(n);
+    buf[have] = '\0';
+    char* line = buf;
+    for (char* nl; (nl = strchr(line, '\n')) != nullptr; line = nl + 1) {
+      *nl = '\0';
+      uintptr_t lo, hi;
+      char perms[4];
+      if (mappingHeader(line, &lo, &hi, perms)) {
+        inside = a >= lo && a < hi;
+        shared = perms[3] == 's';
+      } else if (inside && strncmp(line, "VmFlags:", 8) == 0) {
+        result = hasFlag(line, "dc")                 ? ForkInheritance::NotInherited
+                 : shared || hasFlag(line, "sh") ? ForkInheritance::Shared
+                                                     : ForkInheritance::Copied;
+        done = true;
+        break;
+      }
+    }
+    have = strlen(line);  // the unfinished line moves to the front
+    if (have == sizeof buf - 1) have = 0;  // a line longer than the buffer: skipped
+    memmove(buf, line, have);
+  }
+  ::close(fd);
+  return result;
+}
+
+const char* forkInheritanceName(ForkInheritance f) {
+  switch (f) {
+    case ForkInheritance::Copied: return "copied";
+    case ForkInheritance::Shared: return "shared";
+    case ForkInheritance::NotInherited: return "not inherited";
+    case ForkInheritance::Unknown: break;
+  }
+  return "unknown";
+}
+
+void* mapPrivate(size_t bytes) {
+  void* p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  return p == MAP_FAILED ? nullptr : p;
+}
+
+bool moveMapping(void* from, size_t bytes, void* to) {
+  return ::mremap(from, bytes, bytes, MREMAP_MAYMOVE | MREMAP_FIXED, to) != MAP_FAILED;
+}
+
+void unmap(void* ptr, size_t bytes) { ::munmap(ptr, bytes); }
+
 }  // namespace hetopt::os

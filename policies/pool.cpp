@@ -658,6 +658,23 @@ int validateSubtree(const FreeChunk* node, const FreeChunk* parent, const FreeCh
 
 }  // namespace
 
+void PinnedPool::copyForChild(const void* begin, size_t bytes, void* copy) const noexcept {
+  const uintptr_t lo = addr(begin), hi = lo + bytes;
+  const auto to = [&](uintptr_t a) { return static_cast<char*>(copy) + (a - lo); };
+  const unsigned regions = m_regionCount.load(std::memory_order_relaxed);
+  for (unsigned i = 0; i < regions; ++i) {
+    const uintptr_t fence = m_regions[i].end - kRegionOverhead;
+    if (m_regions[i].begin < lo || m_regions[i].end > hi) continue;
+    for (uintptr_t at = m_regions[i].begin; at < fence;) {
+      const ChunkHeader* c = chunkAt(at);
+      const size_t size = chunkSize(c);
+      memcpy(to(at), c, isInUse(c) ? size : sizeof(FreeChunk));
+      at += size;
+    }
+    memcpy(to(fence), chunkAt(fence), kRegionOverhead);
+  }
+}
+
 bool PinnedPool::validateLocked(char* why, size_t whyBytes) const noexcept {
   size_t capacity = 0, inUse = 0, freeBytes = 0, freeChunks = 0, live = 0;
   const unsigned regions = m_regionCount.load(std::memory_order_relaxed);

@@ -145,6 +145,11 @@ class PinnedPool {
   /// the child never inherits it locked by a thread that does not exist there.
   void lockForFork() noexcept { m_lock.lock(); }
   void unlockAfterFork() noexcept { m_lock.unlock(); }
+  /// Between lockForFork() and fork(): writes what a forked child needs of the regions inside
+  /// [begin, begin + bytes) to `copy` at the same offsets (copy = begin's stand-in): live blocks
+  /// whole, free chunks' headers and tree links, the fences. Free payload is left out (the child
+  /// may read it as zero: nobody owns it).
+  void copyForChild(const void* begin, size_t bytes, void* copy) const noexcept;
 
   struct FreeChunk;  // pool.cpp
 

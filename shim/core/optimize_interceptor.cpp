@@ -236,11 +236,13 @@ void OptimizeInterceptor::preparePool() {
     return;
   }
   if (!m_pool.addRegion(m_region.ptr, m_region.size)) return failPool("pool rejected its region");
+  m_regionInheritance = os::forkInheritance(m_region.ptr);  // published by markReady
   // The context, queue and policy stay alive with the region (released at exit by the driver).
   policy.release();
   markReady(start);
-  debug("pinned pool ready: %s %s on %s in %s after %.0f ms", m_plan.poolPolicy.c_str(),
-        mib(m_plan.poolBytes).c_str(), dev.deviceName.c_str(), contextOrigin(), m_readyAfterMs);
+  debug("pinned pool ready: %s %s on %s in %s after %.0f ms; fork() would give a child its pages %s",
+        m_plan.poolPolicy.c_str(), mib(m_plan.poolBytes).c_str(), dev.deviceName.c_str(), contextOrigin(),
+        m_readyAfterMs, os::forkInheritanceName(m_regionInheritance));
 }
 
 cl_context OptimizeInterceptor::awaitContext() {
@@ -358,7 +360,7 @@ void OptimizeInterceptor::release(void* ptr) {
   m_liveBytes.fetch_sub(usableSize(ptr), std::memory_order_relaxed);
   if (m_pool.owns(ptr)) {
     m_ledger.released(ptr);
-    m_pool.deallocate(ptr);
+    if (!m_poolShared) m_pool.deallocate(ptr);
   } else if (m_direct && m_direct->owns(ptr)) {
     m_ledger.released(ptr);
     m_direct->deallocate(ptr);
@@ -371,7 +373,9 @@ void* OptimizeInterceptor::resize(void* ptr, size_t size) {
   if (m_blocks.owns(ptr)) return resizeInPlace(ptr, size);
   size_t old = usableSize(ptr);
   void* p = nullptr;
-  if (m_conformance.diverged())  // in place only: moving would be a new redirection
+  if (m_poolShared && m_pool.owns(ptr))
+    p = nullptr;  // the parent's pages: moved out, never resized there
+  else if (m_conformance.diverged())  // in place only: moving would be a new redirection
     p = m_pool.owns(ptr) ? (m_pool.resizeInPlace(ptr, size) ? ptr : nullptr)
                          : (size <= old ? ptr : nullptr);
   else
@@ -541,6 +545,21 @@ void OptimizeInterceptor::forkPrepare() {
   m_blocks.lockForFork();
   if (m_direct) m_direct->lockForFork();
   m_ledger.lockForFork();
+  prepareChildCopies();
+}
+
+// The locks above keep the pool's headers still while the copy is taken. A fork from the pool
+// thread itself cannot happen, and one before the pool is ready has no region to copy.
+void OptimizeInterceptor::prepareChildCopies() {
+  m_regionCopied = false;
+  const bool ready = m_state.load(std::memory_order_acquire) == static_cast<int>(PoolState::Ready);
+  if (ready && m_region.ptr && os::needsCopyForChild(m_regionInheritance)) {
+    if (void* copy = m_forkCopies.add(m_region.ptr, m_region.size)) {
+      m_pool.copyForChild(m_region.ptr, m_region.size, copy);
+      m_regionCopied = true;
+    }
+  }
+  if (m_direct) m_direct->copyForChild(m_forkCopies);
 }
 
 void OptimizeInterceptor::unlockAfterFork() {
@@ -553,6 +572,7 @@ void OptimizeInterceptor::unlockAfterFork() {
 }
 
 void OptimizeInterceptor::forkParent() {
+  m_forkCopies.dropInParent();
   unlockAfterFork();
   // The program forks: say so beside the plan, once, for the next `hetopt run` (driver late).
   // No allocation (the path was made at start), nothing but open and close. Only the process the
@@ -564,6 +584,8 @@ void OptimizeInterceptor::forkParent() {
 }
 
 void OptimizeInterceptor::forkChild() {
+  const bool placed = m_forkCopies.placeInChild();
+  m_poolShared = m_region.ptr && os::needsCopyForChild(m_regionInheritance) && !(m_regionCopied && placed);
   if (m_registry) m_registry->forkChild();
   m_blocks.forkChild();
   // The parent's context is no context in the child: never handed out there.

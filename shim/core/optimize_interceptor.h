@@ -39,6 +39,8 @@
 
 #include "contracts/plan.h"
 #include "policies/direct.h"
+#include "policies/fork_copies.h"
+#include "policies/os_memory.h"
 #include "policies/policy.h"
 #include "policies/pool.h"
 #include "shim/core/block_registration.h"
@@ -134,6 +136,9 @@ class OptimizeInterceptor final : public Interceptor {
   void writeRunRecord();
   /// Releases what forkPrepare() took, in reverse order (parent and child alike).
   void unlockAfterFork();
+  /// forkPrepare(), its locks held: private copies for the child of pinned memory fork() would
+  /// share or leave out (fork_copies.h).
+  void prepareChildCopies();
 
   Plan m_plan;
   std::string m_planPath;  ///< the plan file this process uses (its run record goes beside it)
@@ -147,6 +152,13 @@ class OptimizeInterceptor final : public Interceptor {
   InplaceRegistry* m_registry = nullptr;  ///< null without registrations; never freed (hooks)
   policies::PinnedPool m_pool;
   Allocation m_region;  ///< the pinned memory behind the pool; kept until the process ends
+  /// How fork() treats m_region (found once it is made, before the pool is ready).
+  os::ForkInheritance m_regionInheritance = os::ForkInheritance::Copied;
+  policies::ForkCopies m_forkCopies;  ///< made in forkPrepare, placed or dropped after fork()
+  bool m_regionCopied = false;        ///< forkPrepare made the child a copy of m_region
+  /// A forked child whose pool pages are still the parent's (no copy could be made): the pool's
+  /// headers there are never written, its blocks never reused.
+  bool m_poolShared = false;
   std::atomic<int> m_state{static_cast<int>(PoolState::Preparing)};
   /// Set once the pool thread has enumerated platforms and devices. The application's OpenCL calls
   /// wait for it: first use of the ICD loader and of some drivers (PoCL seen crashing) is not safe

@@ -3,9 +3,10 @@
  * @file fork() while threads allocate (tests/integration/fork.sh). Three worker threads loop:
  * allocate a 64 KiB block at one site (a transfer-feeding one, so `hetopt run` serves it), mark
  * it, write every 64th one to the device (rarely: a thread waiting for the device holds no lock
- * worth testing), and free it or leave it for the next child. Forked children free a block the
- * parent allocated there, allocate and free one of their own, then exit; the parent waits for
- * each. Modes, by where fork() is called:
+ * worth testing), and free it or leave it for the next child. Forked children write into and free
+ * a block the parent allocated there (the parent's must not change: a driver's pinned memory may be
+ * a shared mapping), allocate and free one of their own, then exit; the parent waits for each.
+ * Modes, by where fork() is called:
  *   threads    from the main thread (the reported hang: a child freeing an inherited pool block
  *              spun forever on the pool's lock, held by a parent thread at fork time)
  *   callback   from an event callback, on the driver's thread
@@ -80,9 +81,13 @@ void worker(int t) {
   if (dev) clReleaseMemObject(dev);
 }
 
-/// A child's whole life: the inherited block is still there and can be freed; a block of its own.
+constexpr float kChildsMark = -1.0f;  ///< what a child writes into its copy of an inherited block
+
+/// A child's whole life: the inherited block is still there, is its own copy to write (the
+/// parent's must not change) and can be freed; a block of its own.
 [[noreturn]] void childLife(float* inherited, bool runExitHandlers) {
   bool ok = !inherited || marked(inherited);
+  if (inherited) mark(inherited, kChildsMark);
   free(inherited);
   float* own = newBlock();
   ok = ok && own;
@@ -113,6 +118,14 @@ void reap(pid_t pid) {
   }
 }
 
+/// After the child's end: its write into its copy of `inherited` must not show in the parent's.
+void checkUnchanged(const float* inherited) {
+  if (inherited && inherited[0] == kChildsMark) {
+    fprintf(stderr, "fork_app: a child's write reached the parent's block\n");
+    ++g_failedChildren;
+  }
+}
+
 int g_childrenThroughExit = 0;
 
 /// fork() from the main thread; the child lives childLife().
@@ -123,6 +136,7 @@ void forkFromMainThread(int forks, bool waitForBlock, bool runExitHandlers) {
     pid_t pid = fork();
     if (pid == 0) childLife(inherited, runExitHandlers);
     reap(pid);
+    checkUnchanged(inherited);
     free(inherited);
     g_childrenThroughExit += runExitHandlers;
   }
@@ -157,6 +171,7 @@ void forkFromCallbacks(const ClEnv& env, int forks) {
     APP_CL(clWaitForEvents(1, &written));
     while (!f.done.load(std::memory_order_acquire)) std::this_thread::yield();
     reap(f.pid);
+    checkUnchanged(f.inherited);
     free(f.inherited);
     free(source);
     clReleaseEvent(written);
