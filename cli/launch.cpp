@@ -22,12 +22,12 @@ void forwardSignal(int sig) {
   if (s_child > 0) kill(s_child, sig);
 }
 
-// Appends `value` to a ':'-separated list variable unless already present.
-void appendToList(const char* name, const std::string& value) {
+// Adds `value` to a ':'-separated list variable, first or last, unless already present.
+void addToList(const char* name, const std::string& value, bool first) {
   const char* old = getenv(name);
   std::string list = old ? old : "";
   if ((":" + list + ":").find(":" + value + ":") != std::string::npos) return;
-  list = list.empty() ? value : value + ":" + list;
+  list = list.empty() ? value : first ? value + ":" + list : list + ":" + value;
   setenv(name, list.c_str(), 1);
 }
 
@@ -38,8 +38,12 @@ bool prepareEnvironment(const Launch& launch, std::string* error) {
   if (shim.empty()) return false;
   // LD_PRELOAD sees programs linked to libOpenCL and the malloc family; the OpenCL layer sees
   // programs that dlopen() libOpenCL. The shim makes sure no call is recorded twice.
-  appendToList("LD_PRELOAD", shim);
-  appendToList("OPENCL_LAYERS", shim);
+  // The shim sits nearest the program on both routes: first in LD_PRELOAD (its exports come
+  // before the loader's), last in OPENCL_LAYERS (the loaders, ocl-icd's and Khronos', wrap each
+  // listed layer around those before it). So it sees the program's calls as the program made them,
+  // and the user's own layers see everything that reaches the driver, hetopt's own calls included.
+  addToList("LD_PRELOAD", shim, true);
+  addToList("OPENCL_LAYERS", shim, false);
   return true;
 }
 
