@@ -432,7 +432,7 @@ std::string describeDecision(const AppProfile& profile, const Plan& plan,
   if (planned && plan.driverLate)
     s += "driver:  left alone until the program's first OpenCL call: it forked " +
          (profile.forkedChildren ? std::to_string(profile.forkedChildren) + " copies of itself when traced"
-                                 : std::string("in an optimized run")) +
+                                 : std::string("in an optimized run and a copy called OpenCL")) +
          ", and a forked copy cannot use a driver its parent initialized\n";
   const AppProfile::Startup& st = profile.startup;
   if (st.known() && !(planned && plan.driverLate))

@@ -42,7 +42,7 @@ struct PlanOptions {
   /// The program's one context made early by the shim, when the profile says it made exactly one
   /// (`hetopt run --late-context` turns it off).
   bool earlyContext = true;
-  /// An optimized run of the program forked (forkMarkerPath beside its plan): `driver late`, as
+  /// In an optimized run a forked copy called OpenCL (forkMarkerPath beside its plan): `driver late`, as
   /// for a program that forked when traced.
   bool forkedWhenOptimized = false;
   double poolSlack = 1.25;   ///< pool = slack * sum of the pooled sites' peak live bytes (+ 1 MiB)

@@ -67,7 +67,8 @@ std::string planFileName(const std::string& programKey);
 std::string runRecordPrefix(const std::string& planPath);
 inline constexpr const char* kRunRecordSuffix = ".run";
 /// Left beside the plan at `planPath` by an optimized run of it that forked (runRecordPrefix +
-/// "forked", empty, 0600): the program forks in some runs even if it did not when traced, so
+/// "forked", empty, 0600), left by a forked copy's first OpenCL call in an optimized run: the
+/// program forks copies that use OpenCL in some runs even if it did not when traced, so
 /// `hetopt run` plans `driver late` for it from then on (a forked child cannot use the driver its
 /// parent started, and hetopt starts it early).
 std::string forkMarkerPath(const std::string& planPath);

@@ -461,6 +461,7 @@ std::string OptimizeInterceptor::conformanceStats() const {
 }
 
 void OptimizeInterceptor::callBegin(CallRecord& call) {
+  if (HETOPT_UNLIKELY(m_markAtFirstCall.load(std::memory_order_relaxed))) noteForkedCopyCallsOpenCL();
   if (HETOPT_UNLIKELY(!m_enumerated.load(std::memory_order_acquire))) {
     std::unique_lock<std::mutex> lock(m_stateMutex);
     if (m_plan.driverLate && !m_lateStarted) {
@@ -574,16 +575,20 @@ void OptimizeInterceptor::unlockAfterFork() {
 void OptimizeInterceptor::forkParent() {
   m_forkCopies.dropInParent();
   unlockAfterFork();
-  // The program forks: say so beside the plan, once, for the next `hetopt run` (driver late).
-  // No allocation (the path was made at start), nothing but open and close. Only the process the
-  // plan was taken in: a child's own forks are its parent's business.
-  if (getpid() == m_pid && !m_forkMarker.empty() && !m_forkNoted.exchange(true, std::memory_order_relaxed)) {
-    const int fd = open(m_forkMarker.c_str(), O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
-    if (fd >= 0) close(fd);
-  }
+}
+
+// A forked copy of the program calls OpenCL: its driver is the one hetopt started early in the
+// parent, which a forked child cannot use (PoCL's child hangs, CUDA's fails). Say so beside the
+// plan, once, for the next `hetopt run` (driver late). Children that only exec or never call
+// OpenCL leave the early driver to later runs. No allocation (the path was made at start).
+void OptimizeInterceptor::noteForkedCopyCallsOpenCL() {
+  if (!m_markAtFirstCall.exchange(false, std::memory_order_relaxed)) return;
+  const int fd = open(m_forkMarker.c_str(), O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (fd >= 0) close(fd);
 }
 
 void OptimizeInterceptor::forkChild() {
+  m_markAtFirstCall.store(!m_plan.driverLate && !m_forkMarker.empty(), std::memory_order_relaxed);
   const bool placed = m_forkCopies.placeInChild();
   m_poolShared = m_region.ptr && os::needsCopyForChild(m_regionInheritance) && !(m_regionCopied && placed);
   if (m_registry) m_registry->forkChild();

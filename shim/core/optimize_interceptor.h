@@ -139,14 +139,15 @@ class OptimizeInterceptor final : public Interceptor {
   /// forkPrepare(), its locks held: private copies for the child of pinned memory fork() would
   /// share or leave out (fork_copies.h).
   void prepareChildCopies();
+  void noteForkedCopyCallsOpenCL();
 
   Plan m_plan;
   std::string m_planPath;  ///< the plan file this process uses (its run record goes beside it)
   SiteLedger m_ledger;     ///< the run's transfers, per site, for the run record
   uint64_t m_startNs = 0, m_startUnixNs = 0;  ///< when the shim started here (steady, wall clock)
   int m_pid = 0;  ///< the process the plan was taken in (a forked child writes no run record)
-  std::string m_forkMarker;  ///< forkMarkerPath(m_planPath): made at the first fork of m_pid
-  std::atomic<bool> m_forkNoted{false};
+  std::string m_forkMarker;  ///< forkMarkerPath(m_planPath): made by a forked copy's first OpenCL call
+  std::atomic<bool> m_markAtFirstCall{false};  ///< in a forked child whose driver was started early
   uint64_t m_serveMin = 1, m_serveMax = 0;  ///< sizes some site takes (empty range: none)
   BlockRegistration m_blocks;  ///< heap blocks pinned in place (register strategy, pool fallback)
   InplaceRegistry* m_registry = nullptr;  ///< null without registrations; never freed (hooks)

@@ -7,8 +7,9 @@
 # native run's, the parent's stats line must show blocks served, and every child that exits through
 # exit() (the program's result line says how many) must print its own stats line as a forked
 # child. RUN_OPTS goes to `hetopt run`. TRACE_FORKS (default 10) is how many forks the traced run
-# makes: with 0 the profile says the program does not fork, and the optimized run that forks must
-# leave the mark beside its plan that makes the next plan `driver late` (its --dry-run says so).
+# makes: with 0 the profile says the program does not fork; the optimized run whose children make
+# no OpenCL call leaves the plan as it is, and one whose children do (fork_app's opencl-children)
+# must leave the mark beside its plan that makes the next plan `driver late` (--dry-run says why).
 #   fork.sh HETOPT FORK_APP MODE FORKS
 set -u
 source "$(dirname "${BASH_SOURCE[0]}")/stats_lib.sh"
@@ -38,13 +39,26 @@ grep -Eq "(pool of|allocation \(no pool\)) .* redirected [1-9][0-9]* allocations
 children=$(stats_records "$work/run.err" | grep -c "^no \(pool\|direct allocation\) (forked child)")
 expected=$(sed -n 's/^result: .* through-exit=\([0-9]*\)$/\1/p' "$work/run.out")
 [[ $children == "$expected" ]] || fail "$children children printed their stats, expected ${expected:-?}"
-# Forked (when traced, or now): the next plan leaves the driver to the program.
-"$hetopt" run --dry-run --force --policy opencl -- "$app" "$mode" "$forks" >"$work/dry.out" 2>&1 ||
-  fail "hetopt run --dry-run exited $?"
-grep -q "^driver:  left alone until the program's first OpenCL call" "$work/dry.out" ||
-  { cat "$work/dry.out"; fail "the plan after a forking run does not leave the driver alone"; }
+dry() {
+  "$hetopt" run --dry-run --force --policy opencl -- "$app" "$mode" "$forks" >"$work/dry.out" 2>&1 ||
+    fail "hetopt run --dry-run exited $?"
+}
+late="^driver:  left alone until the program's first OpenCL call"
 if [[ ${TRACE_FORKS:-10} == 0 ]]; then
+  # Not forked when traced: children that never call OpenCL keep the early driver for later runs;
+  # a forked copy that calls OpenCL leaves the mark, and the next plan leaves the driver alone.
+  dry
+  ! ls "$XDG_CACHE_HOME"/hetopt/plans/*.forked >/dev/null 2>&1 && ! grep -q "$late" "$work/dry.out" ||
+    { cat "$work/dry.out"; fail "children without OpenCL calls made the next plan driver late"; }
+  timeout -k 5 "$limit" "$hetopt" run --force --policy opencl -- "$app" "$mode" "$forks" opencl-children \
+    >"$work/run2.out" 2>"$work/run2.err" || fail "hetopt run with OpenCL in the children exited $?"
+  cmp -s "$work/native.out" "$work/run2.out" || fail "stdout with OpenCL in the children differs from native"
   ls "$XDG_CACHE_HOME"/hetopt/plans/*.forked >/dev/null 2>&1 || fail "no fork mark beside the plan"
+  dry
   grep -q "it forked in an optimized run" "$work/dry.out" || { cat "$work/dry.out"; fail "the plan does not say why"; }
+else
+  dry
 fi
+# Forked (when traced, or a copy called OpenCL): the next plan leaves the driver to the program.
+grep -q "$late" "$work/dry.out" || { cat "$work/dry.out"; fail "the plan after a forking run does not leave the driver alone"; }
 echo "OK: $forks forks from $mode; $parent"

@@ -18,7 +18,8 @@
  * inherits held (exit() is no async-signal-safe call, all a child of threads may rely on).
  * stdout: the "device:" line and "result: MODE forks=N through-exit=M" (M children ran exit());
  * exits 1 when a child failed or a block came back changed.
- *   fork_app threads|callback|preparing FORKS     (FORKS 0: threads and callback only)
+ *   fork_app threads|callback|preparing FORKS [opencl-children]   (FORKS 0: threads and callback only)
+ * opencl-children: each child also calls clGetPlatformIDs (an OpenCL call in a forked copy).
  */
 #include <sys/wait.h>
 #include <unistd.h>
@@ -85,8 +86,15 @@ constexpr float kChildsMark = -1.0f;  ///< what a child writes into its copy of 
 
 /// A child's whole life: the inherited block is still there, is its own copy to write (the
 /// parent's must not change) and can be freed; a block of its own.
+bool g_childrenCallOpenCL = false;  ///< `opencl-children`: each child asks for the platforms
+
 [[noreturn]] void childLife(float* inherited, bool runExitHandlers) {
   bool ok = !inherited || marked(inherited);
+  if (g_childrenCallOpenCL) {
+    // The loader answers from the list it made in the parent: no driver work in the child.
+    cl_uint platforms = 0;
+    ok = ok && clGetPlatformIDs(0, nullptr, &platforms) == CL_SUCCESS && platforms > 0;
+  }
   if (inherited) mark(inherited, kChildsMark);
   free(inherited);
   float* own = newBlock();
@@ -184,10 +192,11 @@ void forkFromCallbacks(const ClEnv& env, int forks) {
 int main(int argc, char** argv) {
   const char* mode = argc > 1 ? argv[1] : "";
   const int forks = argc > 2 ? atoi(argv[2]) : 0;
+  g_childrenCallOpenCL = argc > 3 && !strcmp(argv[3], "opencl-children");
   const bool preparing = !strcmp(mode, "preparing");
   if ((!preparing && strcmp(mode, "threads") && strcmp(mode, "callback")) || forks < 0 ||
       (forks == 0 && preparing)) {
-    fprintf(stderr, "usage: fork_app threads|callback|preparing FORKS\n");
+    fprintf(stderr, "usage: fork_app threads|callback|preparing FORKS [opencl-children]\n");
     return 2;
   }
   std::vector<std::thread> workers;
