@@ -1,8 +1,11 @@
 // SPDX-License-Identifier: MIT
 /**
- * @file Before and after for one program (`hetopt report`): the traced run against the optimized
- * runs the shim recorded (contracts/run_record.h, stored by profile_store.h), as a table of kernel,
- * communication and cpu+sync per run, then the predicted saving against the measured one.
+ * @file Before and after for one program (`hetopt report`): the traced run, the untouched runs
+ * (`hetopt run --untouched`: no shim) and the optimized runs, from their run records
+ * (contracts/run_record.h, stored by profile_store.h), as a table of kernel, communication and
+ * cpu+sync per run, then the predicted saving against the measured one. Measured against the
+ * untouched runs when there are any; else against the traced run less its recording cost, which
+ * is only an upper bound (tracing costs more than its recording sample) and is said to be one.
  */
 #pragma once
 #include <string>
@@ -17,14 +20,37 @@ namespace hetopt::analyzer {
 /// "2026-11-25 18:36:12" (UTC) for nanoseconds since the epoch.
 std::string utcTime(uint64_t unixNs);
 
-/// A run record as a stored run: its bar (runBreakdown) labelled by when it started and its pid.
+/// A run record as a stored run: its bar (runBreakdown) labelled by its kind, when it started and
+/// its pid.
 StoredRun runFromRecord(const AppProfile& profile, const RunRecord& record);
 
-/// The traced run's bar ("traced"), then one per run (labelled by its start time).
+/// Wall times of one kind of run.
+struct WallTimes {
+  size_t count = 0;
+  double medianNs = 0, minNs = 0, maxNs = 0;
+};
+WallTimes wallTimes(const std::vector<StoredRun>& runs, RunKind kind);
+
+/// What the optimized runs saved, measured.
+struct MeasuredSaving {
+  WallTimes optimized, untouched;
+  /// No untouched run: the baseline is the traced run less its recording cost, and the saving an
+  /// upper bound of what hetopt saves against a plain run.
+  bool upperBound = true;
+  double baselineNs = 0;  ///< untouched median, else the traced run less its recording cost
+  double savingNs = 0;    ///< baselineNs - the optimized median (0 without optimized runs)
+  /// Untouched minus optimized wall time of each untouched run and the optimized run next to it
+  /// in time, pairing neighbours of different kinds from the oldest run on (runs interleaved
+  /// with each other pair up; drift of the machine between them cancels).
+  std::vector<double> pairedNs;
+};
+MeasuredSaving measureSaving(const AppProfile& profile, const std::vector<StoredRun>& runs);
+
+/// The traced run's bar ("traced"), then the untouched runs' and the optimized runs' (each
+/// labelled by its kind and time of day), oldest first.
 std::vector<BreakdownBar> comparisonBars(const AppProfile& profile, const std::vector<StoredRun>& runs);
 
-/// The table and the savings (ends with '\n'). The measured saving of a run is the traced run's
-/// wall time less what recording itself cost (the trace's sample) less the run's wall time.
+/// The table and the savings (ends with '\n').
 std::string formatComparison(const AppProfile& profile, const std::vector<StoredRun>& runs);
 
 }  // namespace hetopt::analyzer

@@ -76,6 +76,12 @@ set key outside right top box
 set border 3
 set tics nomirror
 )GP";
+  // Runs labelled by kind and time would overlap side by side.
+  for (const BreakdownBar& b : bars)
+    if (b.label.size() > 12) {
+      gp += "set xtics rotate by -30\n";
+      break;
+    }
   gp += "plot " + gpQuote(stem + ".dat") +
         " using 2:xtic(1) title \"kernel\" lc rgb \"#4e79a7\", \\\n"
         "     '' using 3 title \"communication\" lc rgb \"#e15759\", \\\n"

@@ -203,6 +203,10 @@ const DbField<StoredRun> kRunFields[] = {
     FIELD(StoredRun, "other_transfers", record.other),
     FIELD(StoredRun, "other_bytes", record.otherBytes),
     FIELD(StoredRun, "writer", record.writer),
+    FIELD(StoredRun, "exit_status", record.exitStatus),
+    {"kind", [](DbStatement& s, int i, const StoredRun& r) { s.bind(i, std::string(runKindName(r.record.kind))); },
+     // A name this hetopt does not know reads as optimized, as rows from before kinds did.
+     [](const DbStatement& q, int i, StoredRun* r) { parseRunKind(q.columnText(i), &r->record.kind); }},
 };
 
 const DbField<RunSiteCounts> kRunSiteFields[] = {
@@ -480,10 +484,10 @@ bool storeRun(Db& db, int64_t profileId, const StoredRun& run, size_t keep, std:
   }
   {
     DbStatement prune(db,
-                      "DELETE FROM app_run_breakdowns WHERE profile_id=? AND wall_ns>0 AND label NOT IN "
-                      "(SELECT label FROM app_run_breakdowns WHERE profile_id=? AND wall_ns>0 "
-                      "ORDER BY started_ns DESC LIMIT ?)");
-    prune.bind(1, profileId).bind(2, profileId).bind(3, static_cast<int64_t>(keep));
+                      "DELETE FROM app_run_breakdowns WHERE profile_id=?1 AND wall_ns>0 AND kind=?2 AND "
+                      "label NOT IN (SELECT label FROM app_run_breakdowns WHERE profile_id=?1 AND "
+                      "wall_ns>0 AND kind=?2 ORDER BY started_ns DESC LIMIT ?3)");
+    prune.bind(1, profileId).bind(2, std::string(runKindName(run.record.kind))).bind(3, static_cast<int64_t>(keep));
     if (!prune.run()) return fail(error, "pruning old runs", prune.error());
   }
   return tx.commit(error);

@@ -69,14 +69,15 @@ bool storeRunBreakdown(Db& db, int64_t profileId, const BreakdownBar& bar, std::
 bool loadRunBreakdowns(Db& db, int64_t profileId, std::vector<BreakdownBar>* out,
                        std::string* error);
 
-/// An optimized run of a profiled build, from the run record the shim wrote (`hetopt report`):
-/// its bar in the breakdown plot and what the record said (per site included).
+/// A run of a profiled build, from its run record (`hetopt report`): an optimized one the shim
+/// wrote, or an untouched one `hetopt run --untouched` wrote; its bar in the breakdown plot and
+/// what the record said (per site included).
 struct StoredRun {
-  BreakdownBar bar;  ///< label: "optimized <UTC time> pid <pid>" (the row's key)
+  BreakdownBar bar;  ///< label: "<kind> <UTC time> pid <pid>" (the row's key)
   RunRecord record;
 };
 /// Stores a run (replacing one with the same label) and keeps only the `keep` newest runs with a
-/// record of that profile, in one transaction.
+/// record of that profile and kind, in one transaction.
 bool storeRun(Db& db, int64_t profileId, const StoredRun& run, size_t keep, std::string* error);
 /// The profile's runs with a record, oldest first (bars stored by storeRunBreakdown are not runs).
 bool loadRuns(Db& db, int64_t profileId, std::vector<StoredRun>* out, std::string* error);

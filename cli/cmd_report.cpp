@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: MIT
 /**
  * @file `hetopt report PROGRAM [ARGS]`: before and after for the user's own program. Moves the
- * run records the shim left beside the program's plan (contracts/run_record.h) into the DB
+ * run records left beside the program's plan (contracts/run_record.h: by the shim for optimized
+ * runs, by `hetopt run --untouched` for untouched ones) into the DB
  * (`app_run_breakdowns`, `app_run_sites`), deleting each once stored, then prints the traced run
- * against the last optimized runs (analyzer/compare.h) and plots them (gnuplot, SVG and PNG).
+ * and the last untouched and optimized runs (analyzer/compare.h) and plots them (gnuplot, SVG and
+ * PNG).
  */
 #include <dirent.h>
 #include <unistd.h>
@@ -11,6 +13,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <iterator>
 #include <string>
 
 #include "analyzer/compare.h"
@@ -75,6 +78,16 @@ size_t ingestRecords(Db& db, const analyzer::AppProfile& profile, int64_t profil
   return stored;
 }
 
+// Keeps the `last` newest runs of each kind (runs come oldest first).
+void keepNewest(std::vector<analyzer::StoredRun>* runs, size_t last) {
+  std::vector<analyzer::StoredRun> kept;
+  size_t seen[2] = {0, 0};
+  for (auto r = runs->rbegin(); r != runs->rend(); ++r)
+    if (seen[r->record.kind == RunKind::Untouched]++ < last) kept.push_back(std::move(*r));
+  *runs = std::vector<analyzer::StoredRun>(std::make_move_iterator(kept.rbegin()),
+                                           std::make_move_iterator(kept.rend()));
+}
+
 }  // namespace
 
 int cmdReport(int argc, char** argv) {
@@ -102,14 +115,18 @@ int cmdReport(int argc, char** argv) {
     printf(
         "usage: hetopt report [options] [--] program [args...]\n\n"
         "Before and after for a program that `hetopt trace` profiled and `hetopt run` optimized:\n"
-        "the traced run against the last optimized runs (kernel, communication and cpu+sync per\n"
-        "run, the transfers each run made from pinned memory, went ahead pageable or from other\n"
-        "memory), then the saving `hetopt run` predicted against the one measured. Every\n"
-        "optimized run leaves a small run record beside its plan; this command moves them into\n"
-        "the DB (the newest %zu per program are kept). The program is identified as `hetopt run`\n"
-        "does (its arguments only matter for an interpreter's script); nothing is run.\n\n"
+        "the traced run, the last untouched runs (`hetopt run --untouched`: no shim) and the last\n"
+        "optimized runs (kernel, communication and cpu+sync per run, the transfers each optimized\n"
+        "run made from pinned memory, went ahead pageable or from other memory), then the saving\n"
+        "`hetopt run` predicted against the one measured: the untouched runs' median wall time less\n"
+        "the optimized runs' median, with both counts and ranges (and the differences of neighbouring\n"
+        "untouched and optimized runs when they alternate). Without untouched runs the saving is\n"
+        "measured against the traced run, an upper bound, and said to be one. Every such run leaves\n"
+        "a small run record beside its plan; this command moves them into the DB (the newest %zu\n"
+        "of each kind per program are kept). The program is identified as `hetopt run` does (its\n"
+        "arguments only matter for an interpreter's script); nothing is run.\n\n"
         "  --db PATH     profile DB (default $HETOPT_DB, else ~/.local/share/hetopt)\n"
-        "  --last N      how many of the newest optimized runs to show (1-50, default 5)\n"
+        "  --last N      how many of the newest runs of each kind to show (1-50, default 5)\n"
         "  --plots DIR   where the breakdown plot goes (default ./hetopt-plots): gnuplot data and\n"
         "                script, SVG and PNG when gnuplot is on PATH, titled with device and date\n"
         "  --no-plot     print only\n\n"
@@ -148,14 +165,16 @@ int cmdReport(int argc, char** argv) {
     warn("report: %s", error.c_str());
     return 2;
   }
-  if (runs.size() > last) runs.erase(runs.begin(), runs.end() - static_cast<long>(last));
+  keepNewest(&runs, last);
   fputs(analyzer::formatComparison(profile, runs).c_str(), stdout);
+  const analyzer::MeasuredSaving measured = analyzer::measureSaving(profile, runs);
   if (noPlot) return 0;
   const std::string date = runs.empty() ? profile.createdUtc
                                         : analyzer::utcTime(runs.back().record.startedUnixNs).substr(0, 10);
   const std::string title = baseName(profile.program.path) + " on " +
                             (profile.device.empty() ? "an unknown device" : profile.device) + ", " + date +
-                            ": traced and optimized runs";
+                            (measured.untouched.count ? ": traced, untouched and optimized runs"
+                                                      : ": traced and optimized runs");
   analyzer::PlotOutput out;
   if (!analyzer::writeBreakdownPlot(plotsDir, analyzer::programSlug(profile.program.path) + "-report",
                                     title, analyzer::comparisonBars(profile, runs), &out, &error)) {

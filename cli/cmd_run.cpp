@@ -3,8 +3,10 @@
  * @file `hetopt run`: the every-day command. Looks up the program's profile (by its build id or
  * content hash) and, when it says transfers can get faster on this machine, writes the plan and
  * starts the program with the shim in optimize mode. Otherwise the program runs untouched (no shim
- * in the process), after one line saying why.
+ * in the process), after one line saying why. `--untouched` runs it so on purpose and records the
+ * run (contracts/run_record.h) for `hetopt report` to measure the optimized runs against.
  */
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -18,6 +20,7 @@
 #include "contracts/plan.h"
 #include "common/program_identity.h"
 #include "contracts/run_record.h"
+#include "hetopt/version.h"
 
 #ifdef HETOPT_HAVE_ANALYZER
 #include "analyzer/gain.h"
@@ -219,10 +222,79 @@ std::string preparePlan(const std::vector<std::string>& command, const std::stri
 #endif
 }
 
+// The plan file beside which an untouched run of `command` is recorded (the one `hetopt run`
+// writes for it, whether or not it exists); empty with why nothing is recorded.
+std::string untouchedRecordPlace(const std::vector<std::string>& command, const std::string& dbPath,
+                                 std::string* programKey, std::string* whyNot) {
+#ifndef HETOPT_HAVE_ANALYZER
+  (void)command, (void)dbPath, (void)programKey;
+  *whyNot = "this hetopt was built without the analyzer, so it has no profiles";
+  return {};
+#else
+  std::string error;
+  ProgramIdentity identity;
+  if (!commandIdentity(command, &identity, &error, identityCacheDir()))
+    return *whyNot = "cannot identify " + command[0] + (error.empty() ? "" : ": " + error), std::string();
+  // `hetopt report` compares runs with the program's current profile: without one, a record
+  // would never be read.
+  std::unique_ptr<Db> db = Db::open(dbPath, Db::Mode::ReadOnly, &error);
+  analyzer::AppProfile profile;
+  analyzer::ProfileLookup lookup;
+  if (db && !analyzer::loadProfile(*db, identity, &profile, &lookup, &error)) db.reset();
+  if (!db || lookup.status != analyzer::ProfileLookup::Status::Found)
+    return *whyNot = "no current profile for " + identity.describe() + (db ? "" : " (" + error + ")") +
+                     "; `hetopt trace` it first",
+           std::string();
+  const std::string plansDir = cacheDirectory() + "/plans";
+  if (!makePrivateDirs(plansDir, &error)) return *whyNot = error, std::string();
+  *programKey = identity.key();
+  return plansDir + "/" + planFileName(identity.key());
+#endif
+}
+
+// `hetopt run --untouched`: the program exactly as natively (no shim, same arguments, standard
+// streams, exit status or death signal), timed from just before it starts until it is reaped,
+// and recorded beside its plan when it exits (a run ended by a signal is not a whole run, and an
+// optimized one leaves no record then either).
+int runUntouched(const std::vector<std::string>& program, const std::string& dbPath) {
+  Launch launch;
+  launch.argv = program;
+  launch.preloadShim = false;
+  std::string programKey, whyNot, error;
+  const std::string planPath = untouchedRecordPlace(program, dbPath, &programKey, &whyNot);
+  dropShimFromEnvironment();
+  if (planPath.empty()) {
+    warn("%s; running the program untouched, and this run is not recorded", whyNot.c_str());
+    return execProgram(launch);
+  }
+  TimedRun run;
+  if (!runTimed(launch, &run, &error)) {
+    warn("run: %s", error.c_str());
+    return 2;
+  }
+  if (run.notStarted) return run.notStarted;  // execProgram said why
+  if (WIFEXITED(run.status)) {
+    RunRecord record;
+    record.kind = RunKind::Untouched;
+    record.writer = HETOPT_VERSION_STRING;
+    record.programKey = programKey;
+    record.pid = run.pid;
+    record.startedUnixNs = run.startedUnixNs;
+    record.wallNs = run.wallNs;
+    record.exitStatus = static_cast<uint64_t>(WEXITSTATUS(run.status));
+    if (!writeRunRecordFile(runRecordPath(planPath, run.pid, run.startedUnixNs), record, &error))
+      warn("run: the untouched run is not recorded: %s", error.c_str());
+  } else if (WIFSIGNALED(run.status)) {
+    warn("run: the program ended by signal %d; the untouched run is not recorded (only runs that "
+         "exit are, as for optimized runs)", WTERMSIG(run.status));
+  }
+  exitLikeChild(run.status);
+}
+
 }  // namespace
 
 int cmdRun(int argc, char** argv) {
-  bool passthrough = false, stats = false, help = false;
+  bool passthrough = false, stats = false, help = false, untouched = false;
   PlanRequest request;
   std::string device, dbPath, statsJson, error;
   std::vector<std::string> program = splitProgram(
@@ -230,6 +302,7 @@ int cmdRun(int argc, char** argv) {
       [&](int i) -> int {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) return help = true, 1;
         if (!strcmp(argv[i], "--passthrough")) return passthrough = true, 1;
+        if (!strcmp(argv[i], "--untouched")) return untouched = true, 1;
         if (!strcmp(argv[i], "--stats")) return stats = true, 1;
         if (!strncmp(argv[i], "--stats=", 8)) return statsJson = argv[i] + 8, 1;
         if (!strcmp(argv[i], "--force")) return request.force = true, 1;
@@ -279,12 +352,24 @@ int cmdRun(int argc, char** argv) {
         "                   the program's thread (the naive variant; plan line pool-mode direct)\n"
         "  --no-early-context  pin only in the context the program makes, when it makes it (by\n"
         "                   default a program that makes one context gets it made at start-up)\n"
-        "  --passthrough    load the shim but only forward every call (shows it is transparent)\n");
+        "  --passthrough    load the shim but only forward every call (shows it is transparent)\n"
+        "  --untouched      run the program exactly as natively (no shim, no plan) and record its\n"
+        "                   wall time and exit status beside its plan, for `hetopt report` to\n"
+        "                   measure the optimized runs against (needs the program's profile; a\n"
+        "                   run ended by a signal is not recorded); takes no option but --db\n");
     return 0;
   }
   if (program.empty()) {
     warn("run: %s (see hetopt run --help)", error.c_str());
     return 2;
+  }
+  if (untouched) {
+    if (passthrough || stats || !statsJson.empty() || request.force || request.noPool || request.dryRun ||
+        request.lateContext || !device.empty() || !request.policy.empty() || !request.profileName.empty()) {
+      warn("run: --untouched runs the program as natively: it takes no option but --db");
+      return 2;
+    }
+    return runUntouched(program, dbPath.empty() ? defaultDbPath() : dbPath);
   }
   const std::string& p = request.policy;
   if (!p.empty() && p != "opencl" && p != "hybrid" && p != "locked" && p != "register") {

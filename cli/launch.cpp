@@ -2,13 +2,16 @@
 /** @file Program launching; see launch.h. */
 #include "cli/launch.h"
 
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <iterator>
 
 #include "common/log.h"
 #include "common/paths.h"
@@ -18,8 +21,36 @@ namespace {
 
 pid_t s_child = -1;
 
-void forwardSignal(int sig) {
+constexpr int kForwarded[] = {SIGINT, SIGQUIT, SIGTERM, SIGHUP};
+
+void forwardSignal(int sig, siginfo_t* info, void*) {
+  // The terminal sends its signals to the whole foreground process group: the child has it.
+  if (info && info->si_code == SI_KERNEL) return;
   if (s_child > 0) kill(s_child, sig);
+}
+
+uint64_t clockNs(clockid_t clock) {
+  timespec ts{};
+  clock_gettime(clock, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+// Removes every entry naming libhetopt_shim.so from a ':'-separated list variable.
+void dropShimFromList(const char* name) {
+  const char* old = getenv(name);
+  if (!old) return;
+  std::string list = old, kept;
+  for (size_t start = 0; start <= list.size();) {
+    size_t end = list.find(':', start);
+    if (end == std::string::npos) end = list.size();
+    const std::string entry = list.substr(start, end - start);
+    if (!entry.empty() && baseName(entry) != "libhetopt_shim.so") kept += (kept.empty() ? "" : ":") + entry;
+    start = end + 1;
+  }
+  if (kept.empty())
+    unsetenv(name);
+  else
+    setenv(name, kept.c_str(), 1);
 }
 
 // Adds `value` to a ':'-separated list variable, first or last, unless already present.
@@ -69,37 +100,93 @@ int execProgram(const Launch& launch) {
   return errno == ENOENT ? 127 : 126;
 }
 
-int runProgram(const Launch& launch, std::string* error) {
-  pid_t pid = fork();
-  if (pid < 0) {
-    *error = std::string("fork failed: ") + strerror(errno);
-    return -1;
-  }
-  if (pid == 0) _exit(execProgram(launch));
-  s_child = pid;
-  // Like system(): the terminal delivers SIGINT/SIGQUIT to the child too; hetopt outlives it to
-  // write its summary. SIGTERM/SIGHUP aimed at hetopt alone are passed on.
-  struct sigaction ignore {}, forward {}, oldInt {}, oldQuit {}, oldTerm {}, oldHup {};
-  ignore.sa_handler = SIG_IGN;
-  forward.sa_handler = forwardSignal;
-  sigaction(SIGINT, &ignore, &oldInt);
-  sigaction(SIGQUIT, &ignore, &oldQuit);
-  sigaction(SIGTERM, &forward, &oldTerm);
-  sigaction(SIGHUP, &forward, &oldHup);
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0) {
-    if (errno != EINTR) {
-      *error = std::string("waitpid failed: ") + strerror(errno);
-      status = -1;
-      break;
+namespace {
+
+// Starts the program as a child with the forwarded signals handled; restores them in the
+// destructor. Signals that come before the handlers are in place wait (blocked) for them; the
+// child gets hetopt's own mask and dispositions. When exec fails, the child writes its exit code
+// to `reportFd` (>= 0).
+class Child {
+ public:
+  Child(const Launch& launch, int reportFd, std::string* error) {
+    sigset_t forwarded;
+    sigemptyset(&forwarded);
+    for (int sig : kForwarded) sigaddset(&forwarded, sig);
+    sigprocmask(SIG_BLOCK, &forwarded, &m_mask);
+    m_pid = fork();
+    if (m_pid == 0) {
+      sigprocmask(SIG_SETMASK, &m_mask, nullptr);
+      int code = execProgram(launch);
+      if (reportFd >= 0 && write(reportFd, &code, sizeof code) != static_cast<ssize_t>(sizeof code)) code = 2;
+      _exit(code);
     }
+    if (m_pid < 0) {
+      *error = std::string("fork failed: ") + strerror(errno);
+    } else {
+      s_child = m_pid;
+      struct sigaction forward {};
+      forward.sa_sigaction = forwardSignal;
+      forward.sa_flags = SA_SIGINFO;
+      for (size_t i = 0; i < std::size(kForwarded); ++i) sigaction(kForwarded[i], &forward, &m_old[i]);
+    }
+    sigprocmask(SIG_SETMASK, &m_mask, nullptr);
   }
-  sigaction(SIGINT, &oldInt, nullptr);
-  sigaction(SIGQUIT, &oldQuit, nullptr);
-  sigaction(SIGTERM, &oldTerm, nullptr);
-  sigaction(SIGHUP, &oldHup, nullptr);
-  s_child = -1;
-  return status;
+  ~Child() {
+    if (m_pid <= 0) return;
+    for (size_t i = 0; i < std::size(kForwarded); ++i) sigaction(kForwarded[i], &m_old[i], nullptr);
+    s_child = -1;
+  }
+  pid_t pid() const { return m_pid; }
+  /// The raw wait status, or -1 with *error.
+  int wait(std::string* error) const {
+    int status = 0;
+    while (waitpid(m_pid, &status, 0) < 0) {
+      if (errno != EINTR) {
+        *error = std::string("waitpid failed: ") + strerror(errno);
+        return -1;
+      }
+    }
+    return status;
+  }
+
+ private:
+  pid_t m_pid = -1;
+  sigset_t m_mask;
+  struct sigaction m_old[std::size(kForwarded)] {};
+};
+
+}  // namespace
+
+int runProgram(const Launch& launch, std::string* error) {
+  Child child(launch, -1, error);
+  return child.pid() < 0 ? -1 : child.wait(error);
+}
+
+bool runTimed(const Launch& launch, TimedRun* out, std::string* error) {
+  *out = TimedRun{};
+  int report[2];
+  if (pipe2(report, O_CLOEXEC) != 0) {
+    *error = std::string("pipe failed: ") + strerror(errno);
+    return false;
+  }
+  out->startedUnixNs = clockNs(CLOCK_REALTIME);
+  const uint64_t start = clockNs(CLOCK_MONOTONIC);
+  {
+    Child child(launch, report[1], error);
+    close(report[1]);
+    if (child.pid() >= 0) out->status = child.wait(error);
+    out->wallNs = clockNs(CLOCK_MONOTONIC) - start;
+    out->pid = child.pid() > 0 ? static_cast<uint64_t>(child.pid()) : 0;
+  }
+  int code = 0;
+  if (out->status != -1 && read(report[0], &code, sizeof code) == static_cast<ssize_t>(sizeof code)) out->notStarted = code;
+  close(report[0]);
+  return out->status != -1;
+}
+
+void dropShimFromEnvironment() {
+  dropShimFromList("LD_PRELOAD");
+  dropShimFromList("OPENCL_LAYERS");
 }
 
 void exitLikeChild(int waitStatus) {

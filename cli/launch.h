@@ -2,6 +2,7 @@
 /** @file Starting a program under the shim, with its exit status and signals passed through. */
 #pragma once
 #include <cctype>
+#include <cstdint>
 #include <string>
 #include <utility>
 #include <vector>
@@ -25,9 +26,26 @@ std::string resolveProgramPath(const std::string& program);
 /// Returns only on failure: 127 when the program cannot be executed, 2 for hetopt's own errors.
 int execProgram(const Launch& launch);
 
-/// Runs the program as a child and waits. Terminal signals (SIGINT, SIGQUIT) reach the child from
-/// the terminal; SIGTERM/SIGHUP sent to hetopt are forwarded. Returns the raw wait status, or -1.
+/// Runs the program as a child and waits. SIGINT, SIGQUIT, SIGTERM and SIGHUP sent to hetopt are
+/// forwarded to it, except those the terminal sends (the child, in the same process group, gets
+/// them itself): hetopt outlives the child. Returns the raw wait status, or -1.
 int runProgram(const Launch& launch, std::string* error);
+
+/// A program runTimed ran.
+struct TimedRun {
+  int notStarted = 0;          ///< it could not be executed: hetopt's exit code (127, 126, 2), said
+  int status = -1;             ///< the raw wait status
+  uint64_t pid = 0;
+  uint64_t startedUnixNs = 0;  ///< wall clock just before it was started
+  uint64_t wallNs = 0;         ///< from then until it was reaped (steady clock)
+};
+/// runProgram, timed, and telling a program that could not be executed from one that exited 127.
+/// False with *error when hetopt could not start or wait for it.
+bool runTimed(const Launch& launch, TimedRun* out, std::string* error);
+
+/// Removes the shim (any libhetopt_shim.so) from LD_PRELOAD and OPENCL_LAYERS of this process, so
+/// that what it starts next runs without it.
+void dropShimFromEnvironment();
 
 /// `--profile NAME` of trace and run: letters, digits, '.', '_', '-' (a word in the DB and in
 /// messages), at most 100 characters.

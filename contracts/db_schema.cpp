@@ -100,7 +100,7 @@ constexpr DbColumn kRunBreakdowns[] = {
     {"profile_id", kProfileRef},
     {"label", kText}, {"total_ns", kReal}, {"kernel_ns", kReal},
     {"comm_part_ns", kReal}, {"cpu_sync_ns", kReal},
-    // The facts of an optimized run's record (`hetopt report`).
+    // The facts of a run's record (`hetopt report`).
     {"started_ns", kInt0, 6}, {"pid", kInt0, 6},
     {"wall_ns", kInt0, 6}, {"plan_id", kInt0, 6},
     {"predicted_saving_ns", kReal0, 6},
@@ -108,6 +108,9 @@ constexpr DbColumn kRunBreakdowns[] = {
     {"pageable_transfers", kInt0, 6}, {"pageable_bytes", kInt0, 6},
     {"other_transfers", kInt0, 6}, {"other_bytes", kInt0, 6},
     {"writer", kText0, 6},
+    // Which kind of run (RunKind's name; rows before it were optimized) and, for an untouched
+    // one, how the program exited.
+    {"kind", "TEXT NOT NULL DEFAULT 'optimized'", 7}, {"exit_status", kInt0, 7},
 };
 
 constexpr DbColumn kRunSites[] = {

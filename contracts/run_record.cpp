@@ -41,14 +41,26 @@ bool numbers(std::istringstream& words, std::initializer_list<uint64_t*> out, bo
 
 }  // namespace
 
+const char* runKindName(RunKind kind) { return kind == RunKind::Untouched ? "untouched" : "optimized"; }
+
+bool parseRunKind(const std::string& name, RunKind* out) {
+  for (RunKind k : {RunKind::Optimized, RunKind::Untouched})
+    if (name == runKindName(k)) return *out = k, true;
+  return false;
+}
+
 std::string RunRecord::serialize() const {
   char line[256];
+  const bool optimized = kind == RunKind::Optimized;
   std::string s = "hetopt-run " + std::to_string(kRunRecordFormatVersion) + " " + writer + "\n";
-  s += "program " + programKey + "\n";
-  snprintf(line, sizeof line, "plan %016" PRIx64 " %.0f\n", planId, predictedSavingNs);
-  s += line;
+  s += std::string("kind ") + runKindName(kind) + "\nprogram " + programKey + "\n";
+  if (optimized) {
+    snprintf(line, sizeof line, "plan %016" PRIx64 " %.0f\n", planId, predictedSavingNs);
+    s += line;
+  }
   s += "pid " + std::to_string(pid) + "\nstarted " + std::to_string(startedUnixNs) + "\nwall " +
        std::to_string(wallNs) + "\n";
+  if (!optimized) return s + "exit " + std::to_string(exitStatus) + "\nend\n";
   snprintf(line, sizeof line,
            "transfers %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 "\n",
            pinned, pinnedBytes, pageable, pageableBytes, other, otherBytes);
@@ -66,7 +78,8 @@ bool parseRunRecord(const std::string& text, RunRecord* out, std::string* error)
   std::istringstream in(text);
   std::string line;
   int lineNo = 0;
-  bool header = false, ended = false, sawPlan = false, sawWall = false;
+  bool header = false, ended = false, sawPlan = false, sawWall = false, sawExit = false, sawCounts = false;
+  int version = 0;
   auto fail = [&](const std::string& why) {
     *error = "line " + std::to_string(lineNo) + ": " + why;
     return false;
@@ -78,17 +91,22 @@ bool parseRunRecord(const std::string& text, RunRecord* out, std::string* error)
     std::string tag;
     words >> tag;
     if (!header) {
-      std::string version;
+      std::string v;
       if (tag != "hetopt-run") return fail("not a hetopt run record");
-      if (!(words >> version >> out->writer)) return fail("the header needs a version and a writer");
-      if (version != std::to_string(kRunRecordFormatVersion))
-        return fail("run record format version " + version + " is not supported (this hetopt reads " +
+      if (!(words >> v >> out->writer)) return fail("the header needs a version and a writer");
+      for (int known = 1; known <= kRunRecordFormatVersion; ++known)
+        if (v == std::to_string(known)) version = known;
+      if (version == 0)
+        return fail("run record format version " + v + " is not supported (this hetopt reads 1 to " +
                     std::to_string(kRunRecordFormatVersion) + ")");
       header = true;
       continue;
     }
     bool ok = true;
-    if (tag == "program") {
+    if (tag == "kind" && version >= 2) {
+      std::string name, extra;
+      ok = (words >> name) && parseRunKind(name, &out->kind) && !(words >> extra);
+    } else if (tag == "program") {
       ok = static_cast<bool>(words >> out->programKey);
       std::string extra;
       ok = ok && !(words >> extra);
@@ -104,7 +122,11 @@ bool parseRunRecord(const std::string& text, RunRecord* out, std::string* error)
     } else if (tag == "wall") {
       ok = numbers(words, {&out->wallNs});
       sawWall = true;
+    } else if (tag == "exit" && version >= 2) {
+      ok = numbers(words, {&out->exitStatus}) && out->exitStatus <= 255;
+      sawExit = true;
     } else if (tag == "transfers") {
+      sawCounts = true;
       ok = numbers(words, {&out->pinned, &out->pinnedBytes, &out->pageable, &out->pageableBytes,
                            &out->other, &out->otherBytes});
     } else if (tag == "site") {
@@ -112,6 +134,7 @@ bool parseRunRecord(const std::string& text, RunRecord* out, std::string* error)
       ok = numbers(words, {&c.key, &c.transfers, &c.bytes, &c.pinned, &c.pageable}, true) &&
            c.pinned + c.pageable <= c.transfers;
       out->sites.push_back(c);
+      sawCounts = true;
     } else if (tag == "end") {
       ended = true;
     } else {
@@ -120,8 +143,11 @@ bool parseRunRecord(const std::string& text, RunRecord* out, std::string* error)
     if (!ok) return fail("malformed '" + tag + "' line");
   }
   if (!header) return fail("empty run record");
-  if (!ended || !sawPlan || !sawWall || out->programKey.empty())
-    return fail("incomplete run record (truncated?)");
+  if (!ended || !sawWall || out->programKey.empty()) return fail("incomplete run record (truncated?)");
+  if (out->kind == RunKind::Optimized && (!sawPlan || sawExit))
+    return fail(sawExit ? "an optimized run record with an exit status" : "incomplete run record (truncated?)");
+  if (out->kind == RunKind::Untouched && (sawPlan || sawCounts || !sawExit))
+    return fail(sawExit ? "an untouched run record with a plan or transfers" : "incomplete run record (truncated?)");
   return true;
 }
 
@@ -143,6 +169,10 @@ std::string runRecordPrefix(const std::string& planPath) {
   const bool plain = planPath.size() > ext.size() &&
                      planPath.compare(planPath.size() - ext.size(), ext.size(), ext) == 0;
   return (plain ? planPath.substr(0, planPath.size() - ext.size()) : planPath) + ".";
+}
+
+std::string runRecordPath(const std::string& planPath, uint64_t pid, uint64_t startedUnixNs) {
+  return runRecordPrefix(planPath) + std::to_string(pid) + "-" + std::to_string(startedUnixNs) + kRunRecordSuffix;
 }
 
 std::string forkMarkerPath(const std::string& planPath) { return runRecordPrefix(planPath) + "forked"; }

@@ -1,16 +1,21 @@
 // SPDX-License-Identifier: MIT
 /**
- * @file The run record: what one optimized run did, written by the shim at exit next to its plan
- * (0600) and read by `hetopt report`, which moves it into the DB. A small versioned text format
- * (trace/FORMAT.md, "The run record"):
+ * @file The run record: what one run of a profiled program did, written next to its plan (0600)
+ * and read by `hetopt report`, which moves it into the DB. An optimized run's is written by the
+ * shim at exit; an untouched one's (`hetopt run --untouched`, no shim) by hetopt once it reaped
+ * the program. A small versioned text format (trace/FORMAT.md, "Run record"):
  *
- *   hetopt-run 1 <writer version>          magic, format version, the hetopt that wrote it
- *   program <identity key>                 the plan's program (ProgramIdentity::key())
- *   plan <identity-hex> <predicted-ns>     planIdentity() of the plan used and the saving
- *                                          `hetopt run` predicted for it (0: unknown)
+ *   hetopt-run 2 <writer version>          magic, format version, the hetopt that wrote it
+ *   kind optimized|untouched               (version 1 has none: its records are optimized)
+ *   program <identity key>                 the program (ProgramIdentity::key(), the plan's)
+ *   plan <identity-hex> <predicted-ns>     optimized: planIdentity() of the plan used and the
+ *                                          saving `hetopt run` predicted for it (0: unknown)
  *   pid <pid>
- *   started <unix-ns>                      wall clock when the shim started in the process
- *   wall <ns>                              from then to exit (steady clock)
+ *   started <unix-ns>                      optimized: wall clock when the shim started in the
+ *                                          process; untouched: just before hetopt started it
+ *   wall <ns>                              optimized: from then to exit; untouched: from then
+ *                                          until hetopt reaped it (steady clock)
+ *   exit <status>                          untouched: its exit status (it exited normally)
  *   transfers <pinned> <pinned-bytes> <pageable> <pageable-bytes> <other> <other-bytes>
  *                                          every H2D/D2H transfer of the run: from pinned memory
  *                                          (pool, direct, registered blocks and ranges), gone ahead
@@ -19,7 +24,8 @@
  *                                          per plan site (memory hetopt served for it)
  *   end                                    the record is whole
  *
- * Readers reject other format versions (naming both), unknown lines and records without `end`.
+ * Readers reject newer format versions (naming both), unknown lines, an optimized record without
+ * `plan`, an untouched one with a plan, transfers or sites, and records without `end`.
  */
 #pragma once
 #include <cstdint>
@@ -30,7 +36,15 @@
 
 namespace hetopt {
 
-inline constexpr int kRunRecordFormatVersion = 1;
+/// Written; readers take every version from 1 on.
+inline constexpr int kRunRecordFormatVersion = 2;
+
+/// Optimized: the shim ran the program with a plan. Untouched: `hetopt run --untouched` ran it
+/// exactly as natively, to measure what hetopt saves against.
+enum class RunKind { Optimized, Untouched };
+const char* runKindName(RunKind kind);
+/// False for a name that is no kind.
+bool parseRunKind(const std::string& name, RunKind* out);
 
 struct RunSiteCounts {
   uint64_t key = 0;
@@ -40,6 +54,7 @@ struct RunSiteCounts {
 };
 
 struct RunRecord {
+  RunKind kind = RunKind::Optimized;
   std::string writer;  ///< hetopt version that wrote it
   std::string programKey;
   uint64_t planId = 0;
@@ -47,6 +62,7 @@ struct RunRecord {
   uint64_t pid = 0;
   uint64_t startedUnixNs = 0;
   uint64_t wallNs = 0;
+  uint64_t exitStatus = 0;  ///< untouched runs: the program's exit status
   uint64_t pinned = 0, pinnedBytes = 0, pageable = 0, pageableBytes = 0, other = 0, otherBytes = 0;
   std::vector<RunSiteCounts> sites;
 
@@ -66,6 +82,8 @@ std::string planFileName(const std::string& programKey);
 /// The run records of the plan at `planPath`: "<planPath minus .plan>." + "<pid>-<started>.run".
 std::string runRecordPrefix(const std::string& planPath);
 inline constexpr const char* kRunRecordSuffix = ".run";
+/// The record of the run `pid` started at `startedUnixNs` beside the plan at `planPath`.
+std::string runRecordPath(const std::string& planPath, uint64_t pid, uint64_t startedUnixNs);
 /// Left beside the plan at `planPath` by an optimized run of it that forked (runRecordPrefix +
 /// "forked", empty, 0600), left by a forked copy's first OpenCL call in an optimized run: the
 /// program forks copies that use OpenCL in some runs even if it did not when traced, so

@@ -154,8 +154,7 @@ void OptimizeInterceptor::writeRunRecord() {
   r.startedUnixNs = m_startUnixNs;
   r.wallNs = clockNs(CLOCK_MONOTONIC) - m_startNs;
   m_ledger.fill(m_plan, &r);
-  const std::string path = runRecordPrefix(m_planPath) + std::to_string(m_pid) + "-" +
-                           std::to_string(m_startUnixNs) + kRunRecordSuffix;
+  const std::string path = runRecordPath(m_planPath, r.pid, m_startUnixNs);
   std::string error;
   // Not the program's business: a directory that refuses it costs one debug line.
   if (!writeRunRecordFile(path, r, &error)) debug("no run record: %s", error.c_str());

@@ -295,6 +295,44 @@ TEST_F(ProfileStore, RunsFromRunRecordsKeepTheirFactsAndOnlyTheNewest) {
   EXPECT_EQ(sites.columnInt(0), 2) << "the pruned run's sites go with it";
 }
 
+// Untouched runs (`hetopt run --untouched`) are stored beside the optimized ones with their kind
+// and exit status; each kind keeps its own newest runs, so many plain runs never push out the
+// optimized ones they are compared with.
+TEST_F(ProfileStore, UntouchedRunsKeepTheirKindAndArePrunedApart) {
+  auto db = open();
+  AppProfile p = testing::sampleProfile();
+  std::string error;
+  int64_t id = 0;
+  ASSERT_TRUE(storeProfile(*db, p, &id, &error)) << error;
+  auto store = [&](RunKind kind, uint64_t i) {
+    RunRecord r;
+    r.kind = kind;
+    r.writer = "0.1.0";
+    r.programKey = p.program.key();
+    r.pid = 100 + i;
+    r.startedUnixNs = i * 1000000000ull;
+    r.wallNs = 50000000 + i;
+    r.exitStatus = kind == RunKind::Untouched ? i % 4 : 0;
+    StoredRun run = runFromRecord(p, r);
+    EXPECT_EQ(run.bar.label.rfind(runKindName(kind), 0), 0u) << run.bar.label;
+    ASSERT_TRUE(storeRun(*db, id, run, 2, &error)) << error;
+  };
+  store(RunKind::Optimized, 1);
+  store(RunKind::Optimized, 2);
+  for (uint64_t i = 3; i <= 6; ++i) store(RunKind::Untouched, i);
+  std::vector<StoredRun> runs;
+  ASSERT_TRUE(loadRuns(*db, id, &runs, &error)) << error;
+  ASSERT_EQ(runs.size(), 4u) << "2 of each kind";
+  EXPECT_EQ(runs[0].record.kind, RunKind::Optimized);
+  EXPECT_EQ(runs[1].record.kind, RunKind::Optimized);
+  EXPECT_EQ(runs[2].record.kind, RunKind::Untouched);
+  EXPECT_EQ(runs[2].record.pid, 105u);
+  EXPECT_EQ(runs[2].record.exitStatus, 1u);
+  EXPECT_EQ(runs[3].record.pid, 106u);
+  EXPECT_EQ(runs[3].record.exitStatus, 2u);
+  EXPECT_EQ(runs[3].record.wallNs, 50000006u);
+}
+
 // A run whose pinned transfers cover a candidate's sites saves its predicted share of the traced
 // communication; one with nothing pinned saves none.
 TEST_F(ProfileStore, RunBreakdownCutsCommunicationByThePinnedShare) {

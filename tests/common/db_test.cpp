@@ -260,6 +260,24 @@ TEST(Db, Version5RunBreakdownsKeepTheirBars) {
   EXPECT_DOUBLE_EQ(p.columnDouble(1), 0);
 }
 
+// Schema 6 -> 7: runs get a kind (untouched runs beside optimized ones) and an exit status; the
+// runs stored before were all optimized, and read so.
+TEST(Db, Version6RunsAreUpgradedAsOptimizedRuns) {
+  TempDir tmp;
+  auto db = upgradedFrom(tmp, 6,
+                         "CREATE TABLE app_run_breakdowns (profile_id INTEGER, label TEXT, "
+                         "wall_ns INTEGER, PRIMARY KEY (profile_id, label)); "
+                         "INSERT INTO app_run_breakdowns VALUES (3, 'optimized 2026-11-25 18:36:12 pid 7', 5)");
+  ASSERT_TRUE(db);
+  DbStatement q(*db, "SELECT label, wall_ns, kind, exit_status FROM app_run_breakdowns");
+  ASSERT_TRUE(q.ok()) << q.error();
+  ASSERT_EQ(q.step(), DbStatement::Step::Row);
+  EXPECT_EQ(q.columnText(0), "optimized 2026-11-25 18:36:12 pid 7");
+  EXPECT_EQ(q.columnInt(1), 5);
+  EXPECT_EQ(q.columnText(2), "optimized");
+  EXPECT_EQ(q.columnInt(3), 0);
+}
+
 // A v1 DB with only a characterization (no profile tables yet) is upgraded too.
 TEST(Db, Version1WithoutProfilesIsUpgraded) {
   TempDir tmp;

@@ -41,6 +41,78 @@ TEST(RunRecord, RoundTrips) {
   EXPECT_EQ(out.sites[0].pageable, 1u);
 }
 
+RunRecord untouchedSample() {
+  RunRecord r;
+  r.kind = RunKind::Untouched;
+  r.writer = "0.1.0";
+  r.programKey = "build-id:abc";
+  r.pid = 43;
+  r.startedUnixNs = 1795631813682351129ull;
+  r.wallNs = 205836528;
+  r.exitStatus = 3;
+  return r;
+}
+
+TEST(RunRecord, UntouchedRunsRoundTripWithTheirExitStatusAndNoPlan) {
+  RunRecord in = untouchedSample(), out;
+  std::string error;
+  const std::string text = in.serialize();
+  EXPECT_NE(text.find("kind untouched\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("exit 3\n"), std::string::npos) << text;
+  EXPECT_EQ(text.find("plan "), std::string::npos) << text;
+  EXPECT_EQ(text.find("transfers "), std::string::npos) << text;
+  ASSERT_TRUE(parseRunRecord(text, &out, &error)) << error;
+  EXPECT_EQ(out.kind, RunKind::Untouched);
+  EXPECT_EQ(out.exitStatus, 3u);
+  EXPECT_EQ(out.wallNs, in.wallNs);
+  EXPECT_EQ(out.serialize(), text);
+  RunRecord optimized;
+  ASSERT_TRUE(parseRunRecord(sample().serialize(), &optimized, &error)) << error;
+  EXPECT_EQ(optimized.kind, RunKind::Optimized);
+  // Each kind holds only its own facts.
+  for (const char* bad : {"plan 0000000000000001 0\n", "transfers 1 1 0 0 0 0\n", "site 12 1 1 1 0\n",
+                          "kind frob\n"}) {
+    std::string t = text;
+    t.insert(t.find("end\n"), bad);
+    EXPECT_FALSE(parseRunRecord(t, &out, &error)) << bad;
+  }
+  std::string noExit = text;
+  noExit.erase(noExit.find("exit 3\n"), 7);
+  EXPECT_FALSE(parseRunRecord(noExit, &out, &error)) << noExit;
+  std::string optimizedWithExit = sample().serialize();
+  optimizedWithExit.insert(optimizedWithExit.find("end\n"), "exit 0\n");
+  EXPECT_FALSE(parseRunRecord(optimizedWithExit, &out, &error));
+}
+
+// Records the shim wrote before runs had a kind (format 1) still read: they are optimized runs.
+TEST(RunRecord, Version1RecordsReadAsOptimizedRuns) {
+  const std::string v1 =
+      "hetopt-run 1 0.1.0\n"
+      "program build-id:abc\n"
+      "plan 8000000000000001 1234567\n"
+      "pid 42\n"
+      "started 1795631813582351129\n"
+      "wall 105836528\n"
+      "transfers 20 20971520 1 4096 3 12\n"
+      "site f4fd19a6442b1498 21 20975616 20 1\n"
+      "end\n";
+  RunRecord out;
+  std::string error;
+  ASSERT_TRUE(parseRunRecord(v1, &out, &error)) << error;
+  EXPECT_EQ(out.kind, RunKind::Optimized);
+  EXPECT_EQ(out.planId, 0x8000000000000001ull);
+  EXPECT_EQ(out.wallNs, 105836528u);
+  ASSERT_EQ(out.sites.size(), 1u);
+  RunRecord expected = sample();
+  expected.writer = out.writer;
+  EXPECT_EQ(out.serialize(), expected.serialize()) << "the same facts as a record written now";
+  // Kinds and exit statuses came with format 2.
+  std::string withKind = v1;
+  withKind.insert(withKind.find("program"), "kind optimized\n");
+  EXPECT_FALSE(parseRunRecord(withKind, &out, &error));
+  EXPECT_NE(error.find("unknown entry 'kind'"), std::string::npos) << error;
+}
+
 TEST(RunRecord, RefusesPartialCorruptAndOtherVersions) {
   const std::string whole = sample().serialize();
   RunRecord out;
@@ -49,10 +121,10 @@ TEST(RunRecord, RefusesPartialCorruptAndOtherVersions) {
   for (size_t n = 0; n + 4 < whole.size(); n += 7)
     EXPECT_FALSE(parseRunRecord(whole.substr(0, n), &out, &error)) << n;
   std::string other = whole;
-  other.replace(other.find(" 1 "), 3, " 9 ");
+  other.replace(other.find(" 2 "), 3, " 9 ");
   EXPECT_FALSE(parseRunRecord(other, &out, &error));
   EXPECT_NE(error.find("version 9"), std::string::npos) << error;
-  EXPECT_NE(error.find("reads 1"), std::string::npos) << error;
+  EXPECT_NE(error.find("reads 1 to 2"), std::string::npos) << error;
   for (const char* bad : {"wall -5\n", "wall 5 6\n", "frob 1\n", "site 12 1 1 2 0\n"}) {
     std::string t = whole;
     t.insert(t.find("end\n"), bad);
@@ -66,7 +138,7 @@ TEST(RunRecord, FilesArePrivateAndNamedBesideThePlan) {
   ASSERT_TRUE(mkdtemp(dir));
   const std::string plan = std::string(dir) + "/" + planFileName("build-id:abc");
   EXPECT_EQ(plan, std::string(dir) + "/build-id_abc.plan");
-  const std::string path = runRecordPrefix(plan) + "42-1.run";
+  const std::string path = runRecordPath(plan, 42, 1);
   EXPECT_EQ(path, std::string(dir) + "/build-id_abc.42-1.run");
   std::string error;
   ASSERT_TRUE(writeRunRecordFile(path, sample(), &error)) << error;

@@ -5,7 +5,8 @@
  *
  *   signal_app MODE    MODE: abort, raise-segv, fault, term, handler (its own SIGTERM handler
  *                      exits 7), survive (its own SIGTERM handler, set with signal(), returns and
- *                      the program exits 0)
+ *                      the program exits 0), wait (SIGINT back to its default action, then it
+ *                      waits until a signal ends it: signals forwarded to it, untouched.sh)
  * raise-segv meets whatever handler the OpenCL implementation installed (PoCL's LLVM has one that
  * returns once): the test compares it with the native run.
  * Before dying it checks that sigaction() shows it its own actions, not the shim's.
@@ -80,6 +81,12 @@ int main(int argc, char** argv) {
     struct sigaction back = {};
     APP_CHECK(sigaction(SIGTERM, nullptr, &back) == 0 && back.sa_sigaction == onTerm);
     raise(SIGTERM);
+  }
+  if (!strcmp(mode, "wait")) {
+    APP_CHECK(signal(SIGINT, SIG_DFL) != SIG_ERR);  // a background job starts with it ignored
+    printf("waiting\n");
+    fflush(stdout);
+    for (;;) pause();
   }
   if (!strcmp(mode, "survive")) {
     APP_CHECK(signal(SIGTERM, onTermReturning) != SIG_ERR);

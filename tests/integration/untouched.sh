@@ -1,0 +1,130 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# Before and after against plain runs: `hetopt trace` a program, then alternately
+# `hetopt run --untouched` and `hetopt run --policy opencl --force` (on PoCL pinning never pays, so
+# it is forced), twice each. An untouched run must print what the program prints natively and leave
+# a private record (kind untouched, exit status, no plan); `hetopt report` must show both kinds and
+# measure the saving as the untouched median less the optimized median (computed here from the
+# records), paired. --untouched must end as the program does: its exit status (exit3_app), its
+# death signal (signal_app, no record then), a signal sent to hetopt forwarded to it; and it must
+# leave the shim out of what it starts and say once when nothing can be recorded.
+#   untouched.sh HETOPT EXIT3_APP SIGNAL_APP -- PROGRAM [ARGS...]
+set -u
+hetopt=$1 exit3=$2 sigapp=$3
+shift 3
+[[ ${1:-} == -- ]] && shift
+work=$(mktemp -d "${TMPDIR:-/tmp}/hetopt-untouched.XXXXXX") || exit 2
+trap 'rm -rf "$work"' EXIT
+export HETOPT_DB=$work/hetopt.db XDG_CACHE_HOME=$work/cache
+unset HETOPT_MODE HETOPT_PLAN_FILE
+ulimit -c 0
+plans=$work/cache/hetopt/plans
+fail() { echo "FAIL: $*"; for f in "$work"/*.err; do echo "--- $f"; tail -n 20 "$f"; done; exit 1; }
+records() { grep -l "^kind $1\$" "$plans"/*.run 2>/dev/null | wc -l; }
+
+"$@" >"$work/native.out" 2>/dev/null || fail "the program failed natively"
+"$hetopt" trace -o "$work/app.trace" -- "$@" >/dev/null 2>"$work/trace.err" || fail "hetopt trace exited $?"
+for round in 1 2; do
+  "$hetopt" run --untouched -- "$@" >"$work/untouched$round.out" 2>"$work/untouched$round.err" ||
+    fail "hetopt run --untouched exited $?"
+  cmp -s "$work/native.out" "$work/untouched$round.out" || fail "an untouched run printed something else"
+  ! grep -q '^hetopt' "$work/untouched$round.err" || fail "an untouched run said something: $(cat "$work/untouched$round.err")"
+  [[ $(records untouched) == "$round" ]] || fail "untouched run $round left no record: $(ls "$plans")"
+  "$hetopt" run --policy opencl --force -- "$@" >/dev/null 2>"$work/run$round.err" || fail "hetopt run exited $?"
+  [[ $(records optimized) == "$round" ]] || fail "optimized run $round left no record"
+done
+for f in "$plans"/*.run; do [[ $(stat -c %a "$f") == 600 ]] || fail "$f is not private"; done
+
+# The saving from the records themselves, to check the report's against.
+python3 - "$plans" >"$work/expected" <<'PY' || fail "the records do not hold what they should"
+import glob, statistics, sys
+runs = []
+for path in glob.glob(sys.argv[1] + "/*.run"):
+    lines = open(path).read().splitlines()
+    rec = dict(l.split(" ", 1) for l in lines if " " in l)
+    assert lines[0].startswith("hetopt-run 2 ") and lines[-1] == "end", lines
+    if rec["kind"] == "untouched":
+        assert rec["exit"] == "0" and "plan" not in rec and "transfers" not in rec, rec
+    runs.append((int(rec["started"]), rec["kind"], int(rec["wall"])))
+runs.sort()
+assert [k for _, k, _ in runs] == ["untouched", "optimized"] * 2, runs
+walls = {k: [w for _, kind, w in runs if kind == k] for k in ("untouched", "optimized")}
+print(statistics.median(walls["untouched"]) - statistics.median(walls["optimized"]))
+PY
+
+"$hetopt" report --plots "$work/plots" -- "$@" >"$work/report.out" 2>"$work/report.err" || fail "hetopt report exited $?"
+cat "$work/report.out"
+[[ ! -s $work/report.err ]] || fail "report warned: $(cat "$work/report.err")"
+grep -q '^traced .* 2 untouched and 2 optimized runs recorded' "$work/report.out" || fail "not both kinds counted"
+[[ $(grep -cE '^[0-9-]{10} [0-9:]{8} .* untouched \(no shim\)$' "$work/report.out") == 2 ]] || fail "not two untouched rows"
+[[ $(grep -cE '^[0-9-]{10} [0-9:]{8} .* [0-9]+/0/0, predicted' "$work/report.out") == 2 ]] || fail "not two optimized rows"
+grep -q 'upper bound' "$work/report.out" && fail "an upper bound although untouched runs exist"
+grep -q '^paired: .*2 untouched runs each against the optimized run next to it' "$work/report.out" ||
+  fail "alternating runs not paired"
+# The report's saving, as printed (rounded), against the records' own.
+python3 - "$work/report.out" "$(cat "$work/expected")" <<'PY' || fail "the measured saving is not the records' medians"
+import re, sys
+text, expected = open(sys.argv[1]).read(), float(sys.argv[2])
+m = re.search(r"^measured saving:  (-?[0-9.]+) (ns|us|ms|s) per run .*median of 2 untouched runs, .* less the median of 2 optimized runs", text, re.M)
+assert m, "no measured saving line"
+scale = {"ns": 1, "us": 1e3, "ms": 1e6, "s": 1e9}[m[2]]
+decimals = len(m[1].split(".")[1]) if "." in m[1] else 0
+shown = float(m[1]) * scale
+assert abs(shown - expected) <= 0.5 * scale * 10 ** -decimals + 1, (shown, expected)
+PY
+gp=$(ls "$work"/plots/*-report-breakdown.gp) || fail "no plot script"
+grep -q 'traced, untouched and optimized runs' "$gp" || fail "plot title does not name the untouched runs"
+[[ $(grep -c '^"untouched ' "${gp%.gp}.dat") == 2 && $(grep -c '^"optimized ' "${gp%.gp}.dat") == 2 ]] ||
+  fail "the plot lacks the runs: $(cat "${gp%.gp}.dat")"
+if command -v gnuplot >/dev/null; then
+  for ext in svg png; do [[ -s ${gp%.gp}.$ext ]] || fail "no $ext plot"; done
+fi
+
+# Exit status: the program's own, recorded.
+"$exit3" >"$work/exit3.native" 2>/dev/null
+native=$?
+[[ $native == 3 ]] || fail "exit3_app exited $native natively"
+"$hetopt" trace -o "$work/exit3.trace" -- "$exit3" >/dev/null 2>"$work/exit3-trace.err"
+"$hetopt" run --untouched -- "$exit3" >"$work/exit3.out" 2>"$work/exit3.err"
+rc=$?
+[[ $rc == 3 ]] || fail "hetopt run --untouched of exit3_app exited $rc, natively 3"
+cmp -s "$work/exit3.native" "$work/exit3.out" || fail "exit3_app printed something else untouched"
+grep -lq '^exit 3$' "$plans"/*.run || fail "no record of exit status 3"
+
+# A death signal: the same as natively, and no record of the cut-short run.
+"$hetopt" trace -o "$work/sig.trace" -- "$sigapp" survive >/dev/null 2>"$work/sig-trace.err" || fail "tracing signal_app exited $?"
+for mode in term abort; do
+  "$sigapp" $mode >/dev/null 2>&1
+  native=$?
+  before=$(ls "$plans"/*.run | wc -l)
+  "$hetopt" run --untouched -- "$sigapp" $mode >/dev/null 2>"$work/sig-$mode.err"
+  rc=$?
+  [[ $native -gt 128 && $rc == "$native" ]] || fail "signal_app $mode: untouched $rc, natively $native"
+  [[ $(ls "$plans"/*.run | wc -l) == "$before" ]] || fail "a run ended by a signal was recorded"
+  grep -q "ended by signal .*not recorded" "$work/sig-$mode.err" || fail "not said why signal_app $mode is not recorded"
+done
+# Signals sent to hetopt (not by the terminal) reach the program.
+for sig in TERM INT; do
+  # Its own output file: the background job opens it after this shell goes on.
+  "$hetopt" run --untouched -- "$sigapp" wait >"$work/wait-$sig.out" 2>"$work/wait-$sig.err" &
+  pid=$!
+  for ((i = 0; i < 600; ++i)); do grep -q '^waiting$' "$work/wait-$sig.out" && break; sleep 0.1; done
+  grep -q '^waiting$' "$work/wait-$sig.out" || { kill -KILL $pid; fail "signal_app wait did not start"; }
+  kill -$sig $pid
+  wait $pid
+  rc=$?
+  [[ $rc == $((128 + $(kill -l $sig))) ]] || fail "SIG$sig to hetopt: exit $rc, not the program's death by it"
+done
+
+# No shim in what it starts (a program without a profile: said once, nothing recorded).
+before=$(ls "$plans"/*.run | wc -l)
+LD_PRELOAD=/nonexistent/libhetopt_shim.so OPENCL_LAYERS=/nonexistent/libhetopt_shim.so:/other/layer.so \
+  "$hetopt" run --untouched -- sh -c 'echo "[$LD_PRELOAD] [$OPENCL_LAYERS]"; exit 4' >"$work/env.out" 2>"$work/env.err"
+rc=$?
+[[ $rc == 4 ]] || fail "a program without a profile: exit $rc, not its own 4"
+[[ $(cat "$work/env.out") == "[] [/other/layer.so]" ]] || fail "the shim stayed in the environment: $(cat "$work/env.out")"
+[[ $(grep -c 'not recorded' "$work/env.err") == 1 ]] || fail "not said once that nothing is recorded: $(cat "$work/env.err")"
+[[ $(ls "$plans"/*.run | wc -l) == "$before" ]] || fail "a run without a profile was recorded"
+"$hetopt" run --untouched --force -- "$@" >/dev/null 2>"$work/conflict.err"
+[[ $? == 2 ]] || fail "--untouched with another option was not refused"
+echo "OK: untouched runs recorded, measured against, and ended as natively"
