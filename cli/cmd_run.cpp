@@ -403,6 +403,9 @@ int cmdRun(int argc, char** argv) {
   }
   launch.env.push_back({"HETOPT_MODE", "optimize"});
   launch.env.push_back({"HETOPT_PLAN_FILE", planPath});
+  // The program runs in this process (exec): its run record counts from hetopt's start, as an
+  // untouched run's does.
+  launch.env.push_back({"HETOPT_RUN_STARTED", std::to_string(getpid()) + ":" + std::to_string(hetoptStartedNs())});
   if (stats) launch.env.push_back({"HETOPT_STATS", "1"});
   if (!statsJson.empty()) {
     // The program may change its directory before it exits.

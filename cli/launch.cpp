@@ -162,6 +162,12 @@ int runProgram(const Launch& launch, std::string* error) {
   return child.pid() < 0 ? -1 : child.wait(error);
 }
 
+namespace {
+const uint64_t s_startedNs = clockNs(CLOCK_MONOTONIC);  // before main: hetopt's own start
+}  // namespace
+
+uint64_t hetoptStartedNs() { return s_startedNs; }
+
 bool runTimed(const Launch& launch, TimedRun* out, std::string* error) {
   *out = TimedRun{};
   int report[2];
@@ -169,8 +175,8 @@ bool runTimed(const Launch& launch, TimedRun* out, std::string* error) {
     *error = std::string("pipe failed: ") + strerror(errno);
     return false;
   }
-  out->startedUnixNs = clockNs(CLOCK_REALTIME);
-  const uint64_t start = clockNs(CLOCK_MONOTONIC);
+  const uint64_t start = hetoptStartedNs();
+  out->startedUnixNs = clockNs(CLOCK_REALTIME) - (clockNs(CLOCK_MONOTONIC) - start);
   {
     Child child(launch, report[1], error);
     close(report[1]);

@@ -36,10 +36,13 @@ struct TimedRun {
   int notStarted = 0;          ///< it could not be executed: hetopt's exit code (127, 126, 2), said
   int status = -1;             ///< the raw wait status
   uint64_t pid = 0;
-  uint64_t startedUnixNs = 0;  ///< wall clock just before it was started
-  uint64_t wallNs = 0;         ///< from then until it was reaped (steady clock)
+  uint64_t startedUnixNs = 0;  ///< wall clock when hetopt started
+  uint64_t wallNs = 0;         ///< from then until the program was reaped (steady clock)
 };
-/// runProgram, timed, and telling a program that could not be executed from one that exited 127.
+/// When this hetopt process started (steady clock, ns). Runs are timed from here, untouched and
+/// optimized alike (HETOPT_RUN_STARTED), so both include what hetopt itself does first.
+uint64_t hetoptStartedNs();
+/// runProgram, timed from hetoptStartedNs(), telling a program that could not be executed from one that exited 127.
 /// False with *error when hetopt could not start or wait for it.
 bool runTimed(const Launch& launch, TimedRun* out, std::string* error);
 

@@ -43,6 +43,14 @@ void OptimizeInterceptor::startRunClock() {
   m_startNs = clockNs(CLOCK_MONOTONIC);
   m_startUnixNs = clockNs(CLOCK_REALTIME);
   m_pid = getpid();
+  // `hetopt run` exec'd this process: count from its start (its planning and the exec included).
+  // Only in that process (not in children it starts) and only a start in the last minute.
+  unsigned long long pid = 0, startedNs = 0;
+  if (sscanf(optionString(Option::RUN_STARTED), "%llu:%llu", &pid, &startedNs) == 2 &&
+      pid == static_cast<unsigned long long>(m_pid) && startedNs <= m_startNs && m_startNs - startedNs < 60000000000ull) {
+    m_startUnixNs -= m_startNs - startedNs;
+    m_startNs = startedNs;
+  }
 }
 
 std::string OptimizeInterceptor::poolStats() {
