@@ -127,4 +127,20 @@ rc=$?
 [[ $(ls "$plans"/*.run | wc -l) == "$before" ]] || fail "a run without a profile was recorded"
 "$hetopt" run --untouched --force -- "$@" >/dev/null 2>"$work/conflict.err"
 [[ $? == 2 ]] || fail "--untouched with another option was not refused"
+# An optimized run counts from hetopt's start, which hetopt run passes as HETOPT_RUN_STARTED
+# (pid:steady ns): a start 2 s back, in this very process, is in the record's wall time; the same
+# for another pid is not taken.
+shim=$(dirname "$hetopt")/../lib/libhetopt_shim.so
+plan=$(ls "$plans"/*.plan | head -n 1)
+for who in self other; do
+  rm -f "$plans"/*.run
+  ( back=$(( $(python3 -c 'import time; print(time.monotonic_ns())') - 2000000000 ))
+    pid=$BASHPID; [[ $who == other ]] && pid=1
+    exec env LD_PRELOAD="$shim" HETOPT_MODE=optimize HETOPT_PLAN_FILE="$plan" HETOPT_RUN_STARTED="$pid:$back" "$@" ) \
+    >/dev/null 2>"$work/started-$who.err" || fail "the program under the shim exited $?"
+  wall=$(sed -n 's/^wall //p' "$plans"/*.run)
+  [[ -n $wall ]] || fail "no run record ($who)"
+  if [[ $who == self ]]; then ((wall >= 2000000000)) || fail "the run does not count from hetopt's start: wall $wall ns"
+  else ((wall < 2000000000)) || fail "another process's start was taken: wall $wall ns"; fi
+done
 echo "OK: untouched runs recorded, measured against, and ended as natively"
