@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "common/log.h"
+#include "shim/core/state.h"
 
 namespace hetopt::shim {
 
@@ -177,7 +178,7 @@ TwinQueues::Route TwinQueues::route(const CallRecord& call) {
     uint64_t version = 0, queue = 0;
     bool known = false, twin = false, twinFailed = false;
   };
-  static thread_local View t_view;
+  static HETOPT_TLS View t_view;  // initial-exec: no TLS lookup call per enqueue in the shim
   if (t_view.owner != this || t_view.queue != call.args[0] ||
       t_view.version != m_version.load(std::memory_order_acquire)) {
     auto held = lock();
