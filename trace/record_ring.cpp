@@ -2,8 +2,6 @@
 /** @file The record ring; see record_ring.h. */
 #include "trace/record_ring.h"
 
-#include <algorithm>
-#include <cstring>
 #include <new>
 
 namespace hetopt::trace {
@@ -15,20 +13,37 @@ inline void cpuRelax() {
 #endif
 }
 constexpr int kSpins = 64;  ///< busy tries before the stall function is called
-}  // namespace
+/// The cells a record of kMaxRecord bytes may run past the ring's end.
+constexpr size_t kSpillBytes = RecordRing::kMaxRecord + RecordRing::kLengthBytes + RecordRing::kCellBytes;
 
-RecordRing::RecordRing(size_t slots) : m_mask(slots - 1) {
-  m_slots = static_cast<Slot*>(::operator new(slots * sizeof(Slot), std::align_val_t{kSlotBytes}));
-  for (size_t i = 0; i < slots; ++i) {
-    new (&m_slots[i]) Slot;
-    m_slots[i].seq.store(i, std::memory_order_relaxed);
+/// Spins, then calls `stall`, until `ready()`.
+template <typename Ready>
+void waitFor(Ready ready, RecordRing::Stall stall, void* context) {
+  for (int spin = 0; !ready();) {
+    if (++spin >= kSpins) {
+      stall(context);
+      spin = 0;
+    } else {
+      cpuRelax();
+    }
   }
 }
+}  // namespace
 
-RecordRing::~RecordRing() { ::operator delete(m_slots, std::align_val_t{kSlotBytes}); }
+RecordRing::RecordRing(size_t cells) : m_mask(cells - 1) {
+  m_seq = static_cast<std::atomic<uint64_t>*>(::operator new(cells * sizeof(std::atomic<uint64_t>),
+                                                             std::align_val_t{kCellBytes}));
+  for (size_t i = 0; i < cells; ++i) new (&m_seq[i]) std::atomic<uint64_t>(i);
+  m_data = static_cast<unsigned char*>(::operator new(cells * kCellBytes + kSpillBytes, std::align_val_t{kCellBytes}));
+}
+
+RecordRing::~RecordRing() {
+  ::operator delete(m_data, std::align_val_t{kCellBytes});
+  ::operator delete(m_seq, std::align_val_t{kCellBytes});
+}
 
 RecordRing::Reservation RecordRing::reserve(size_t bytes, Stall stall, void* context) {
-  const uint32_t n = slotsFor(bytes);
+  const uint32_t n = cellsFor(bytes);
   uint64_t h = m_head.load(std::memory_order_relaxed);
   for (int spin = 0;;) {
     if (h & kClosed) {
@@ -41,67 +56,52 @@ RecordRing::Reservation RecordRing::reserve(size_t bytes, Stall stall, void* con
       h = m_head.load(std::memory_order_relaxed);
       continue;
     }
-    if (m_head.compare_exchange_weak(h, h + n, std::memory_order_acq_rel, std::memory_order_relaxed))
-      return Reservation{h, n, static_cast<uint32_t>(bytes)};
+    if (m_head.compare_exchange_weak(h, h + n, std::memory_order_acq_rel, std::memory_order_relaxed)) break;
   }
+  // The consumer frees cells in ticket order: the last one free, all are (and it has read them).
+  const uint64_t last = h + n - 1;
+  const std::atomic<uint64_t>& seq = m_seq[last & m_mask];
+  if (seq.load(std::memory_order_acquire) != last)
+    waitFor([&] { return seq.load(std::memory_order_acquire) == last; }, stall, context);
+  unsigned char* at = cell(h);
+  const uint64_t len = bytes;
+  memcpy(at, &len, kLengthBytes);
+  return Reservation{at + kLengthBytes, h, n, static_cast<uint32_t>(bytes)};
 }
 
-void RecordRing::commit(const Reservation& r, const void* data, Stall stall, void* context) {
-  const auto* src = static_cast<const unsigned char*>(data);
-  size_t left = r.bytes;
-  for (uint32_t i = 0; i < r.slots; ++i) {
-    const uint64_t ticket = r.ticket + i;
-    Slot& s = m_slots[ticket & m_mask];
-    for (int spin = 0; s.seq.load(std::memory_order_acquire) != ticket;) {
-      if (++spin >= kSpins) {
-        stall(context);
-        spin = 0;
-      } else {
-        cpuRelax();
-      }
-    }
-    size_t at = 0;
-    if (i == 0) {
-      const uint32_t len = r.bytes;
-      memcpy(s.data, &len, 4);
-      at = 4;
-    }
-    const size_t n = std::min(left, kPayload - at);
-    memcpy(s.data + at, src, n);
-    src += n;
-    left -= n;
-    s.seq.store(ticket + 1, std::memory_order_release);
-  }
+const unsigned char* RecordRing::front(size_t* bytes) const {
+  const uint64_t t = m_tail.load(std::memory_order_relaxed);
+  if (m_seq[t & m_mask].load(std::memory_order_acquire) != t + 1) return nullptr;
+  const unsigned char* at = cell(t);
+  uint64_t len;
+  memcpy(&len, at, kLengthBytes);
+  *bytes = static_cast<size_t>(len);
+  return at + kLengthBytes;
+}
+
+void RecordRing::release() {
+  const uint64_t t = m_tail.load(std::memory_order_relaxed);
+  uint64_t len;
+  memcpy(&len, cell(t), kLengthBytes);
+  const uint32_t n = cellsFor(static_cast<size_t>(len));
+  // In ticket order (reserve relies on it), each free for its ticket's next lap.
+  for (uint32_t i = 0; i < n; ++i) m_seq[(t + i) & m_mask].store(t + i + m_mask + 1, std::memory_order_release);
+  m_tail.store(t + n, std::memory_order_release);
 }
 
 size_t RecordRing::pop(void* out) {
-  const uint64_t t = m_tail.load(std::memory_order_relaxed);
-  const Slot& first = m_slots[t & m_mask];
-  if (first.seq.load(std::memory_order_acquire) != t + 1) return 0;
-  uint32_t len;
-  memcpy(&len, first.data, 4);
-  const uint32_t n = slotsFor(len);
-  for (uint32_t i = 1; i < n; ++i)
-    if (m_slots[(t + i) & m_mask].seq.load(std::memory_order_acquire) != t + i + 1) return 0;
-  auto* dst = static_cast<unsigned char*>(out);
-  size_t left = len;
-  for (uint32_t i = 0; i < n; ++i) {
-    Slot& s = m_slots[(t + i) & m_mask];
-    const size_t at = i == 0 ? 4 : 0;
-    const size_t k = std::min(left, kPayload - at);
-    memcpy(dst, s.data + at, k);
-    dst += k;
-    left -= k;
-    s.seq.store(t + i + m_mask + 1, std::memory_order_release);  // free for the next lap
-  }
-  m_tail.store(t + n, std::memory_order_release);
+  size_t len;
+  const unsigned char* record = front(&len);
+  if (!record) return 0;
+  memcpy(out, record, len);
+  release();
   return len;
 }
 
 void RecordRing::reset() {
   const uint64_t h = head();
-  // Each slot free for the first ticket at or after h that maps to it.
-  for (uint64_t i = 0; i <= m_mask; ++i) m_slots[(h + i) & m_mask].seq.store(h + i, std::memory_order_relaxed);
+  // Each cell free for the first ticket at or after h that maps to it.
+  for (uint64_t i = 0; i <= m_mask; ++i) m_seq[(h + i) & m_mask].store(h + i, std::memory_order_relaxed);
   m_tail.store(h, std::memory_order_relaxed);
   m_head.store(h, std::memory_order_release);
 }

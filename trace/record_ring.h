@@ -4,60 +4,78 @@
  * total order: how the shim's trace mode hands each call and allocation from the program's
  * threads to its recording thread.
  *
- * Slots of 64 bytes (an 8-byte sequence word, 56 bytes of payload) in a power-of-two ring; a
- * record takes consecutive slots. A producer claims its slots with one compare-and-swap on the
- * head (its ticket: the record's place in the order), copies, and publishes slot by slot; the
- * consumer takes a record once all its slots are published (each slot's sequence word: ticket
- * + 1 when published, ticket + capacity once consumed and free for the next lap, Vyukov's
- * bounded queue). No lock, no allocation after construction. A producer whose slots are not free
- * yet (the ring is full) waits, calling the caller's stall function between tries: back-pressure,
- * nothing is ever dropped.
+ * Cells of 64 bytes in a power-of-two ring; a record takes consecutive cells, its bytes one
+ * contiguous run (an 8-byte length word, then the record), so a producer writes it in place and
+ * the consumer reads it in place. The cells' sequence words sit in an array of their own (Vyukov's
+ * bounded queue): cell i holds ticket + capacity once the ticket before it in that cell was
+ * consumed (free for this lap), and a record's first cell holds its ticket + 1 once published.
+ * A producer claims its cells with one compare-and-swap on the head (its ticket: the record's
+ * place in the order), waits until its last cell is free (the consumer frees in ticket order, so
+ * the ones before it are too), writes, and publishes with one store. A record that runs past the
+ * ring's end goes on into a spill area after it (as long as the largest record), so its bytes
+ * stay contiguous; that area is only ever written by the one record that wraps, guarded by the
+ * sequence words of the cells it stands for. No lock, no allocation after construction. A
+ * producer whose cells are not free yet (the ring is full) waits, calling the caller's stall
+ * function between tries: back-pressure, nothing is ever dropped.
  *
  * The gate (close/open): while closed, new reservations wait; records already claimed complete.
  * The fork protocol closes it, drains to the head it returned, and forks with the ring empty.
  *
- * Consumer functions (pop) must be called by one thread at a time (the caller's lock).
+ * Consumer functions (front, release, pop) must be called by one thread at a time (the caller's
+ * lock).
  */
 #pragma once
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 
 namespace hetopt::trace {
 
 class RecordRing {
  public:
-  static constexpr size_t kSlotBytes = 64;
-  static constexpr size_t kPayload = kSlotBytes - 8;
+  static constexpr size_t kCellBytes = 64;
+  static constexpr size_t kLengthBytes = 8;  ///< before each record: its length (keeps it 8-aligned)
   static constexpr size_t kMaxRecord = 4096;  ///< bytes; larger records are refused (push: false)
 
-  /// `slots`: a power of two, at least 4 * the slots of the largest record.
-  explicit RecordRing(size_t slots = 8192);
+  /// `cells`: a power of two, at least 4 * the cells of the largest record.
+  explicit RecordRing(size_t cells = 8192);
   ~RecordRing();
   RecordRing(const RecordRing&) = delete;
   RecordRing& operator=(const RecordRing&) = delete;
 
-  /// Called while a producer waits for free slots (or for the gate), with the caller's context.
+  /// Called while a producer waits for free cells (or for the gate), with the caller's context.
   using Stall = void (*)(void* context);
 
   struct Reservation {
+    unsigned char* data = nullptr;  ///< where the record's `bytes` go (8-aligned, contiguous)
     uint64_t ticket = 0;
-    uint32_t slots = 0;
+    uint32_t cells = 0;
     uint32_t bytes = 0;
   };
-  /// Claims the slots for a record of `bytes` (waiting while the gate is closed).
+  /// Claims the cells for a record of `bytes` (at most kMaxRecord), waiting while the gate is
+  /// closed and then until the cells are free. Write the record at `data`, then publish().
   Reservation reserve(size_t bytes, Stall stall, void* context);
-  /// Copies the record into its slots (waiting, with `stall`, for each to be free) and publishes it.
-  void commit(const Reservation& r, const void* data, Stall stall, void* context);
-  /// reserve + commit. False (nothing queued) for a record over kMaxRecord.
+  /// The record written at the reservation's `data` is whole: the consumer may take it.
+  void publish(const Reservation& r) {
+    m_seq[r.ticket & m_mask].store(r.ticket + 1, std::memory_order_release);
+  }
+  /// reserve + copy + publish. False (nothing queued) for a record over kMaxRecord.
   bool push(const void* data, size_t bytes, Stall stall, void* context) {
     if (bytes > kMaxRecord) return false;
-    commit(reserve(bytes, stall, context), data, stall, context);
+    const Reservation r = reserve(bytes, stall, context);
+    memcpy(r.data, data, bytes);
+    publish(r);
     return true;
   }
 
-  /// Consumer: copies the next record, if wholly published, into `out` (kMaxRecord bytes) and
-  /// returns its length; 0 when none is ready.
+  /// Consumer: the next record, in place, if published (its length in `bytes`); null when none
+  /// is ready. It stays valid until release().
+  const unsigned char* front(size_t* bytes) const;
+  /// Consumer: frees the record front() returned.
+  void release();
+  /// Consumer: copies the next record, if published, into `out` (kMaxRecord bytes) and returns
+  /// its length; 0 when none is ready.
   size_t pop(void* out);
   /// Nothing claimed is left to pop (else the rest is published or still being written).
   bool empty() const { return tail() >= head(); }
@@ -72,14 +90,14 @@ class RecordRing {
   void reset();
 
  private:
-  struct alignas(kSlotBytes) Slot {
-    std::atomic<uint64_t> seq;
-    unsigned char data[kPayload];
-  };
   static constexpr uint64_t kClosed = 1ull << 63;
-  static uint32_t slotsFor(size_t bytes) { return static_cast<uint32_t>((bytes + 4 + kPayload - 1) / kPayload); }
+  static uint32_t cellsFor(size_t bytes) {
+    return static_cast<uint32_t>((bytes + kLengthBytes + kCellBytes - 1) / kCellBytes);
+  }
+  unsigned char* cell(uint64_t ticket) const { return m_data + (ticket & m_mask) * kCellBytes; }
 
-  Slot* m_slots;
+  std::atomic<uint64_t>* m_seq;
+  unsigned char* m_data;  ///< capacity cells, then the spill area
   uint64_t m_mask;
   alignas(64) std::atomic<uint64_t> m_head{0};
   alignas(64) std::atomic<uint64_t> m_tail{0};

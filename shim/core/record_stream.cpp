@@ -9,6 +9,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <cstring>
+
 #include "common/log.h"
 #include "shim/core/state.h"
 #include "trace/recorder.h"
@@ -27,13 +29,23 @@ void nap(uint64_t ns) {
 }
 }  // namespace
 
-void RecordStream::push(const void* record, size_t bytes) {
+trace::RecordRing::Reservation RecordStream::begin(size_t bytes) {
   if (HETOPT_UNLIKELY(!m_running.load(std::memory_order_acquire))) startThread();
-  const trace::RecordRing::Reservation r = m_ring.reserve(bytes, stall, this);
-  m_ring.commit(r, record, stall, this);
-  if (HETOPT_UNLIKELY((r.ticket >> kWakeShift) != ((r.ticket + r.slots) >> kWakeShift)) &&
+  return m_ring.reserve(bytes, stall, this);
+}
+
+void RecordStream::end(const trace::RecordRing::Reservation& r) {
+  m_ring.publish(r);
+  if (HETOPT_UNLIKELY((r.ticket >> kWakeShift) != ((r.ticket + r.cells) >> kWakeShift)) &&
       m_sleeping.load(std::memory_order_relaxed))
     wake();
+}
+
+void RecordStream::push(const void* record, size_t bytes) {
+  if (bytes > trace::RecordRing::kMaxRecord) return;
+  const trace::RecordRing::Reservation r = begin(bytes);
+  memcpy(r.data, record, bytes);
+  end(r);
 }
 
 void RecordStream::stall(void* self) {
@@ -98,7 +110,16 @@ void RecordStream::run() {
 
 size_t RecordStream::drainSome(size_t max) {
   size_t n = 0;
-  for (size_t len; n < max && (len = m_ring.pop(m_scratch)) != 0; ++n) m_sink.apply(m_scratch, len);
+  for (size_t len; n < max; ++n) {
+    const unsigned char* record = m_ring.front(&len);
+    if (!record) break;
+    // Applied in place; freed after, even when applying throws (out of memory).
+    struct Release {
+      trace::RecordRing& ring;
+      ~Release() { ring.release(); }
+    } release{m_ring};
+    m_sink.apply(record, len);
+  }
   if (n) m_applied.fetch_add(n, std::memory_order_relaxed);
   return n;
 }

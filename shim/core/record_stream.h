@@ -5,13 +5,16 @@
  * recorder, under the recorder's lock, in ticket order.
  *
  * Who does what:
- *  - a program thread: push() copies a record into the ring (no lock, no allocation). While the
- *    ring is full it wakes the recording thread and, when it gets the recorder's lock, applies
- *    records itself (back-pressure: nothing is dropped, nobody waits on a thread that waits on it);
- *  - the recording thread (started at the first push, again in a forked child; every signal
- *    blocked, its own work never recorded): drains in batches, sleeping a millisecond between
- *    them while records come and longer while none do; producers wake it when the ring fills a
- *    quarter. The recorder writes its checkpoints as events arrive, so this thread writes them;
+ *  - a program thread: begin() claims a record's place in the ring, the thread writes the record
+ *    there and end() publishes it (push() copies a record built elsewhere); no lock, no
+ *    allocation. While the ring is full it wakes the recording thread and, when it gets the
+ *    recorder's lock, applies records itself (back-pressure: nothing is dropped, nobody waits on
+ *    a thread that waits on it). Between begin() and end() the thread must queue nothing else
+ *    (a full ring would wait on the record it holds);
+ *  - the recording thread (started at the first record, again in a forked child; every signal
+ *    blocked, its own work never recorded): applies each record where it lies in the ring, then
+ *    frees its cells; drains in batches, sleeping a millisecond between them while records come
+ *    and longer while none do; producers wake it when the ring fills a quarter. The recorder writes its checkpoints as events arrive, so this thread writes them;
  *  - fork (the shim's fork protocol): forkPrepare closes the ring's gate, takes the recorder's
  *    lock and drains every record claimed before it (the child's object model must have them;
  *    the child has no recording thread and no half-written record), forkParent/forkChild reopen;
@@ -48,7 +51,11 @@ class RecordStream {
   /// `lock`: the recorder's; `sink` applies what it guards.
   RecordStream(std::mutex& lock, RecordSink& sink) : m_lock(lock), m_sink(sink) {}
 
-  /// Program thread: queues one record (at most trace::RecordRing::kMaxRecord bytes).
+  /// Program thread: claims the place of a record of `bytes` (at most RecordRing::kMaxRecord),
+  /// waiting while the ring is full; write the record at the reservation's `data`, then end().
+  trace::RecordRing::Reservation begin(size_t bytes);
+  void end(const trace::RecordRing::Reservation& r);
+  /// Program thread: queues a copy of one record (one over kMaxRecord bytes is dropped).
   void push(const void* record, size_t bytes);
 
   /// Lock held: applies every record claimed so far, waiting up to `waitNs` for the ones still
@@ -83,7 +90,6 @@ class RecordStream {
   std::mutex& m_lock;
   RecordSink& m_sink;
   trace::RecordRing m_ring;
-  alignas(8) unsigned char m_scratch[trace::RecordRing::kMaxRecord];  ///< lock held
   std::mutex m_startMutex;  ///< thread start and stop (held across fork)
   pthread_t m_thread{};
   std::atomic<bool> m_running{false};  ///< a recording thread runs (or its start failed for good)

@@ -30,6 +30,11 @@ pthread_key_t s_threadKey;
 /// (generation << 32) | system thread id of this thread, once announced in the stream; 0 before.
 /// Plain initial-exec TLS: still there for the calls some programs make at exit.
 HETOPT_TLS uint64_t t_traceThread = 0;
+/// Calls of this thread until the next one whose recording is timed, and the random gaps' state
+/// (seeded on first use).
+constexpr uint32_t kSelfTimePeriod = 64;  ///< recording timed on about one call in this many
+HETOPT_TLS uint32_t t_untilSelfTimed = kSelfTimePeriod / 2 - 1;
+HETOPT_TLS uint32_t t_gapRandom = 0;
 
 /// What one call carries from callBegin to callEnd (CallRecord::callState).
 struct CallState {
@@ -338,8 +343,8 @@ void TraceInterceptor::forkChild() {
 
 // ---- calls ---------------------------------------------------------------------------------------
 
-void TraceInterceptor::noteStartup(api::ApiId id) {
-  const uint64_t now = std::max<uint64_t>(m_recorder.elapsedNs(), 1);
+void TraceInterceptor::noteStartup(api::ApiId id, uint64_t startNs) {
+  const uint64_t now = std::max<uint64_t>(m_recorder.sinceStart(startNs), 1);
   uint64_t none = 0;
   m_firstCallNs.compare_exchange_strong(none, now, std::memory_order_relaxed);
   if (id == ApiId::clCreateContext || id == ApiId::clCreateContextFromType) {
@@ -354,7 +359,7 @@ void TraceInterceptor::callBegin(CallRecord& call) {
   st.startNs = trace::monotonicNs();
   // The program's start-up as `hetopt run` can overlap it: when its OpenCL use and its first
   // context begin (the Startup record).
-  if (HETOPT_UNLIKELY(m_firstContextNs.load(std::memory_order_relaxed) == 0)) noteStartup(call.id);
+  if (HETOPT_UNLIKELY(m_firstContextNs.load(std::memory_order_relaxed) == 0)) noteStartup(call.id, st.startNs);
   const api::ApiInfo& info = api::apiInfo(call.id);
   switch (call.id) {
     case ApiId::clCreateCommandQueue:
@@ -423,8 +428,6 @@ void TraceInterceptor::callEnd(CallRecord& call) {
   // out (every call with HETOPT_DEBUG=1); the trace keeps it (RecordingCost) for the summary. The
   // gaps are random (32-95 calls), so a loop whose body divides 64 is not always timed at the
   // same call, and the first timed call is never a thread's first, which also registers it.
-  static thread_local uint32_t t_untilSelfTimed = kSelfTimePeriod / 2 - 1;
-  static thread_local uint32_t t_gapRandom = 0;  // xorshift state, seeded on first use
   const bool timeSelf = m_measureSelf || t_untilSelfTimed-- == 0;
   recordCall(call, hostNs);
   if (timeSelf) {
@@ -455,9 +458,15 @@ void TraceInterceptor::recordCall(CallRecord& call, uint64_t hostNs) {
   const uint32_t tid = threadId();
   if (HETOPT_UNLIKELY(m_labels.names(call.id))) m_labels.note(view, outcome, labelOf);
   const uint64_t timingId = produced ? m_nextTimingId.fetch_add(1, std::memory_order_relaxed) + 1 : 0;
-  alignas(8) unsigned char record[raw::kMaxRecordBytes];
-  push(record, raw::call(record, tid, view, outcome, st.startNs, hostNs, DeviceTiming::unsampled(st.timing, outcome.ok),
-                         timingId, hostSpanOf));
+  // Gathered first (the host spans ask the shim), then written straight into the stream.
+  raw::CallCopies copies;
+  const size_t bytes = copies.gather(view, outcome, hostSpanOf);
+  if (HETOPT_LIKELY(bytes <= raw::kMaxRecordBytes)) {
+    const trace::RecordRing::Reservation r = m_stream.begin(bytes);
+    raw::call(r.data, copies, tid, view, outcome, st.startNs, hostNs, DeviceTiming::unsampled(st.timing, outcome.ok),
+              timingId);
+    m_stream.end(r);
+  }
   size_t pending = m_timing.pending();
   if (produced) {
     const uint64_t hostStart = m_recorder.sinceStart(st.startNs);
@@ -482,12 +491,13 @@ void TraceInterceptor::allocated(const AllocEvent& event) {
     if (realloc && oldPtr) m_blocks.erase(oldPtr);
     if (site) m_blocks.insert(ptr);
   }
-  uint64_t pcs[kMaxSiteDepth];
   const unsigned depth = site ? event.site->depth : 0;
-  for (unsigned i = 0; i < depth; ++i) pcs[i] = event.site->pcs[i];
-  alignas(8) unsigned char record[64 + 8 * kMaxSiteDepth];
-  push(record, raw::alloc(record, threadId(), trace::monotonicNs(), static_cast<uint8_t>(event.fn), ptr,
-                          event.size, event.alignment, realloc ? oldPtr : 0, pcs, depth));
+  static_assert(sizeof(uintptr_t) == sizeof(uint64_t), "return addresses are recorded as 64-bit");
+  const uint32_t tid = threadId();  // before the reservation: a thread's first record is its own
+  const trace::RecordRing::Reservation r = m_stream.begin(raw::allocBytes(depth));
+  raw::alloc(r.data, tid, trace::monotonicNs(), static_cast<uint8_t>(event.fn), ptr, event.size, event.alignment,
+             realloc ? oldPtr : 0, reinterpret_cast<const uint64_t*>(event.site ? event.site->pcs : nullptr), depth);
+  m_stream.end(r);
 }
 
 void TraceInterceptor::freeing(void* ptr) {
@@ -497,8 +507,10 @@ void TraceInterceptor::freeing(void* ptr) {
     std::lock_guard<std::mutex> lock(m_blocksMutex);
     m_blocks.erase(p);
   }
-  alignas(8) unsigned char record[64];
-  push(record, raw::free(record, threadId(), trace::monotonicNs(), p));
+  const uint32_t tid = threadId();
+  const trace::RecordRing::Reservation r = m_stream.begin(raw::kFreeBytes);
+  raw::free(r.data, tid, trace::monotonicNs(), p);
+  m_stream.end(r);
 }
 
 void TraceInterceptor::processExit() {

@@ -74,7 +74,7 @@ class TraceInterceptor final : public Interceptor, private DeviceTiming::Sink, p
   uint32_t threadId();  ///< this thread's system id, announced in the stream on first use
   uint32_t registerThread(uint32_t generation);
   void recordCall(CallRecord& call, uint64_t hostNs);
-  void noteStartup(api::ApiId id);
+  void noteStartup(api::ApiId id, uint64_t startNs);
   void push(const unsigned char* record, size_t bytes) { m_stream.push(record, bytes); }
   void timed(uint64_t timingId, const trace::DeviceAgg* timing, uint64_t deviceStart, uint64_t deviceEnd) override;
   void clock(uint64_t queue, trace::ClockMethod method, int64_t offsetNs, uint64_t uncertaintyNs) override;
@@ -98,7 +98,6 @@ class TraceInterceptor final : public Interceptor, private DeviceTiming::Sink, p
   std::atomic<uint64_t> m_nextTimingId{0};
   std::atomic<int> m_pid{0};  ///< the process this trace is of (a vfork child shares our memory)
   std::string m_childPattern;  ///< path for children, with %p
-  static constexpr uint32_t kSelfTimePeriod = 64;  ///< recording timed on about one call in this many
   bool m_measureSelf = false;  ///< HETOPT_DEBUG: time the recording after every call
   std::atomic<uint64_t> m_selfNs{0}, m_selfCalls{0};
   /// The Startup record: ns since tracing started at the first OpenCL call and at the first

@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include "shim/core/state.h"
+
 namespace hetopt::shim {
 namespace {
 
@@ -39,7 +41,7 @@ struct Span {
   uint64_t ptr, bytes, span;
 };
 /// A copy of what argument `arg` points at: `bytes` of data follow, padded to 8.
-struct Extra {
+struct ExtraHead {
   uint8_t arg;
   uint8_t pad;
   uint16_t bytes;
@@ -61,7 +63,6 @@ struct ClockBody {
   uint64_t uncertaintyNs;
   uint8_t method;
 };
-constexpr size_t kMaxArgs = 16;
 
 /// Appends to a record.
 class Out {
@@ -220,44 +221,15 @@ size_t threadExit(unsigned char* out, uint32_t tid) {
   return o.size();
 }
 
-size_t call(unsigned char* out, uint32_t tid, const trace::CallView& call, const trace::CallOutcome& outcome,
-            uint64_t startNs, uint64_t hostNs, bool unsampled, uint64_t timingId,
-            bool (*hostSpan)(const trace::CallView&, unsigned, trace::HostSpan*)) {
+size_t CallCopies::gather(const trace::CallView& call, const trace::CallOutcome& outcome,
+                          bool (*hostSpan)(const trace::CallView&, unsigned, trace::HostSpan*)) {
   const api::ApiInfo& info = api::apiInfo(call.id);
-  const unsigned numArgs = std::min<unsigned>(info.numArgs, kMaxArgs);
-  Out o(out);
-  Head* head = o.put(Head{Kind::Call, static_cast<uint8_t>(numArgs), 0, tid, startNs});
-  CallBody body{static_cast<uint16_t>(call.id),
-                static_cast<uint8_t>((outcome.ok ? kOk : 0) | (unsampled ? kUnsampled : 0)),
-                0, 0, hostNs, call.result, outcome.status, timingId};
-  CallBody* b = o.put(body);
-  for (unsigned i = 0; i < numArgs; ++i) o.put(call.args[i]);
-  // The host memory each pointer argument moves.
-  uint16_t spans = 0;
-  for (unsigned i = 0; i < numArgs; ++i) {
-    const api::ArgInfo& a = info.args[i];
-    if (a.cls != ArgClass::Pointer || !call.args[i]) continue;
-    switch (a.role) {
-      case ArgRole::HostRead: case ArgRole::HostWrite: case ArgRole::HostReadRect:
-      case ArgRole::HostWriteRect: case ArgRole::HostReadImage: case ArgRole::HostWriteImage:
-      case ArgRole::HostInit: case ArgRole::HostInitImage: case ArgRole::SvmDst: case ArgRole::SvmSrc: {
-        trace::HostSpan s;
-        if (!hostSpan || !hostSpan(call, i, &s)) break;
-        o.put(Span{static_cast<uint8_t>(i), static_cast<uint8_t>(s.access), {}, s.ptr, s.bytes, s.span});
-        ++spans;
-        break;
-      }
-      default:
-        break;
-    }
-  }
-  head->count = spans;
-  // Copies of what the model reads through the other pointer arguments.
-  uint8_t extras = 0;
+  numArgs = std::min<unsigned>(info.numArgs, kMaxArgs);
+  numSpans = numExtras = 0;
+  size_t extraBytes = 0;
   auto copy = [&](unsigned arg, const void* data, size_t bytes) {
-    o.put(Extra{static_cast<uint8_t>(arg), 0, static_cast<uint16_t>(bytes), 0});
-    o.bytes(data, bytes);
-    ++extras;
+    extras[numExtras++] = Extra{data, static_cast<uint16_t>(bytes), static_cast<uint8_t>(arg)};
+    extraBytes += sizeof(ExtraHead) + ((bytes + 7) & ~size_t{7});
   };
   for (unsigned i = 0; i < numArgs; ++i) {
     const api::ArgInfo& a = info.args[i];
@@ -266,6 +238,13 @@ size_t call(unsigned char* out, uint32_t tid, const trace::CallView& call, const
     trace::ObjectKind elem;
     uint64_t n = argOf(info, call, a.refs[0]);
     switch (a.role) {
+      // The host memory the argument moves.
+      case ArgRole::HostRead: case ArgRole::HostWrite: case ArgRole::HostReadRect:
+      case ArgRole::HostWriteRect: case ArgRole::HostReadImage: case ArgRole::HostWriteImage:
+      case ArgRole::HostInit: case ArgRole::HostInitImage: case ArgRole::SvmDst: case ArgRole::SvmSrc:
+        if (hostSpan && hostSpan(call, i, &spans[numSpans])) spanArgs[numSpans++] = static_cast<uint8_t>(i);
+        break;
+      // Copies of what the model reads through the other pointer arguments.
       case ArgRole::SvmList:
       case ArgRole::InHandles:
         if (a.role == ArgRole::InHandles && !trace::objectKindOf(a.elem, &elem)) break;
@@ -274,7 +253,7 @@ size_t call(unsigned char* out, uint32_t tid, const trace::CallView& call, const
       case ArgRole::OutHandles:
         if (!outcome.ok || !trace::objectKindOf(a.elem, &elem)) break;
         if (a.numRefs >= 2 && argOf(info, call, a.refs[1]) && static_cast<unsigned>(a.refs[1]) < numArgs) {
-          const cl_uint filled = *reinterpret_cast<const cl_uint*>(argOf(info, call, a.refs[1]));
+          filled = *reinterpret_cast<const cl_uint*>(argOf(info, call, a.refs[1]));
           copy(static_cast<unsigned>(a.refs[1]), &filled, sizeof filled);
           n = std::min<uint64_t>(n, filled);
         }
@@ -287,17 +266,36 @@ size_t call(unsigned char* out, uint32_t tid, const trace::CallView& call, const
         break;
     }
   }
-  if (call.id == api::ApiId::clCreateKernel && call.result && numArgs > 1 && call.args[1]) {
+  if (HETOPT_UNLIKELY(call.id == api::ApiId::clCreateKernel && call.result && numArgs > 1 && call.args[1])) {
     const auto* name = reinterpret_cast<const char*>(call.args[1]);
-    char copyOf[256];
-    const size_t len = strnlen(name, 255);
-    memcpy(copyOf, name, len);
-    copyOf[len] = 0;
-    copy(1, copyOf, len + 1);
+    const size_t len = strnlen(name, sizeof kernelName - 1);
+    memcpy(kernelName, name, len);
+    kernelName[len] = 0;
+    copy(1, kernelName, len + 1);
   }
-  b->extras = extras;
-  return o.size();
+  return sizeof(Head) + sizeof(CallBody) + 8 * numArgs + sizeof(Span) * numSpans + extraBytes;
 }
+
+void call(unsigned char* out, const CallCopies& copies, uint32_t tid, const trace::CallView& call,
+          const trace::CallOutcome& outcome, uint64_t startNs, uint64_t hostNs, bool unsampled, uint64_t timingId) {
+  Out o(out);
+  o.put(Head{Kind::Call, static_cast<uint8_t>(copies.numArgs), static_cast<uint16_t>(copies.numSpans), tid, startNs});
+  o.put(CallBody{static_cast<uint16_t>(call.id),
+                 static_cast<uint8_t>((outcome.ok ? kOk : 0) | (unsampled ? kUnsampled : 0)),
+                 static_cast<uint8_t>(copies.numExtras), 0, hostNs, call.result, outcome.status, timingId});
+  o.bytes(call.args, 8 * copies.numArgs);
+  for (unsigned k = 0; k < copies.numSpans; ++k) {
+    const trace::HostSpan& s = copies.spans[k];
+    o.put(Span{copies.spanArgs[k], static_cast<uint8_t>(s.access), {}, s.ptr, s.bytes, s.span});
+  }
+  for (unsigned k = 0; k < copies.numExtras; ++k) {
+    const CallCopies::Extra& e = copies.extras[k];
+    o.put(ExtraHead{e.arg, 0, e.bytes, 0});
+    o.bytes(e.data, e.bytes);
+  }
+}
+
+static_assert(allocBytes(0) == sizeof(Head) + sizeof(AllocBody) && kFreeBytes == sizeof(Head) + 8);
 
 size_t alloc(unsigned char* out, uint32_t tid, uint64_t atNs, uint8_t fn, uint64_t ptr, uint64_t size,
              uint64_t alignment, uint64_t oldPtr, const uint64_t* pcs, unsigned depth) {
@@ -348,7 +346,7 @@ RecordApplier::ThreadInfo& RecordApplier::threadOf(uint32_t tid) {
   return m_threads[tid] = ThreadInfo{m_recorder.thread(tid), 0, 0};
 }
 
-void RecordApplier::apply(const unsigned char* record, size_t bytes) {
+void RecordApplier::apply(const unsigned char* record, size_t) {
   const unsigned char* p = record;
   const Head head = read<Head>(p);
   switch (head.kind) {
@@ -366,7 +364,7 @@ void RecordApplier::apply(const unsigned char* record, size_t bytes) {
       return;
     }
     case Kind::Call:
-      applyCall(record, bytes, head.tid, head.ns);
+      applyCall(record, head.tid, head.ns);
       return;
     case Kind::Alloc: {
       const AllocBody a = read<AllocBody>(p);
@@ -400,20 +398,19 @@ void RecordApplier::apply(const unsigned char* record, size_t bytes) {
   }
 }
 
-void RecordApplier::applyCall(const unsigned char* record, size_t bytes, uint32_t tid, uint64_t startNs) {
+void RecordApplier::applyCall(const unsigned char* record, uint32_t tid, uint64_t startNs) {
   const unsigned char* p = record;
   const Head head = read<Head>(p);
   const CallBody body = read<CallBody>(p);
-  uint64_t args[kMaxArgs] = {};
+  uint64_t args[raw::kMaxArgs] = {};
   for (unsigned i = 0; i < head.small; ++i) args[i] = read<uint64_t>(p);
   const Decoded decoded{reinterpret_cast<const Span*>(p), head.count};
   p += sizeof(Span) * head.count;
   for (unsigned k = 0; k < body.extras; ++k) {
-    const Extra e = read<Extra>(p);
-    if (e.arg < kMaxArgs) args[e.arg] = reinterpret_cast<uintptr_t>(p);  // the copy stands for it
+    const ExtraHead e = read<ExtraHead>(p);
+    if (e.arg < raw::kMaxArgs) args[e.arg] = reinterpret_cast<uintptr_t>(p);  // the copy stands for it
     p += (e.bytes + 7u) & ~7u;
   }
-  (void)bytes;
   const trace::CallView view{static_cast<api::ApiId>(body.id), args, body.result, &decoded};
   trace::CallOutcome outcome;
   outcome.status = body.status;

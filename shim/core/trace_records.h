@@ -57,20 +57,44 @@ class LabelCache {
 };
 
 /// The records, built on the program's threads. Each returns the record's length in `out`
-/// (kMaxRecordBytes at least).
+/// (kMaxRecordBytes at least), or writes the length its own size function gave: the calls,
+/// allocations and frees are written straight into their place in the stream.
 namespace raw {
 inline constexpr size_t kMaxRecordBytes = trace::RecordRing::kMaxRecord;
+inline constexpr size_t kMaxArgs = 16;  ///< arguments a call's record holds
 /// A thread's first record: its stack, for classifying host memory on it.
 size_t thread(unsigned char* out, uint32_t tid, uint64_t stackLo, uint64_t stackHi);
 size_t threadExit(unsigned char* out, uint32_t tid);
+
+/// What a call's record copies besides its arguments, gathered before the record's place is
+/// claimed (what may ask the shim or the driver is done by then; writing it is copying only).
+struct CallCopies {
+  struct Extra {
+    const void* data;
+    uint16_t bytes;
+    uint8_t arg;
+  };
+  /// Gathers them for `call` as it ended; returns the record's length.
+  size_t gather(const trace::CallView& call, const trace::CallOutcome& outcome,
+                bool (*hostSpan)(const trace::CallView&, unsigned, trace::HostSpan*));
+
+  unsigned numArgs, numSpans, numExtras;
+  trace::HostSpan spans[kMaxArgs];  ///< the host memory pointer arguments move
+  uint8_t spanArgs[kMaxArgs];
+  Extra extras[2 * kMaxArgs + 1];  ///< what other pointer arguments point at
+  uint32_t filled;                 ///< an output count, as the driver filled it in
+  char kernelName[256];
+};
 /// `call` as it ended (event argument as the program passed it), begun at monotonicNs()
-/// `startNs`; `timingId`: the id its device timing will come back with (0: none).
-size_t call(unsigned char* out, uint32_t tid, const trace::CallView& call, const trace::CallOutcome& outcome,
-            uint64_t startNs, uint64_t hostNs, bool unsampled, uint64_t timingId,
-            bool (*hostSpan)(const trace::CallView&, unsigned, trace::HostSpan*));
+/// `startNs`; `timingId`: the id its device timing will come back with (0: none). Writes the
+/// length `copies.gather()` returned.
+void call(unsigned char* out, const CallCopies& copies, uint32_t tid, const trace::CallView& call,
+          const trace::CallOutcome& outcome, uint64_t startNs, uint64_t hostNs, bool unsampled, uint64_t timingId);
 /// A tracked allocation (site: return addresses, `depth` of them), or a realloc (`oldPtr`).
+constexpr size_t allocBytes(unsigned depth) { return 48 + 8 * depth; }
 size_t alloc(unsigned char* out, uint32_t tid, uint64_t atNs, uint8_t fn, uint64_t ptr, uint64_t size,
              uint64_t alignment, uint64_t oldPtr, const uint64_t* pcs, unsigned depth);
+constexpr size_t kFreeBytes = 24;
 size_t free(unsigned char* out, uint32_t tid, uint64_t atNs, uint64_t ptr);
 /// A device timing read for `timingId` (timing null: missing), and a queue's clock.
 size_t timing(unsigned char* out, uint64_t timingId, const trace::DeviceAgg* timing, uint64_t deviceStart,
@@ -95,7 +119,7 @@ class RecordApplier {
     uint64_t stackLo, stackHi;
   };
   ThreadInfo& threadOf(uint32_t tid);
-  void applyCall(const unsigned char* record, size_t bytes, uint32_t tid, uint64_t startNs);
+  void applyCall(const unsigned char* record, uint32_t tid, uint64_t startNs);
 
   trace::Recorder& m_recorder;
   trace::CallModel m_model;

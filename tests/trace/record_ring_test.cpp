@@ -3,7 +3,8 @@
  * @file The record ring (trace/record_ring.h): records of every size come out whole, in each
  * producer's order, with producers on several threads and a ring far too small for them (so they
  * wait on the consumer); a record claimed but not yet written holds back the ones after it; the
- * gate holds new producers until it opens.
+ * gate holds new producers until it opens; a record is written and read in place, one contiguous
+ * run of bytes even where it wraps past the ring's end; a producer waits for its cells to be read.
  */
 #include <gtest/gtest.h>
 #include <sched.h>
@@ -29,7 +30,7 @@ void fill(unsigned char* out, size_t bytes, uint32_t producer, uint32_t seq) {
 }
 
 TEST(RecordRing, ManyProducersKeepOrderAndContentThroughBackPressure) {
-  RecordRing ring(64);  // 64 slots: records of up to 8 slots, many producers, constant waiting
+  RecordRing ring(64);  // 64 cells: records of up to 8 cells, many producers, constant waiting
   constexpr uint32_t kProducers = 4, kRecords = 3000;
   std::atomic<bool> done{false};
   std::vector<std::thread> producers;
@@ -83,8 +84,8 @@ TEST(RecordRing, AClaimedRecordHoldsBackLaterOnesUntilWritten) {
   EXPECT_EQ(ring.pop(out), 100u);
   EXPECT_EQ(ring.pop(out), 0u) << "popped past a record still being written";
   EXPECT_FALSE(ring.empty());
-  fill(rec, 100, 1, 1);
-  ring.commit(held, rec, yieldStall, nullptr);
+  fill(held.data, 100, 1, 1);
+  ring.publish(held);
   for (uint32_t s = 1; s <= 2; ++s) {
     ASSERT_EQ(ring.pop(out), 100u);
     uint32_t seq;
@@ -117,6 +118,67 @@ TEST(RecordRing, TheGateHoldsNewRecordsAndResetDropsHalfWrittenOnes) {
   EXPECT_TRUE(ring.empty());
   ASSERT_TRUE(ring.push(rec, 32, yieldStall, nullptr));
   EXPECT_EQ(ring.pop(out), 32u);
+}
+
+TEST(RecordRing, RecordsStayContiguousInPlaceAcrossTheRingsEnd) {
+  RecordRing ring(64);  // 4 KiB of cells
+  // Records of 3 cells (184 bytes + the length word): 21 of them fill 63 cells, the 22nd wraps.
+  for (uint32_t s = 0; s < 200; ++s) {
+    const RecordRing::Reservation r = ring.reserve(184, yieldStall, nullptr);
+    ASSERT_EQ(reinterpret_cast<uintptr_t>(r.data) % 8, 0u);
+    fill(r.data, 184, 7, s);
+    ring.publish(r);
+    size_t len = 0;
+    const unsigned char* got = ring.front(&len);
+    ASSERT_EQ(got, r.data) << "record " << s << " not read where it was written";
+    ASSERT_EQ(len, 184u);
+    unsigned char want[184];
+    fill(want, 184, 7, s);
+    ASSERT_EQ(0, memcmp(got, want, 184)) << "record " << s << " (ticket " << r.ticket << ") damaged";
+    ring.release();
+  }
+  EXPECT_GT(ring.tail(), 64u * 3) << "the records did not wrap";
+  EXPECT_TRUE(ring.empty());
+}
+
+TEST(RecordRing, AProducerWaitsUntilItsCellsAreRead) {
+  RecordRing ring(64);
+  // 64 one-cell records fill the ring.
+  alignas(8) unsigned char rec[56];
+  for (uint32_t s = 0; s < 64; ++s) {
+    fill(rec, 56, 2, s);
+    ASSERT_TRUE(ring.push(rec, 56, yieldStall, nullptr));
+  }
+  std::atomic<int> stalls{0};
+  std::atomic<bool> reserved{false};
+  std::thread late([&] {
+    const RecordRing::Reservation r = ring.reserve(56, [](void* c) {
+      ++*static_cast<std::atomic<int>*>(c);
+      sched_yield();
+    }, &stalls);
+    reserved = true;
+    memset(r.data, 0xee, 56);
+    ring.publish(r);
+  });
+  while (stalls.load() < 3) sched_yield();
+  EXPECT_FALSE(reserved.load()) << "a producer took cells the consumer had not read";
+  size_t len = 0;
+  const unsigned char* first = ring.front(&len);
+  ASSERT_NE(first, nullptr);
+  fill(rec, 56, 2, 0);
+  EXPECT_EQ(0, memcmp(first, rec, 56)) << "the oldest record was overwritten before it was read";
+  ring.release();
+  late.join();
+  EXPECT_TRUE(reserved.load());
+  alignas(8) unsigned char out[RecordRing::kMaxRecord];
+  for (uint32_t s = 1; s < 64; ++s) {
+    ASSERT_EQ(ring.pop(out), 56u);
+    fill(rec, 56, 2, s);
+    ASSERT_EQ(0, memcmp(out, rec, 56)) << "record " << s;
+  }
+  ASSERT_EQ(ring.pop(out), 56u);
+  EXPECT_EQ(out[0], 0xee);
+  EXPECT_TRUE(ring.empty());
 }
 
 }  // namespace
