@@ -40,14 +40,14 @@ using hetopt::shim::CallRecord;
 using hetopt::shim::Interceptor;
 
 // Fake handles: the interceptors only compare them (no driver is behind them).
-const uint64_t kQueue = 0x1000, kBuffer = 0x2000, kKernel = 0x3000;
+const uint64_t kContext = 0x800, kQueue = 0x1000, kBuffer = 0x2000, kKernel = 0x3000;
 
-void call(Interceptor* i, ApiId id, std::initializer_list<uint64_t> values) {
+void call(Interceptor* i, ApiId id, std::initializer_list<uint64_t> values, uint64_t result = CL_SUCCESS) {
   uint64_t args[16] = {};
   std::copy(values.begin(), values.end(), args);
   CallRecord c{id, static_cast<unsigned>(values.size()), args};
   i->callBegin(c);
-  c.result = CL_SUCCESS;  // the driver's answer
+  c.result = result;  // the driver's answer
   i->callEnd(c);
 }
 
@@ -103,9 +103,12 @@ int main(int argc, char** argv) {
   site.pcs[0] = reinterpret_cast<uintptr_t>(&main);
   trace->allocated({hetopt::AllocFn::Malloc, host.data(), bytes, 0, nullptr, &site});
   const float a = 2.0f;
-  for (Interceptor* i : {static_cast<Interceptor*>(&count), static_cast<Interceptor*>(trace)})
-    call(i, ApiId::clSetKernelArg, {kKernel, 0, sizeof(cl_mem), reinterpret_cast<uint64_t>(&kBuffer)}),
-        call(i, ApiId::clSetKernelArg, {kKernel, 1, sizeof a, reinterpret_cast<uint64_t>(&a)});
+  // As in a program, a context first (trace mode notes the start-up until it sees one).
+  for (Interceptor* i : {static_cast<Interceptor*>(&count), static_cast<Interceptor*>(trace)}) {
+    call(i, ApiId::clCreateContext, {0, 0, 0, 0, 0, 0}, kContext);
+    call(i, ApiId::clSetKernelArg, {kKernel, 0, sizeof(cl_mem), reinterpret_cast<uint64_t>(&kBuffer)});
+    call(i, ApiId::clSetKernelArg, {kKernel, 1, sizeof a, reinterpret_cast<uint64_t>(&a)});
+  }
 
   std::vector<double> countNs, traceNs, programNs;
   // The recording thread has taken everything queued (the ring is empty again).
