@@ -237,7 +237,9 @@ inline bool isCommunicationKind(ApiKind k) {{
          k == ApiKind::SvmCopy || k == ApiKind::Migrate;
 }}
 
-const ApiInfo& apiInfo(ApiId id);
+/// The table, by ApiId: read it through apiInfo() (inline: the shim asks it several times a call).
+extern const ApiInfo kApiTable[kApiCount];
+inline const ApiInfo& apiInfo(ApiId id) {{ return kApiTable[static_cast<size_t>(id)]; }}
 inline const char* apiName(ApiId id) {{ return apiInfo(id).name; }}
 /// Lookup by name; false when the name is not in the table.
 bool apiIdByName(std::string_view name, ApiId* out);
@@ -287,10 +289,14 @@ namespace {{
 
 {chr(10).join(arg_arrays)}
 
-constexpr ApiInfo kApis[] = {{
+}}  // namespace
+
+constexpr ApiInfo kApiTable[kApiCount] = {{
 {chr(10).join(infos)}
 }};
-static_assert(std::size(kApis) == kApiCount);
+static_assert(kApiTable[kApiCount - 1].name != nullptr, "an entry per ApiId");
+
+namespace {{
 
 struct NameEntry {{
   std::string_view name;
@@ -304,8 +310,6 @@ constexpr const char* kKindNames[] = {{{kind_names}}};
 constexpr const char* kRoleNames[] = {{{role_names}}};
 
 }}  // namespace
-
-const ApiInfo& apiInfo(ApiId id) {{ return kApis[static_cast<size_t>(id)]; }}
 
 bool apiIdByName(std::string_view name, ApiId* out) {{
   auto it = std::lower_bound(std::begin(kByName), std::end(kByName), name,
