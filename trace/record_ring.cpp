@@ -13,8 +13,8 @@ inline void cpuRelax() {
 #endif
 }
 constexpr int kSpins = 64;  ///< busy tries before the stall function is called
-/// The cells a record of kMaxRecord bytes may run past the ring's end.
-constexpr size_t kSpillBytes = RecordRing::kMaxRecord + RecordRing::kLengthBytes + RecordRing::kCellBytes;
+/// What a record of kMaxRecord bytes may run past the ring's end.
+constexpr size_t kSpillBytes = RecordRing::kMaxRecord;
 
 /// Spins, then calls `stall`, until `ready()`.
 template <typename Ready>
@@ -34,12 +34,14 @@ RecordRing::RecordRing(size_t cells) : m_mask(cells - 1) {
   m_seq = static_cast<std::atomic<uint64_t>*>(::operator new(cells * sizeof(std::atomic<uint64_t>),
                                                              std::align_val_t{kCellBytes}));
   for (size_t i = 0; i < cells; ++i) new (&m_seq[i]) std::atomic<uint64_t>(i);
+  m_length = new uint32_t[cells]();
   m_data = static_cast<unsigned char*>(::operator new(cells * kCellBytes + kSpillBytes, std::align_val_t{kCellBytes}));
 }
 
 RecordRing::~RecordRing() {
   ::operator delete(m_data, std::align_val_t{kCellBytes});
   ::operator delete(m_seq, std::align_val_t{kCellBytes});
+  delete[] m_length;
 }
 
 RecordRing::Reservation RecordRing::reserve(size_t bytes, Stall stall, void* context) {
@@ -63,31 +65,24 @@ RecordRing::Reservation RecordRing::reserve(size_t bytes, Stall stall, void* con
   const std::atomic<uint64_t>& seq = m_seq[last & m_mask];
   if (seq.load(std::memory_order_acquire) != last)
     waitFor([&] { return seq.load(std::memory_order_acquire) == last; }, stall, context);
-  unsigned char* at = cell(h);
+  unsigned char* const at = cell(h);
   // The next record (most likely this thread's next) goes after this one: its cells' lines on
   // their way here for writing while the program runs meanwhile.
   for (uint32_t i = 0; i < 3; ++i) __builtin_prefetch(cell(h + n + i), 1, 3);
   __builtin_prefetch(&m_seq[(h + n + 2) & m_mask], 0, 3);
-  const uint64_t len = bytes;
-  memcpy(at, &len, kLengthBytes);
-  return Reservation{at + kLengthBytes, h, n, static_cast<uint32_t>(bytes)};
+  return Reservation{at, h, n, static_cast<uint32_t>(bytes)};
 }
 
 const unsigned char* RecordRing::front(size_t* bytes) const {
   const uint64_t t = m_tail.load(std::memory_order_relaxed);
   if (m_seq[t & m_mask].load(std::memory_order_acquire) != t + 1) return nullptr;
-  const unsigned char* at = cell(t);
-  uint64_t len;
-  memcpy(&len, at, kLengthBytes);
-  *bytes = static_cast<size_t>(len);
-  return at + kLengthBytes;
+  *bytes = m_length[t & m_mask];
+  return cell(t);
 }
 
 void RecordRing::release() {
   const uint64_t t = m_tail.load(std::memory_order_relaxed);
-  uint64_t len;
-  memcpy(&len, cell(t), kLengthBytes);
-  const uint32_t n = cellsFor(static_cast<size_t>(len));
+  const uint32_t n = cellsFor(m_length[t & m_mask]);
   // In ticket order (reserve relies on it), each free for its ticket's next lap.
   for (uint32_t i = 0; i < n; ++i) m_seq[(t + i) & m_mask].store(t + i + m_mask + 1, std::memory_order_release);
   m_tail.store(t + n, std::memory_order_release);

@@ -5,9 +5,9 @@
  * threads to its recording thread.
  *
  * Cells of 64 bytes in a power-of-two ring; a record takes consecutive cells, its bytes one
- * contiguous run (an 8-byte length word, then the record), so a producer writes it in place and
- * the consumer reads it in place. The cells' sequence words sit in an array of their own (Vyukov's
- * bounded queue): cell i holds ticket + capacity once the ticket before it in that cell was
+ * contiguous run from its first cell's start, so a producer writes it in place and the consumer
+ * reads it in place. The cells' sequence words, and each record's length, sit in arrays of their
+ * own (a 128-byte record takes 2 cells; Vyukov's bounded queue): cell i holds ticket + capacity once the ticket before it in that cell was
  * consumed (free for this lap), and a record's first cell holds its ticket + 1 once published.
  * A producer claims its cells with one compare-and-swap on the head (its ticket: the record's
  * place in the order), waits until its last cell is free (the consumer frees in ticket order, so
@@ -35,7 +35,6 @@ namespace hetopt::trace {
 class RecordRing {
  public:
   static constexpr size_t kCellBytes = 64;
-  static constexpr size_t kLengthBytes = 8;  ///< before each record: its length (keeps it 8-aligned)
   static constexpr size_t kMaxRecord = 4096;  ///< bytes; larger records are refused (push: false)
 
   /// `cells`: a power of two, at least 4 * the cells of the largest record.
@@ -48,7 +47,7 @@ class RecordRing {
   using Stall = void (*)(void* context);
 
   struct Reservation {
-    unsigned char* data = nullptr;  ///< where the record's `bytes` go (8-aligned, contiguous)
+    unsigned char* data = nullptr;  ///< where the record's `bytes` go (64-aligned, contiguous)
     uint64_t ticket = 0;
     uint32_t cells = 0;
     uint32_t bytes = 0;
@@ -58,6 +57,7 @@ class RecordRing {
   Reservation reserve(size_t bytes, Stall stall, void* context);
   /// The record written at the reservation's `data` is whole: the consumer may take it.
   void publish(const Reservation& r) {
+    m_length[r.ticket & m_mask] = r.bytes;
     m_seq[r.ticket & m_mask].store(r.ticket + 1, std::memory_order_release);
   }
   /// reserve + copy + publish. False (nothing queued) for a record over kMaxRecord.
@@ -91,12 +91,11 @@ class RecordRing {
 
  private:
   static constexpr uint64_t kClosed = 1ull << 63;
-  static uint32_t cellsFor(size_t bytes) {
-    return static_cast<uint32_t>((bytes + kLengthBytes + kCellBytes - 1) / kCellBytes);
-  }
+  static uint32_t cellsFor(size_t bytes) { return static_cast<uint32_t>((bytes + kCellBytes - 1) / kCellBytes); }
   unsigned char* cell(uint64_t ticket) const { return m_data + (ticket & m_mask) * kCellBytes; }
 
   std::atomic<uint64_t>* m_seq;
+  uint32_t* m_length;     ///< by a record's first cell; written before it is published
   unsigned char* m_data;  ///< capacity cells, then the spill area
   uint64_t m_mask;
   alignas(64) std::atomic<uint64_t> m_head{0};

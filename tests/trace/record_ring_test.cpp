@@ -122,10 +122,11 @@ TEST(RecordRing, TheGateHoldsNewRecordsAndResetDropsHalfWrittenOnes) {
 
 TEST(RecordRing, RecordsStayContiguousInPlaceAcrossTheRingsEnd) {
   RecordRing ring(64);  // 4 KiB of cells
-  // Records of 3 cells (184 bytes + the length word): 21 of them fill 63 cells, the 22nd wraps.
+  // Records of 3 cells (184 bytes): 21 of them fill 63 cells, the 22nd wraps.
   for (uint32_t s = 0; s < 200; ++s) {
     const RecordRing::Reservation r = ring.reserve(184, yieldStall, nullptr);
-    ASSERT_EQ(reinterpret_cast<uintptr_t>(r.data) % 8, 0u);
+    ASSERT_EQ(reinterpret_cast<uintptr_t>(r.data) % RecordRing::kCellBytes, 0u);
+    ASSERT_EQ(r.cells, 3u);
     fill(r.data, 184, 7, s);
     ring.publish(r);
     size_t len = 0;
@@ -139,6 +140,11 @@ TEST(RecordRing, RecordsStayContiguousInPlaceAcrossTheRingsEnd) {
   }
   EXPECT_GT(ring.tail(), 64u * 3) << "the records did not wrap";
   EXPECT_TRUE(ring.empty());
+  // A record fills its cells: 128 bytes take two (nothing else shares them).
+  const RecordRing::Reservation two = ring.reserve(128, yieldStall, nullptr);
+  EXPECT_EQ(two.cells, 2u);
+  ring.publish(two);
+  ring.release();
 }
 
 TEST(RecordRing, AProducerWaitsUntilItsCellsAreRead) {
