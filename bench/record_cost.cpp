@@ -14,7 +14,8 @@
  * between them, untimed), and the back-to-back loop, whose pace is the recording thread's.
  *
  *   record_cost [--iters N] [--rounds R] [--program-only]
- *     prints ns per call (median of R rounds) per mode; --program-only skips the back-to-back loop
+ *     prints ns per call (median of R rounds) per mode, and what one clock read costs (trace mode
+ *     reads two per call); --program-only skips the back-to-back loop
  *     (for a profiler: the program's thread then never helps the recording thread drain)
  */
 #include <CL/cl.h>
@@ -123,6 +124,11 @@ int main(int argc, char** argv) {
     programNs.push_back(loop(trace, host.data(), bytes, iters, burst, caughtUp));
     if (!programOnly) traceNs.push_back(loop(trace, host.data(), bytes, iters));
   }
+  // Two clock reads per call are trace mode's host-time bracket: what one costs on this machine.
+  const auto clockStart = std::chrono::steady_clock::now();
+  volatile uint64_t sink = 0;  // kept: the reads are not optimized away
+  for (int k = 0; k < 1000000; ++k) sink = sink + hetopt::trace::monotonicNs();
+  const double clockNs = std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - clockStart).count() / 1e6;
   trace->processExit();
   printf("record_cost: loop_wkr's calls (write, launch, read of 4 KiB), %zu iterations x %zu rounds (median), no driver\n",
          iters, rounds);
@@ -130,6 +136,7 @@ int main(int argc, char** argv) {
   printf("count mode (interception)  %7.1f ns/call  (fastest round %.1f)\n", median(countNs), fastest(countNs));
   printf("trace mode, program thread %7.1f ns/call  (fastest round %.1f; +%.1f over count)\n",
          median(programNs), fastest(programNs), median(programNs) - median(countNs));
+  printf("one clock read             %7.1f ns       (trace mode reads two per call)\n", clockNs);
   if (!programOnly)
     printf("trace mode, back to back   %7.1f ns/call  (fastest round %.1f: the recording thread's pace)\n",
            median(traceNs), fastest(traceNs));
