@@ -493,9 +493,12 @@ void TraceInterceptor::allocated(const AllocEvent& event) {
   }
   const unsigned depth = site ? event.site->depth : 0;
   static_assert(sizeof(uintptr_t) == sizeof(uint64_t), "return addresses are recorded as 64-bit");
-  const uint32_t tid = threadId();  // before the reservation: a thread's first record is its own
+  // Before the reservation: a thread's first record is its own, and the place is held no longer
+  // than the copy takes.
+  const uint32_t tid = threadId();
+  const uint64_t atNs = trace::monotonicNs();
   const trace::RecordRing::Reservation r = m_stream.begin(raw::allocBytes(depth));
-  raw::alloc(r.data, tid, trace::monotonicNs(), static_cast<uint8_t>(event.fn), ptr, event.size, event.alignment,
+  raw::alloc(r.data, tid, atNs, static_cast<uint8_t>(event.fn), ptr, event.size, event.alignment,
              realloc ? oldPtr : 0, reinterpret_cast<const uint64_t*>(event.site ? event.site->pcs : nullptr), depth);
   m_stream.end(r);
 }
@@ -508,8 +511,9 @@ void TraceInterceptor::freeing(void* ptr) {
     m_blocks.erase(p);
   }
   const uint32_t tid = threadId();
+  const uint64_t atNs = trace::monotonicNs();
   const trace::RecordRing::Reservation r = m_stream.begin(raw::kFreeBytes);
-  raw::free(r.data, tid, trace::monotonicNs(), p);
+  raw::free(r.data, tid, atNs, p);
   m_stream.end(r);
 }
 
