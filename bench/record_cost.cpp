@@ -93,6 +93,10 @@ int main(int argc, char** argv) {
   if (!mkdtemp(dir)) return perror("mkdtemp"), 1;
   const std::string tracePath = std::string(dir) + "/t.trace";
   setenv("HETOPT_TRACE_FILE", tracePath.c_str(), 1);
+  // The queue as trace mode makes it without twins (no driver to make one): its commands are
+  // sampled for device timing, as a program's are (the sampled ones get an event slot that no
+  // driver fills, so nothing is timed).
+  setenv("HETOPT_TIME_QUEUE", "profiled", 1);
 
   const size_t bytes = 4096;
   std::vector<float> host(bytes / sizeof(float), 1.0f);
@@ -107,6 +111,7 @@ int main(int argc, char** argv) {
   // As in a program, a context first (trace mode notes the start-up until it sees one).
   for (Interceptor* i : {static_cast<Interceptor*>(&count), static_cast<Interceptor*>(trace)}) {
     call(i, ApiId::clCreateContext, {0, 0, 0, 0, 0, 0}, kContext);
+    call(i, ApiId::clCreateCommandQueue, {kContext, 0, 0, 0}, kQueue);
     call(i, ApiId::clSetKernelArg, {kKernel, 0, sizeof(cl_mem), reinterpret_cast<uint64_t>(&kBuffer)});
     call(i, ApiId::clSetKernelArg, {kKernel, 1, sizeof a, reinterpret_cast<uint64_t>(&a)});
   }
