@@ -133,7 +133,8 @@ int main(int argc, char** argv) {
   const auto clockStart = std::chrono::steady_clock::now();
   volatile uint64_t sink = 0;  // kept: the reads are not optimized away
   for (int k = 0; k < 1000000; ++k) sink = sink + hetopt::trace::monotonicNs();
-  const double clockNs = std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - clockStart).count() / 1e6;
+  const double clockNs =
+      std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - clockStart).count() / 1e6;
   trace->processExit();
   printf("record_cost: loop_wkr's calls (write, launch, read of 4 KiB), %zu iterations x %zu rounds (median), no driver\n",
          iters, rounds);

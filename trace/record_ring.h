@@ -5,18 +5,19 @@
  * threads to its recording thread.
  *
  * Cells of 64 bytes in a power-of-two ring; a record takes consecutive cells, its bytes one
- * contiguous run from its first cell's start, so a producer writes it in place and the consumer
- * reads it in place. The cells' sequence words, and each record's length, sit in arrays of their
- * own (a 128-byte record takes 2 cells; Vyukov's bounded queue): cell i holds ticket + capacity once the ticket before it in that cell was
- * consumed (free for this lap), and a record's first cell holds its ticket + 1 once published.
- * A producer claims its cells with one compare-and-swap on the head (its ticket: the record's
- * place in the order), waits until its last cell is free (the consumer frees in ticket order, so
- * the ones before it are too), writes, and publishes with one store. A record that runs past the
- * ring's end goes on into a spill area after it (as long as the largest record), so its bytes
- * stay contiguous; that area is only ever written by the one record that wraps, guarded by the
- * sequence words of the cells it stands for. No lock, no allocation after construction. A
- * producer whose cells are not free yet (the ring is full) waits, calling the caller's stall
- * function between tries: back-pressure, nothing is ever dropped.
+ * contiguous run from its first cell's start (a 128-byte record takes 2 cells), so a producer
+ * writes it in place and the consumer reads it in place. The cells' sequence words, and each
+ * record's length, sit in arrays beside them (Vyukov's bounded queue): a cell's word holds its
+ * ticket once the same cell's ticket of the lap before was consumed (free for this lap), and a
+ * record's first cell's word its ticket + 1 once published. A producer claims its cells with one
+ * compare-and-swap on the head (its ticket: the record's place in the order), waits until its
+ * last cell is free (the consumer frees in ticket order, so the ones before it are too), writes,
+ * and publishes with one store. A record that runs past the ring's end goes on into a spill area
+ * after it (as long as the largest record), so its bytes stay contiguous; that area is only ever
+ * written by the one record that wraps, guarded by the sequence words of the cells it stands for.
+ * No lock, no allocation after construction. A producer whose cells are not free yet (the ring
+ * is full) waits, calling the caller's stall function between tries: back-pressure, nothing is
+ * ever dropped.
  *
  * The gate (close/open): while closed, new reservations wait; records already claimed complete.
  * The fork protocol closes it, drains to the head it returned, and forks with the ring empty.

@@ -14,7 +14,8 @@
  *  - the recording thread (started at the first record, again in a forked child; every signal
  *    blocked, its own work never recorded): applies each record where it lies in the ring, then
  *    frees its cells; drains in batches, sleeping a millisecond between them while records come
- *    and longer while none do; producers wake it when the ring fills a quarter. The recorder writes its checkpoints as events arrive, so this thread writes them;
+ *    and longer while none do; producers wake it when the ring fills a quarter. The recorder
+ *    writes its checkpoints as events arrive, so this thread writes them;
  *  - fork (the shim's fork protocol): forkPrepare closes the ring's gate, takes the recorder's
  *    lock and drains every record claimed before it (the child's object model must have them;
  *    the child has no recording thread and no half-written record), forkParent/forkChild reopen;
