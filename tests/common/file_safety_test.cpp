@@ -47,7 +47,10 @@ class FileSafety : public ::testing::Test {
     p.programPath = "/bin/true";
     p.programKey = "sha256:00";
     p.poolBytes = 1 << 20;
-    p.sites = {{1, 0, 10}};
+    PlanSite site;
+    site.key = 1;
+    site.maxBytes = 10;
+    p.sites = {site};
     return p;
   }
   std::string m_dir, m_victim;

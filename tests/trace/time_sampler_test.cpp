@@ -37,7 +37,9 @@ TEST(TimeSampler, CensusThenExactlyOnePerBlock) {
       positions.insert(where);
     }
     // The position is drawn anew for every block: over 400 blocks each position shows up.
-    if (period <= 16) EXPECT_EQ(positions.size(), period) << "period " << period;
+    if (period <= 16) {
+      EXPECT_EQ(positions.size(), period) << "period " << period;
+    }
   }
 }
 
