@@ -320,10 +320,10 @@ TEST(Db, Version4ProfilesAreUpgradedAsProgramsWithoutScripts) {
   EXPECT_EQ(q.columnInt(5), 0);
 }
 
-// Every column, type, default and key of the application tables, as SQLite reports them.
+// Every column, type, default and key of the tables, as SQLite reports them.
 std::string describeTables(Db& db) {
   std::string out;
-  for (const DbTable& t : appTables()) {
+  for (const DbTable& t : dbTables()) {
     for (const char* pragma : {"table_info", "foreign_key_list", "index_list"}) {
       DbStatement q(db,
                     (std::string("SELECT * FROM pragma_") + pragma + "('" + t.name + "')").c_str());
@@ -346,7 +346,7 @@ TEST(Db, EveryOlderVersionUpgradesToTheTablesOfANewDb) {
   std::string error;
   auto fresh = Db::open(tmp.file("new.db"), Db::Mode::ReadWriteCreate, &error);
   ASSERT_TRUE(fresh) << error;
-  ASSERT_TRUE(fresh->exec(appTablesSql(), &error)) << error;
+  ASSERT_TRUE(fresh->exec(createTablesSql(dbTables()), &error)) << error;
   const std::string expected = describeTables(*fresh);
   ASSERT_NE(expected.find("app_profiles table_info: 40 recording_ns REAL 1 0"), std::string::npos)
       << expected;
@@ -357,7 +357,7 @@ TEST(Db, EveryOlderVersionUpgradesToTheTablesOfANewDb) {
       ASSERT_TRUE(db) << error;
       std::string sql = "UPDATE hetopt_meta SET value = '" + std::to_string(version) +
                         "' WHERE key = 'schema_version'; ";
-      for (const DbTable& t : appTables()) {
+      for (const DbTable& t : dbTables()) {
         sql += std::string("CREATE TABLE ") + t.name + " (";
         for (const DbColumn& c : t.columns)
           if (c.since <= version) sql += std::string(c.name) + " " + c.type + ", ";
