@@ -232,11 +232,6 @@ const DbField<RunSiteCounts> kRunSiteFields[] = {
 
 const DbTable& table(const char* name) { return *dbTable(name); }
 
-bool fail(std::string* error, const std::string& what, const std::string& detail) {
-  *error = what + ": " + detail;
-  return false;
-}
-
 bool storeSizes(Db& db, int64_t profileId, const char* owner, int rank, const char* direction,
                 const TransferStats& t, std::string* error) {
   DbStatement s(db, table("app_transfer_sizes").insertSql().c_str());
@@ -287,7 +282,7 @@ bool loadRunRows(Db& db, int64_t profileId, const char* filter, std::vector<Stor
 bool ensureProfileTables(Db& db, std::string* error) {
   std::string err;
   if (!db.exec(createTablesSql(appTables()), &err))
-    return fail(error, "creating the profile tables in " + db.path(), err);
+    return dbFail(error, "creating the profile tables in " + db.path(), err);
   return true;
 }
 
@@ -302,7 +297,7 @@ bool storeProfile(Db& db, const AppProfile& p, int64_t* idOut, std::string* erro
                             : "DELETE FROM app_profiles WHERE program_path=?1 AND program_key=?2");
     del.bind(1, p.program.profilePath());
     if (!isNamedPath(p.program.profilePath())) del.bind(2, p.program.key());
-    if (!del.run()) return fail(error, "replacing the profile", del.error());
+    if (!del.run()) return dbFail(error, "replacing the profile", del.error());
   }
   DbStatement s(db, table("app_profiles").insertSql().c_str());
   if (!dbStoreRow<AppProfile>(s, kProfileFields, p, "storing the profile", error)) return false;
@@ -357,7 +352,7 @@ bool loadProfileAt(Db& db, const std::string& path, const std::string& key, AppP
                   "ORDER BY (program_key = ?) DESC, id DESC LIMIT 1");
     q.bind(1, path).bind(2, key);
     DbStatement::Step st = q.step();
-    if (st == DbStatement::Step::Error) return fail(error, "looking up the profile", q.error());
+    if (st == DbStatement::Step::Error) return dbFail(error, "looking up the profile", q.error());
     if (st == DbStatement::Step::Done) return true;
     if (q.columnText(1) != key) {
       lookup->storedKey = q.columnText(1);
@@ -375,9 +370,10 @@ bool loadProfileAt(Db& db, const std::string& path, const std::string& key, AppP
     const DbTable& profiles = table("app_profiles");
     DbStatement q(db, profiles.selectSql("WHERE id=?").c_str());
     q.bind(1, lookup->id);
-    if (q.step() != DbStatement::Step::Row) return fail(error, "loading the profile", q.error());
+    if (q.step() != DbStatement::Step::Row) return dbFail(error, "loading the profile", q.error());
     std::string why;
-    if (!dbReadRow<AppProfile>(q, profiles, kProfileFields, &p, &why)) return fail(error, "loading the profile", why);
+    if (!dbReadRow<AppProfile>(q, profiles, kProfileFields, &p, &why))
+      return dbFail(error, "loading the profile", why);
     // A script's name and hash count only with a known kind (as ProgramIdentity makes them).
     if (p.program.script.kind == ScriptRef::Kind::None) p.program.script = ScriptRef{};
   }
@@ -399,12 +395,13 @@ bool loadProfileAt(Db& db, const std::string& path, const std::string& key, AppP
     while ((st = q.step()) == DbStatement::Step::Row) {
       int64_t rank = q.columnInt(rankColumn);
       if (rank < 0 || static_cast<size_t>(rank) >= p.candidates.size())
-        return fail(error, "loading site frames", "frame of a missing site");
+        return dbFail(error, "loading site frames", "frame of a missing site");
       ModulePc pc;
-      if (!dbReadRow<ModulePc>(q, frames, kFrameFields, &pc, &why)) return fail(error, "loading site frames", why);
+      if (!dbReadRow<ModulePc>(q, frames, kFrameFields, &pc, &why))
+        return dbFail(error, "loading site frames", why);
       p.candidates[rank].frames.push_back(std::move(pc));
     }
-    if (st != DbStatement::Step::Done) return fail(error, "loading site frames", q.error());
+    if (st != DbStatement::Step::Done) return dbFail(error, "loading site frames", q.error());
   }
   {
     const DbTable& untracked = table("app_untracked");
@@ -456,7 +453,7 @@ bool storeRun(Db& db, int64_t profileId, const StoredRun& run, size_t keep, std:
     // Cascades to the run's sites.
     DbStatement del(db, "DELETE FROM app_run_breakdowns WHERE profile_id=? AND label=?");
     del.bind(1, profileId).bind(2, run.bar.label);
-    if (!del.run()) return fail(error, "replacing a run", del.error());
+    if (!del.run()) return dbFail(error, "replacing a run", del.error());
   }
   {
     DbStatement s(db, table("app_run_breakdowns").insertSql(true).c_str());
@@ -476,7 +473,7 @@ bool storeRun(Db& db, int64_t profileId, const StoredRun& run, size_t keep, std:
                       "(SELECT label FROM app_run_breakdowns WHERE profile_id=? AND wall_ns>0 "
                       "ORDER BY started_ns DESC LIMIT ?)");
     prune.bind(1, profileId).bind(2, profileId).bind(3, static_cast<int64_t>(keep));
-    if (!prune.run()) return fail(error, "pruning old runs", prune.error());
+    if (!prune.run()) return dbFail(error, "pruning old runs", prune.error());
   }
   return tx.commit(error);
 }
@@ -509,7 +506,7 @@ bool storeLauncher(Db& db, const LauncherRecord& rec, std::string* error) {
                             : "DELETE FROM app_launchers WHERE launcher_path=?1 AND launcher_key=?2");
     del.bind(1, rec.launcherPath);
     if (!isNamedPath(rec.launcherPath)) del.bind(2, rec.launcherKey);
-    if (!del.run()) return fail(error, "replacing the launcher record", del.error());
+    if (!del.run()) return dbFail(error, "replacing the launcher record", del.error());
   }
   DbStatement s(db, table("app_launchers").insertSql().c_str());
   if (!dbStoreRow<LauncherRecord>(s, kLauncherFields, rec, "storing the launcher record", error))
@@ -540,12 +537,12 @@ bool loadLauncher(Db& db, const std::string& path, const std::string& key, Launc
   q.bind(1, path);
   if (!isNamedPath(path)) q.bind(2, key);
   DbStatement::Step st = q.step();
-  if (st == DbStatement::Step::Error) return fail(error, "looking up the launcher", q.error());
+  if (st == DbStatement::Step::Error) return dbFail(error, "looking up the launcher", q.error());
   if (st == DbStatement::Step::Done) return true;
   LauncherRecord rec;
   std::string why;
   if (!dbReadRow<LauncherRecord>(q, launchers, kLauncherFields, &rec, &why))
-    return fail(error, "looking up the launcher", why);
+    return dbFail(error, "looking up the launcher", why);
   rec.launcherPath = path;
   const DbTable& launched = table("app_launched");
   DbStatement c(db, launched.selectSql("WHERE launcher_id=? ORDER BY idx").c_str());

@@ -143,11 +143,6 @@ const DbField<Decision> kDecisionFields[] = {
 
 const DbTable& table(const char* name) { return *dbTable(name); }
 
-bool fail(std::string* error, const std::string& what, const std::string& detail) {
-  *error = what + ": " + detail;
-  return false;
-}
-
 /// "platform_name = :platform_name AND ...": the run with a key, bound by kKeyFields.
 std::string whereKey() {
   std::string sql = "WHERE ";
@@ -192,7 +187,7 @@ bool storeFits(Db& db, const CharacterizationRun& run, std::string* error) {
     for (int i = 0; i < f.fn.count; ++i) {
       bindRunId(seg, run.id);
       seg.bind(seg.parameterIndex(":idx"), int64_t{i});
-      if (!dbBindFields(seg, kFitKeyFields, f, &why)) return fail(error, what, why);
+      if (!dbBindFields(seg, kFitKeyFields, f, &why)) return dbFail(error, what, why);
       if (!dbStoreRow<Segment>(seg, kSegmentFields, f.fn.segments[i], what, error)) return false;
     }
   }
@@ -209,12 +204,12 @@ bool loadSegments(Db& db, int64_t id, Fit* f, std::string* error) {
   q.bind(q.parameterIndex(":run_id"), id);
   const std::string what = db.path() + ": run " + std::to_string(id);
   std::string why;
-  if (!dbBindRow(q, kFitKeyFields, *f, &why)) return fail(error, what, why);
+  if (!dbBindRow(q, kFitKeyFields, *f, &why)) return dbFail(error, what, why);
   std::vector<Segment> rows;
   if (!dbLoadRows<Segment>(q, segments, kSegmentFields, &rows, what, error)) return false;
-  if (rows.empty()) return fail(error, what, "a fit without segments");
+  if (rows.empty()) return dbFail(error, what, "a fit without segments");
   if (rows.size() > CostFunction::kMaxSegments)
-    return fail(error, what, "a fit with too many segments");
+    return dbFail(error, what, "a fit with too many segments");
   f->fn.count = static_cast<int>(rows.size());
   std::copy(rows.begin(), rows.end(), f->fn.segments.begin());
   return true;
@@ -252,10 +247,10 @@ bool readRuns(Db& db, DbStatement& q, std::vector<CharacterizationRun>* out, std
     run.id = q.columnInt(runs.columnIndex("id"));
     if (!dbReadRow<PlatformKey>(q, runs, kKeyFields, &run.info.key, &why) ||
         !dbReadRow<RunInfo>(q, runs, kRunFields, &run.info, &why))
-      return fail(error, what, why);
+      return dbFail(error, what, why);
     out->push_back(std::move(run));
   }
-  return s == DbStatement::Step::Done || fail(error, what, q.error());
+  return s == DbStatement::Step::Done || dbFail(error, what, q.error());
 }
 
 }  // namespace
@@ -263,7 +258,7 @@ bool readRuns(Db& db, DbStatement& q, std::vector<CharacterizationRun>* out, std
 bool ensureCharacterizeTables(Db& db, std::string* error) {
   std::string err;
   if (!db.exec(createTablesSql(charTables()), &err))
-    return fail(error, db.path() + ": cannot create tables", err);
+    return dbFail(error, db.path() + ": cannot create tables", err);
   return true;
 }
 
@@ -271,18 +266,18 @@ bool storeRun(Db& db, CharacterizationRun* run, std::string* error) {
   if (!ensureCharacterizeTables(db, error)) return false;
   std::string err;
   DbTransaction tx(db, &err);
-  if (!tx.ok()) return fail(error, db.path(), err);
+  if (!tx.ok()) return dbFail(error, db.path(), err);
   const RunInfo& r = run->info;
   {
     // Cascades to every table below the run.
     DbStatement del(db, ("DELETE FROM char_runs " + whereKey()).c_str());
-    if (!dbBindRow<PlatformKey>(del, kKeyFields, r.key, &err)) return fail(error, db.path(), err);
-    if (!del.run()) return fail(error, db.path(), del.error());
+    if (!dbBindRow<PlatformKey>(del, kKeyFields, r.key, &err)) return dbFail(error, db.path(), err);
+    if (!del.run()) return dbFail(error, db.path(), del.error());
   }
   {
     DbStatement ins(db, table("char_runs").insertSql().c_str());
     if (!dbBindFields<PlatformKey>(ins, kKeyFields, r.key, &err))
-      return fail(error, db.path(), err);
+      return dbFail(error, db.path(), err);
     if (!dbStoreRow<RunInfo>(ins, kRunFields, r, db.path() + ": char_runs", error)) return false;
     run->id = db.lastInsertRowId();
   }
@@ -294,7 +289,7 @@ bool storeRun(Db& db, CharacterizationRun* run, std::string* error) {
       !storeChildren<Decision>(db, "char_decisions", kDecisionFields, run->decisions, run->id,
                                error))
     return false;
-  if (!tx.commit(&err)) return fail(error, db.path(), err);
+  if (!tx.commit(&err)) return dbFail(error, db.path(), err);
   return true;
 }
 
@@ -306,7 +301,7 @@ bool loadRun(Db& db, const PlatformKey& key, CharacterizationRun* out, bool* fou
   if (!exists) return true;
   DbStatement q(db, table("char_runs").selectSql(whereKey()).c_str());
   std::string why;
-  if (!dbBindRow<PlatformKey>(q, kKeyFields, key, &why)) return fail(error, db.path(), why);
+  if (!dbBindRow<PlatformKey>(q, kKeyFields, key, &why)) return dbFail(error, db.path(), why);
   std::vector<CharacterizationRun> runs;
   if (!readRuns(db, q, &runs, error)) return false;
   if (runs.empty()) return true;

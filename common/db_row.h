@@ -61,6 +61,12 @@ inline bool dbRead(const DbStatement& q, int i, std::string* v) {
   return true;
 }
 
+/// *error = "what: detail"; false, for `return dbFail(...)`.
+inline bool dbFail(std::string* error, const std::string& what, const std::string& detail) {
+  *error = what + ": " + detail;
+  return false;
+}
+
 /// How one column of a row moves between the DB and a T.
 template <typename T>
 struct DbField {
@@ -166,15 +172,8 @@ template <typename T>
 bool dbStoreRow(DbStatement& s, std::span<const DbField<T>> fields, const T& row,
                 const std::string& what, std::string* error) {
   std::string why;
-  if (!dbBindRow(s, fields, row, &why)) {
-    *error = what + ": " + why;
-    return false;
-  }
-  if (!s.run()) {
-    *error = what + ": " + s.error();
-    return false;
-  }
-  return true;
+  if (!dbBindRow(s, fields, row, &why)) return dbFail(error, what, why);
+  return s.run() || dbFail(error, what, s.error());
 }
 
 /// Every row `q` (made by t.selectSql()) returns, appended to *out. False with *error naming
@@ -186,15 +185,10 @@ bool dbLoadRows(DbStatement& q, const DbTable& t, std::span<const DbField<T>> fi
   std::string why;
   while ((st = q.step()) == DbStatement::Step::Row) {
     T row{};
-    if (!dbReadRow(q, t, fields, &row, &why)) {
-      *error = what + ": " + why;
-      return false;
-    }
+    if (!dbReadRow(q, t, fields, &row, &why)) return dbFail(error, what, why);
     out->push_back(std::move(row));
   }
-  if (st == DbStatement::Step::Done) return true;
-  *error = what + ": " + q.error();
-  return false;
+  return st == DbStatement::Step::Done || dbFail(error, what, q.error());
 }
 
 }  // namespace hetopt

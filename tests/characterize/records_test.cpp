@@ -9,12 +9,26 @@
 #include <vector>
 
 #include "characterize/decide.h"
+#include "contracts/db_schema.h"
 #include "tests/characterize/test_util.h"
+#include "tests/common/db_describe.h"
 
 namespace hetopt::characterize {
 namespace {
 
 using testing::TempDir;
+
+CostFunction costFunction(std::initializer_list<Segment> segments, int points, double sizeMin,
+                          double sizeMax, double rmsRelErr, double maxRelErr) {
+  CostFunction f;
+  for (const Segment& s : segments) f.segments[f.count++] = s;
+  f.points = points;
+  f.sizeMin = sizeMin;
+  f.sizeMax = sizeMax;
+  f.rmsRelErr = rmsRelErr;
+  f.maxRelErr = maxRelErr;
+  return f;
+}
 
 CharacterizationRun makeRun(const std::string& device) {
   CharacterizationRun run;
@@ -36,15 +50,8 @@ CharacterizationRun makeRun(const std::string& device) {
       run.samples.push_back(s);
     }
   }
-  CostFunction f;
-  f.count = 2;
-  f.segments[0] = {0, 1000, 0.5};
-  f.segments[1] = {65536, 3000, 0.1};
-  f.rmsRelErr = 0.02;
-  f.maxRelErr = 0.05;
-  f.points = 11;
-  f.sizeMin = 1024;
-  f.sizeMax = 1 << 20;
+  const CostFunction f =
+      costFunction({{0, 1000, 0.5}, {65536, 3000, 0.1}}, 11, 1024, 1 << 20, 0.02, 0.05);
   run.fits = {{Measure::H2D, PolicyKind::Standard, 2, f}, {Measure::Alloc, PolicyKind::Locked, 1, f}};
   Decision d;
   d.direction = Direction::RoundTrip;
@@ -64,6 +71,21 @@ CharacterizationRun makeRun(const std::string& device) {
   small.alloc = AllocMode::Plain;
   run.decisions = {small, d};
   return run;
+}
+
+/// A new DB in `tmp` holding `runs`, stored in order (their ids set); null after a failure.
+std::unique_ptr<Db> dbWith(TempDir& tmp, std::initializer_list<CharacterizationRun*> runs,
+                           const char* file = "h.db") {
+  std::string error;
+  auto db = Db::open(tmp.file(file), Db::Mode::ReadWriteCreate, &error);
+  EXPECT_TRUE(db) << error;
+  for (CharacterizationRun* run : runs) {
+    if (db && !storeRun(*db, run, &error)) {
+      ADD_FAILURE() << error;
+      return nullptr;
+    }
+  }
+  return db;
 }
 
 // A run with every kind of value the tables hold (NULLs for no limit and no bound, a size past
@@ -98,19 +120,10 @@ CharacterizationRun fixtureRun() {
       sample(Measure::D2H, PolicyKind::Standard, 4, 1ull << 26, {5.5e6, 5.25e6, 6e6, 5.75e6}),
       sample(Measure::Free, PolicyKind::OpenCL, 1, (1ull << 63) + 3, {1e3}),
       sample(Measure::H2D, PolicyKind::Register, 2, 1 << 20, {90125, 90250})};
-  CostFunction three;
-  three.count = 3;
-  three.segments[0] = {0, 1500, 0.5};
-  three.segments[1] = {65536, 4000, 0.125};
-  three.segments[2] = {16777216, 9000, 0.0625};
-  three.rmsRelErr = 0.03125;
-  three.maxRelErr = 0.25;
-  three.points = 21;
-  three.sizeMin = 4096;
-  three.sizeMax = 1 << 30;
-  CostFunction one = three;
-  one.count = 1;
-  one.points = 5;
+  const CostFunction three =
+      costFunction({{0, 1500, 0.5}, {65536, 4000, 0.125}, {16777216, 9000, 0.0625}}, 21, 4096,
+                   1 << 30, 0.03125, 0.25);
+  const CostFunction one = costFunction({{0, 1500, 0.5}}, 5, 4096, 1 << 30, 0.03125, 0.25);
   run.fits = {{Measure::D2H, PolicyKind::Standard, 4, one},
               {Measure::H2D, PolicyKind::Register, 2, three}};
   Decision h2d;
@@ -239,33 +252,6 @@ std::string describeRun(const CharacterizationRun& run) {
   return out;
 }
 
-// Every row of every characterization table, and the tables' columns, keys and indices as SQLite
-// reports them.
-std::string describeTables(Db& db) {
-  std::string out;
-  for (const char* t : {"char_runs", "char_policies", "char_samples", "char_fits",
-                        "char_fit_segments", "char_decisions"}) {
-    std::vector<std::string> queries = {
-        std::string("SELECT * FROM pragma_table_info('") + t + "')",
-        std::string("SELECT * FROM pragma_foreign_key_list('") + t + "')",
-        std::string(
-            "SELECT l.seq, l.unique_, l.origin, l.partial, i.seqno, i.cid, i.name FROM "
-            "(SELECT seq, \"unique\" AS unique_, origin, partial, name FROM pragma_index_list('") +
-            t + "')) l, pragma_index_info(l.name) i ORDER BY l.seq, i.seqno",
-        std::string("SELECT * FROM ") + t + " ORDER BY 1, 2, 3, 4, 5"};
-    for (const std::string& sql : queries) {
-      DbStatement q(db, sql.c_str());
-      EXPECT_TRUE(q.ok()) << sql << ": " << q.error();
-      while (q.step() == DbStatement::Step::Row) {
-        out += std::string(t) + ":";
-        for (int c = 0; c < 16; ++c) out += " " + q.columnText(c);
-        out += "\n";
-      }
-    }
-  }
-  return out;
-}
-
 // A DB that the hand-written SQL of older hetopts made is read as it was written, and the tables
 // made now are the same tables, holding the same rows for the same run.
 TEST(Records, ADbOfTheOldCodeReadsTheSameAndIsWrittenTheSame) {
@@ -284,19 +270,19 @@ TEST(Records, ADbOfTheOldCodeReadsTheSameAndIsWrittenTheSame) {
   EXPECT_EQ(fromOld.samples[2].size, (1ull << 63) + 3);  // bit for bit through SQLite's INTEGER
   EXPECT_EQ(fromOld.fits[1].fn.count, 3);
 
-  auto now = Db::open(tmp.file("new.db"), Db::Mode::ReadWriteCreate, &error);
-  ASSERT_TRUE(now) << error;
   CharacterizationRun run = fixtureRun();
-  ASSERT_TRUE(storeRun(*now, &run, &error)) << error;
+  auto now = dbWith(tmp, {&run}, "new.db");
+  ASSERT_TRUE(now);
   CharacterizationRun fromNew;
   ASSERT_TRUE(loadRun(*now, run.info.key, &fromNew, &found, &error)) << error;
   ASSERT_TRUE(found);
   EXPECT_EQ(describeRun(fromOld), describeRun(fromNew));
-  const std::string tables = describeTables(*old);
-  EXPECT_NE(tables.find("char_decisions: 0 0 char_runs run_id id NO ACTION CASCADE NONE"),
+  const std::string tables = hetopt::testing::describeTables(*old, charTables(), true);
+  EXPECT_NE(tables.find(
+                "char_decisions foreign_key_list: 0 0 char_runs run_id id NO ACTION CASCADE NONE"),
             std::string::npos)
       << tables;
-  EXPECT_EQ(tables, describeTables(*now));
+  EXPECT_EQ(tables, hetopt::testing::describeTables(*now, charTables(), true));
 
   // The new code stores into the old tables: the run with the same key is replaced.
   run.info.durationS = 3;
@@ -311,10 +297,9 @@ TEST(Records, ADbOfTheOldCodeReadsTheSameAndIsWrittenTheSame) {
 TEST(Records, RoundTripKeepsEverything) {
   TempDir tmp;
   std::string error;
-  auto db = Db::open(tmp.file("h.db"), Db::Mode::ReadWriteCreate, &error);
-  ASSERT_TRUE(db) << error;
   CharacterizationRun run = makeRun("cpu-a");
-  ASSERT_TRUE(storeRun(*db, &run, &error)) << error;
+  auto db = dbWith(tmp, {&run});
+  ASSERT_TRUE(db);
   EXPECT_GT(run.id, 0);
 
   CharacterizationRun back;
@@ -375,11 +360,9 @@ TEST(Records, RoundTripKeepsEverything) {
 TEST(Records, SameKeyReplacesOtherKeysStay) {
   TempDir tmp;
   std::string error;
-  auto db = Db::open(tmp.file("h.db"), Db::Mode::ReadWriteCreate, &error);
-  ASSERT_TRUE(db) << error;
   CharacterizationRun a = makeRun("cpu-a"), b = makeRun("cpu-b");
-  ASSERT_TRUE(storeRun(*db, &a, &error)) << error;
-  ASSERT_TRUE(storeRun(*db, &b, &error)) << error;
+  auto db = dbWith(tmp, {&a, &b});
+  ASSERT_TRUE(db);
   CharacterizationRun a2 = makeRun("cpu-a");
   a2.info.durationS = 9;
   a2.samples.resize(3);
@@ -400,10 +383,9 @@ TEST(Records, SameKeyReplacesOtherKeysStay) {
 TEST(Records, KeyChangeMeansNotFound) {
   TempDir tmp;
   std::string error;
-  auto db = Db::open(tmp.file("h.db"), Db::Mode::ReadWriteCreate, &error);
-  ASSERT_TRUE(db) << error;
   CharacterizationRun run = makeRun("cpu-a");
-  ASSERT_TRUE(storeRun(*db, &run, &error)) << error;
+  auto db = dbWith(tmp, {&run});
+  ASSERT_TRUE(db);
   for (auto change : {+[](PlatformKey& k) { k.driverVersion = "3.2"; },
                       +[](PlatformKey& k) { k.kernel = "6.8.0"; },
                       +[](PlatformKey& k) { k.cpuModel = "Intel Xeon"; }}) {
@@ -419,8 +401,8 @@ TEST(Records, KeyChangeMeansNotFound) {
 TEST(Records, EmptyDbHasNoRunsAndDamagedRowsAreReported) {
   TempDir tmp;
   std::string error;
-  auto db = Db::open(tmp.file("h.db"), Db::Mode::ReadWriteCreate, &error);
-  ASSERT_TRUE(db) << error;
+  auto db = dbWith(tmp, {});
+  ASSERT_TRUE(db);
   std::vector<CharacterizationRun> all;
   ASSERT_TRUE(loadAllRuns(*db, &all, &error)) << error;  // no tables yet
   EXPECT_TRUE(all.empty());
