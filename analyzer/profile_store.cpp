@@ -42,26 +42,32 @@ std::vector<std::string> splitLines(const std::string& text) {
 const DbField<AppProfile> kProfileFields[] = {
     // The stored path is profilePath() ("@NAME" for a named profile); rows from before schema 5
     // have no executable: their path is the executable's (read before `executable`).
-    {"program_path", [](DbStatement& s, int i, const AppProfile& p) { s.bind(i, p.program.profilePath()); },
+    {"program_path",
+     [](DbStatement& s, int i, const AppProfile& p) { s.bind(i, p.program.profilePath()); },
      [](const DbStatement& q, int i, AppProfile* p) {
        const std::string stored = q.columnText(i);
        if (isNamedPath(stored)) p->program.profileName = stored.substr(1);
        p->program.path = stored;
+       return true;
      }},
     {"executable", [](DbStatement& s, int i, const AppProfile& p) { s.bind(i, p.program.path); },
      [](const DbStatement& q, int i, AppProfile* p) {
        if (!q.columnText(i).empty()) p->program.path = q.columnText(i);
+       return true;
      }},
     {"program_key", [](DbStatement& s, int i, const AppProfile& p) { s.bind(i, p.program.key()); },
-     [](const DbStatement&, int, AppProfile*) {}},  // looked up by, not loaded
+     [](const DbStatement&, int, AppProfile*) { return true; }},  // looked up by, not loaded
     FIELD(AppProfile, "build_id", program.buildId),
     FIELD(AppProfile, "content_hash", program.contentHash),
     {"script_kind",
-     [](DbStatement& s, int i, const AppProfile& p) { s.bind(i, int64_t{static_cast<int>(p.program.script.kind)}); },
+     [](DbStatement& s, int i, const AppProfile& p) {
+       s.bind(i, int64_t{static_cast<int>(p.program.script.kind)});
+     },
      [](const DbStatement& q, int i, AppProfile* p) {
        const int64_t kind = q.columnInt(i);
        if (kind > 0 && kind <= static_cast<int64_t>(ScriptRef::Kind::Code))
          p->program.script.kind = static_cast<ScriptRef::Kind>(kind);
+       return true;
      }},
     FIELD(AppProfile, "script", program.script.name),
     FIELD(AppProfile, "script_hash", program.script.hash),
@@ -73,11 +79,14 @@ const DbField<AppProfile> kProfileFields[] = {
     // An infinite ratio (no kernel time) is stored as NULL: SQLite has no infinity literal.
     {"ratio",
      [](DbStatement& s, int i, const AppProfile& p) {
-       if (std::isfinite(p.eligibility.ratio)) s.bind(i, p.eligibility.ratio);
-       else s.bindNull(i);
+       if (std::isfinite(p.eligibility.ratio))
+         s.bind(i, p.eligibility.ratio);
+       else
+         s.bindNull(i);
      },
      [](const DbStatement& q, int i, AppProfile* p) {
        p->eligibility.ratio = q.columnIsNull(i) ? HUGE_VAL : q.columnDouble(i);
+       return true;
      }},
     FIELD(AppProfile, "threshold", eligibility.threshold),
     FIELD(AppProfile, "communication_ns", eligibility.communicationNs),
@@ -97,8 +106,12 @@ const DbField<AppProfile> kProfileFields[] = {
     FIELD(AppProfile, "host_only_sites", hostOnlySites),
     FIELD(AppProfile, "host_only_allocations", hostOnlyAllocations),
     FIELD(AppProfile, "tracked_allocations", trackedAllocations),
-    {"warnings", [](DbStatement& s, int i, const AppProfile& p) { s.bind(i, joinLines(p.warnings)); },
-     [](const DbStatement& q, int i, AppProfile* p) { p->warnings = splitLines(q.columnText(i)); }},
+    {"warnings",
+     [](DbStatement& s, int i, const AppProfile& p) { s.bind(i, joinLines(p.warnings)); },
+     [](const DbStatement& q, int i, AppProfile* p) {
+       p->warnings = splitLines(q.columnText(i));
+       return true;
+     }},
     FIELD(AppProfile, "contexts", contextsCreated),
     FIELD(AppProfile, "first_context_devices", firstContextDevices),
     FIELD(AppProfile, "first_call_ns", startup.firstCallNs),
@@ -155,6 +168,7 @@ const DbField<UntrackedMemory> kUntrackedFields[] = {
        for (auto k : {UntrackedMemory::Kind::Static, UntrackedMemory::Kind::Stack,
                       UntrackedMemory::Kind::Mmap, UntrackedMemory::Kind::Heap})
          if (kind == untrackedKindName(k)) u->kind = k;
+       return true;
      }},
     FIELD(UntrackedMemory, "what", what),
     FIELD(UntrackedMemory, "module", modulePath),
@@ -206,7 +220,10 @@ const DbField<StoredRun> kRunFields[] = {
     FIELD(StoredRun, "exit_status", record.exitStatus),
     {"kind", [](DbStatement& s, int i, const StoredRun& r) { s.bind(i, std::string(runKindName(r.record.kind))); },
      // A name this hetopt does not know reads as optimized, as rows from before kinds did.
-     [](const DbStatement& q, int i, StoredRun* r) { parseRunKind(q.columnText(i), &r->record.kind); }},
+     [](const DbStatement& q, int i, StoredRun* r) {
+       parseRunKind(q.columnText(i), &r->record.kind);
+       return true;
+     }},
 };
 
 const DbField<RunSiteCounts> kRunSiteFields[] = {
@@ -220,43 +237,7 @@ const DbField<RunSiteCounts> kRunSiteFields[] = {
 #undef TRANSFER_FIELDS
 #undef FIELD
 
-const DbTable& table(const char* name) { return *appTable(name); }
-
-bool fail(std::string* error, const std::string& what, const std::string& detail) {
-  *error = what + ": " + detail;
-  return false;
-}
-
-/// Stores one row: keys already bound on `s` (made by insertSql()), then `row` by `fields`.
-template <typename T>
-bool storeRow(DbStatement& s, std::span<const DbField<T>> fields, const T& row, int keys,
-              const char* what, std::string* error) {
-  std::string why;
-  if (!dbBindRow(s, fields, row, keys, &why)) return fail(error, what, why);
-  return s.run() || fail(error, what, s.error());
-}
-
-/// Every row `q` (made by t.selectSql()) returns, appended to *out.
-template <typename T>
-bool loadRows(DbStatement& q, const DbTable& t, std::span<const DbField<T>> fields, std::vector<T>* out,
-              const char* what, std::string* error) {
-  DbStatement::Step st;
-  std::string why;
-  while ((st = q.step()) == DbStatement::Step::Row) {
-    T row{};
-    if (!dbReadRow(q, t, fields, &row, &why)) return fail(error, what, why);
-    out->push_back(std::move(row));
-  }
-  return st == DbStatement::Step::Done || fail(error, what, q.error());
-}
-
-bool tablesExist(Db& db, bool* exist, std::string* error, const char* table = "app_profiles") {
-  DbStatement q(db, "SELECT count(*) FROM sqlite_master WHERE type='table' AND name=?");
-  q.bind(1, std::string(table));
-  if (!q.ok() || q.step() != DbStatement::Step::Row) return fail(error, db.path(), q.error());
-  *exist = q.columnInt(0) > 0;
-  return true;
-}
+const DbTable& table(const char* name) { return *dbTable(name); }
 
 bool storeSizes(Db& db, int64_t profileId, const char* owner, int rank, const char* direction,
                 const TransferStats& t, std::string* error) {
@@ -267,7 +248,8 @@ bool storeSizes(Db& db, int64_t profileId, const char* owner, int rank, const ch
     s.bind(s.parameterIndex(":owner_rank"), int64_t{rank});
     s.bind(s.parameterIndex(":direction"), std::string(direction));
     s.bind(s.parameterIndex(":idx"), static_cast<int64_t>(i));
-    if (!storeRow<TransferStats::SizeCount>(s, kSizeFields, t.sizes[i], 5, "storing transfer sizes", error))
+    if (!dbStoreRow<TransferStats::SizeCount>(s, kSizeFields, t.sizes[i], "storing transfer sizes",
+                                              error))
       return false;
   }
   return true;
@@ -280,7 +262,8 @@ bool loadSizes(Db& db, int64_t profileId, const char* owner, int rank, const cha
                                     "ORDER BY idx").c_str());
   q.bind(1, profileId).bind(2, std::string(owner)).bind(3, int64_t{rank});
   q.bind(4, std::string(direction));
-  return loadRows<TransferStats::SizeCount>(q, sizes, kSizeFields, &t->sizes, "loading transfer sizes", error);
+  return dbLoadRows<TransferStats::SizeCount>(q, sizes, kSizeFields, &t->sizes,
+                                              "loading transfer sizes", error);
 }
 
 /// Binds the (profile_id, rank) keys of a profile's child row.
@@ -293,19 +276,20 @@ void bindRank(DbStatement& s, int64_t profileId, size_t rank) {
 bool loadRunRows(Db& db, int64_t profileId, const char* filter, std::vector<StoredRun>* out,
                  std::string* error) {
   bool exist = false;
-  if (!tablesExist(db, &exist, error)) return false;
+  if (!db.hasTable("app_profiles", &exist, error)) return false;
   if (!exist) return true;
   const DbTable& runs = table("app_run_breakdowns");
   DbStatement q(db, runs.selectSql(std::string("WHERE profile_id=? ") + filter).c_str());
   q.bind(1, profileId);
-  return loadRows<StoredRun>(q, runs, kRunFields, out, "loading runs", error);
+  return dbLoadRows<StoredRun>(q, runs, kRunFields, out, "loading runs", error);
 }
 
 }  // namespace
 
 bool ensureProfileTables(Db& db, std::string* error) {
   std::string err;
-  if (!db.exec(appTablesSql(), &err)) return fail(error, "creating the profile tables in " + db.path(), err);
+  if (!db.exec(createTablesSql(appTables()), &err))
+    return dbFail(error, "creating the profile tables in " + db.path(), err);
   return true;
 }
 
@@ -320,21 +304,23 @@ bool storeProfile(Db& db, const AppProfile& p, int64_t* idOut, std::string* erro
                             : "DELETE FROM app_profiles WHERE program_path=?1 AND program_key=?2");
     del.bind(1, p.program.profilePath());
     if (!isNamedPath(p.program.profilePath())) del.bind(2, p.program.key());
-    if (!del.run()) return fail(error, "replacing the profile", del.error());
+    if (!del.run()) return dbFail(error, "replacing the profile", del.error());
   }
   DbStatement s(db, table("app_profiles").insertSql().c_str());
-  if (!storeRow<AppProfile>(s, kProfileFields, p, 0, "storing the profile", error)) return false;
+  if (!dbStoreRow<AppProfile>(s, kProfileFields, p, "storing the profile", error)) return false;
   const int64_t id = db.lastInsertRowId();
   DbStatement site(db, table("app_sites").insertSql().c_str());
   DbStatement frame(db, table("app_site_frames").insertSql().c_str());
   for (size_t r = 0; r < p.candidates.size(); ++r) {
     const CandidateSite& c = p.candidates[r];
     bindRank(site, id, r);
-    if (!storeRow<CandidateSite>(site, kSiteFields, c, 2, "storing a candidate site", error)) return false;
+    if (!dbStoreRow<CandidateSite>(site, kSiteFields, c, "storing a candidate site", error))
+      return false;
     for (size_t d = 0; d < c.frames.size(); ++d) {
       bindRank(frame, id, r);
       frame.bind(frame.parameterIndex(":depth"), static_cast<int64_t>(d));
-      if (!storeRow<ModulePc>(frame, kFrameFields, c.frames[d], 3, "storing a site frame", error)) return false;
+      if (!dbStoreRow<ModulePc>(frame, kFrameFields, c.frames[d], "storing a site frame", error))
+        return false;
     }
     if (!storeSizes(db, id, "site", static_cast<int>(r), "h2d", c.h2d, error) ||
         !storeSizes(db, id, "site", static_cast<int>(r), "d2h", c.d2h, error))
@@ -344,7 +330,8 @@ bool storeProfile(Db& db, const AppProfile& p, int64_t* idOut, std::string* erro
   for (size_t r = 0; r < p.untracked.size(); ++r) {
     const UntrackedMemory& u = p.untracked[r];
     bindRank(un, id, r);
-    if (!storeRow<UntrackedMemory>(un, kUntrackedFields, u, 2, "storing untracked memory", error)) return false;
+    if (!dbStoreRow<UntrackedMemory>(un, kUntrackedFields, u, "storing untracked memory", error))
+      return false;
     if (!storeSizes(db, id, "untracked", static_cast<int>(r), "h2d", u.h2d, error) ||
         !storeSizes(db, id, "untracked", static_cast<int>(r), "d2h", u.d2h, error))
       return false;
@@ -363,7 +350,7 @@ bool loadProfileAt(Db& db, const std::string& path, const std::string& key, AppP
                    ProfileLookup* lookup, std::string* error) {
   *lookup = ProfileLookup{};
   bool exist = false;
-  if (!tablesExist(db, &exist, error)) return false;
+  if (!db.hasTable("app_profiles", &exist, error)) return false;
   if (!exist) return true;
   {
     // Newest first: the stale case names the most recent other build.
@@ -372,7 +359,7 @@ bool loadProfileAt(Db& db, const std::string& path, const std::string& key, AppP
                   "ORDER BY (program_key = ?) DESC, id DESC LIMIT 1");
     q.bind(1, path).bind(2, key);
     DbStatement::Step st = q.step();
-    if (st == DbStatement::Step::Error) return fail(error, "looking up the profile", q.error());
+    if (st == DbStatement::Step::Error) return dbFail(error, "looking up the profile", q.error());
     if (st == DbStatement::Step::Done) return true;
     if (q.columnText(1) != key) {
       lookup->storedKey = q.columnText(1);
@@ -390,9 +377,10 @@ bool loadProfileAt(Db& db, const std::string& path, const std::string& key, AppP
     const DbTable& profiles = table("app_profiles");
     DbStatement q(db, profiles.selectSql("WHERE id=?").c_str());
     q.bind(1, lookup->id);
-    if (q.step() != DbStatement::Step::Row) return fail(error, "loading the profile", q.error());
+    if (q.step() != DbStatement::Step::Row) return dbFail(error, "loading the profile", q.error());
     std::string why;
-    if (!dbReadRow<AppProfile>(q, profiles, kProfileFields, &p, &why)) return fail(error, "loading the profile", why);
+    if (!dbReadRow<AppProfile>(q, profiles, kProfileFields, &p, &why))
+      return dbFail(error, "loading the profile", why);
     // A script's name and hash count only with a known kind (as ProgramIdentity makes them).
     if (p.program.script.kind == ScriptRef::Kind::None) p.program.script = ScriptRef{};
   }
@@ -400,7 +388,8 @@ bool loadProfileAt(Db& db, const std::string& path, const std::string& key, AppP
     const DbTable& sites = table("app_sites");
     DbStatement q(db, sites.selectSql("WHERE profile_id=? ORDER BY rank").c_str());
     q.bind(1, lookup->id);
-    if (!loadRows<CandidateSite>(q, sites, kSiteFields, &p.candidates, "loading candidate sites", error))
+    if (!dbLoadRows<CandidateSite>(q, sites, kSiteFields, &p.candidates, "loading candidate sites",
+                                   error))
       return false;
   }
   {
@@ -413,18 +402,20 @@ bool loadProfileAt(Db& db, const std::string& path, const std::string& key, AppP
     while ((st = q.step()) == DbStatement::Step::Row) {
       int64_t rank = q.columnInt(rankColumn);
       if (rank < 0 || static_cast<size_t>(rank) >= p.candidates.size())
-        return fail(error, "loading site frames", "frame of a missing site");
+        return dbFail(error, "loading site frames", "frame of a missing site");
       ModulePc pc;
-      if (!dbReadRow<ModulePc>(q, frames, kFrameFields, &pc, &why)) return fail(error, "loading site frames", why);
+      if (!dbReadRow<ModulePc>(q, frames, kFrameFields, &pc, &why))
+        return dbFail(error, "loading site frames", why);
       p.candidates[rank].frames.push_back(std::move(pc));
     }
-    if (st != DbStatement::Step::Done) return fail(error, "loading site frames", q.error());
+    if (st != DbStatement::Step::Done) return dbFail(error, "loading site frames", q.error());
   }
   {
     const DbTable& untracked = table("app_untracked");
     DbStatement q(db, untracked.selectSql("WHERE profile_id=? ORDER BY rank").c_str());
     q.bind(1, lookup->id);
-    if (!loadRows<UntrackedMemory>(q, untracked, kUntrackedFields, &p.untracked, "loading untracked memory", error))
+    if (!dbLoadRows<UntrackedMemory>(q, untracked, kUntrackedFields, &p.untracked,
+                                     "loading untracked memory", error))
       return false;
     for (UntrackedMemory& u : p.untracked)
       if (u.gain.known) u.gain.policy = "register";
@@ -448,7 +439,7 @@ bool storeRunBreakdown(Db& db, int64_t profileId, const BreakdownBar& bar, std::
   if (!ensureProfileTables(db, error)) return false;
   DbStatement s(db, table("app_run_breakdowns").insertSql(true).c_str());
   s.bind(s.parameterIndex(":profile_id"), profileId);
-  return storeRow<StoredRun>(s, kRunFields, StoredRun{bar, {}}, 1, "storing a run breakdown", error);
+  return dbStoreRow<StoredRun>(s, kRunFields, StoredRun{bar, {}}, "storing a run breakdown", error);
 }
 
 bool loadRunBreakdowns(Db& db, int64_t profileId, std::vector<BreakdownBar>* out,
@@ -469,18 +460,19 @@ bool storeRun(Db& db, int64_t profileId, const StoredRun& run, size_t keep, std:
     // Cascades to the run's sites.
     DbStatement del(db, "DELETE FROM app_run_breakdowns WHERE profile_id=? AND label=?");
     del.bind(1, profileId).bind(2, run.bar.label);
-    if (!del.run()) return fail(error, "replacing a run", del.error());
+    if (!del.run()) return dbFail(error, "replacing a run", del.error());
   }
   {
     DbStatement s(db, table("app_run_breakdowns").insertSql(true).c_str());
     s.bind(s.parameterIndex(":profile_id"), profileId);
-    if (!storeRow<StoredRun>(s, kRunFields, run, 1, "storing a run", error)) return false;
+    if (!dbStoreRow<StoredRun>(s, kRunFields, run, "storing a run", error)) return false;
   }
   DbStatement site(db, table("app_run_sites").insertSql(true).c_str());
   for (const RunSiteCounts& c : run.record.sites) {
     site.reset();
     site.bind(site.parameterIndex(":profile_id"), profileId).bind(site.parameterIndex(":label"), run.bar.label);
-    if (!storeRow<RunSiteCounts>(site, kRunSiteFields, c, 2, "storing a run's sites", error)) return false;
+    if (!dbStoreRow<RunSiteCounts>(site, kRunSiteFields, c, "storing a run's sites", error))
+      return false;
   }
   {
     DbStatement prune(db,
@@ -488,7 +480,7 @@ bool storeRun(Db& db, int64_t profileId, const StoredRun& run, size_t keep, std:
                       "label NOT IN (SELECT label FROM app_run_breakdowns WHERE profile_id=?1 AND "
                       "wall_ns>0 AND kind=?2 ORDER BY started_ns DESC LIMIT ?3)");
     prune.bind(1, profileId).bind(2, std::string(runKindName(run.record.kind))).bind(3, static_cast<int64_t>(keep));
-    if (!prune.run()) return fail(error, "pruning old runs", prune.error());
+    if (!prune.run()) return dbFail(error, "pruning old runs", prune.error());
   }
   return tx.commit(error);
 }
@@ -498,13 +490,14 @@ bool loadRuns(Db& db, int64_t profileId, std::vector<StoredRun>* out, std::strin
   if (!loadRunRows(db, profileId, "AND wall_ns>0 ORDER BY started_ns", out, error)) return false;
   if (out->empty()) return true;
   bool exist = false;
-  if (!tablesExist(db, &exist, error, "app_run_sites")) return false;
+  if (!db.hasTable("app_run_sites", &exist, error)) return false;
   if (!exist) return true;
   const DbTable& sites = table("app_run_sites");
   for (StoredRun& run : *out) {
     DbStatement s(db, sites.selectSql("WHERE profile_id=? AND label=? ORDER BY site_key").c_str());
     s.bind(1, profileId).bind(2, run.bar.label);
-    if (!loadRows<RunSiteCounts>(s, sites, kRunSiteFields, &run.record.sites, "loading a run's sites", error))
+    if (!dbLoadRows<RunSiteCounts>(s, sites, kRunSiteFields, &run.record.sites,
+                                   "loading a run's sites", error))
       return false;
   }
   return true;
@@ -520,16 +513,18 @@ bool storeLauncher(Db& db, const LauncherRecord& rec, std::string* error) {
                             : "DELETE FROM app_launchers WHERE launcher_path=?1 AND launcher_key=?2");
     del.bind(1, rec.launcherPath);
     if (!isNamedPath(rec.launcherPath)) del.bind(2, rec.launcherKey);
-    if (!del.run()) return fail(error, "replacing the launcher record", del.error());
+    if (!del.run()) return dbFail(error, "replacing the launcher record", del.error());
   }
   DbStatement s(db, table("app_launchers").insertSql().c_str());
-  if (!storeRow<LauncherRecord>(s, kLauncherFields, rec, 0, "storing the launcher record", error)) return false;
+  if (!dbStoreRow<LauncherRecord>(s, kLauncherFields, rec, "storing the launcher record", error))
+    return false;
   const int64_t id = db.lastInsertRowId();
   DbStatement child(db, table("app_launched").insertSql().c_str());
   for (size_t i = 0; i < rec.launched.size(); ++i) {
     child.reset();
     child.bind(child.parameterIndex(":launcher_id"), id).bind(child.parameterIndex(":idx"), static_cast<int64_t>(i));
-    if (!storeRow<LaunchedProgram>(child, kLaunchedFields, rec.launched[i], 2, "storing a launched program", error))
+    if (!dbStoreRow<LaunchedProgram>(child, kLaunchedFields, rec.launched[i],
+                                     "storing a launched program", error))
       return false;
   }
   return tx.commit(error);
@@ -539,7 +534,7 @@ bool loadLauncher(Db& db, const std::string& path, const std::string& key, Launc
                   bool* found, std::string* error) {
   *found = false;
   bool exist = false;
-  if (!tablesExist(db, &exist, error, "app_launchers")) return false;
+  if (!db.hasTable("app_launchers", &exist, error)) return false;
   if (!exist) return true;
   const DbTable& launchers = table("app_launchers");
   DbStatement q(db, launchers
@@ -549,17 +544,18 @@ bool loadLauncher(Db& db, const std::string& path, const std::string& key, Launc
   q.bind(1, path);
   if (!isNamedPath(path)) q.bind(2, key);
   DbStatement::Step st = q.step();
-  if (st == DbStatement::Step::Error) return fail(error, "looking up the launcher", q.error());
+  if (st == DbStatement::Step::Error) return dbFail(error, "looking up the launcher", q.error());
   if (st == DbStatement::Step::Done) return true;
   LauncherRecord rec;
   std::string why;
   if (!dbReadRow<LauncherRecord>(q, launchers, kLauncherFields, &rec, &why))
-    return fail(error, "looking up the launcher", why);
+    return dbFail(error, "looking up the launcher", why);
   rec.launcherPath = path;
   const DbTable& launched = table("app_launched");
   DbStatement c(db, launched.selectSql("WHERE launcher_id=? ORDER BY idx").c_str());
   c.bind(1, q.columnInt(launchers.columnIndex("id")));
-  if (!loadRows<LaunchedProgram>(c, launched, kLaunchedFields, &rec.launched, "loading launched programs", error))
+  if (!dbLoadRows<LaunchedProgram>(c, launched, kLaunchedFields, &rec.launched,
+                                   "loading launched programs", error))
     return false;
   *out = std::move(rec);
   *found = true;

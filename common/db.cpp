@@ -184,16 +184,11 @@ bool Db::migrate(int64_t version, std::string* error) {
       version = strtoll(q.columnText(0).c_str(), nullptr, 10);
   }
   for (; version < kDbSchemaVersion; ++version) {
-    for (const DbTable& table : appTables()) {
+    for (const DbTable& table : dbTables()) {
       const std::string sql = table.upgradeSql(static_cast<int>(version) + 1);
       if (sql.empty()) continue;
       bool has = false;
-      {
-        DbStatement q(*this, "SELECT count(*) FROM sqlite_master WHERE type='table' AND name=?");
-        q.bind(1, std::string(table.name));
-        has = q.ok() && q.step() == DbStatement::Step::Row && q.columnInt(0) > 0;
-      }
-      if (has && !exec(sql, &err)) {
+      if (!hasTable(table.name, &has, &err) || (has && !exec(sql, &err))) {
         exec("ROLLBACK", nullptr);
         *error = "cannot upgrade " + m_path + " from schema version " + std::to_string(version) +
                  ": " + err;
@@ -224,6 +219,17 @@ bool Db::exec(const std::string& sql, std::string* error) {
   return true;
 }
 
+bool Db::hasTable(const std::string& name, bool* has, std::string* error) {
+  DbStatement q(*this, "SELECT count(*) FROM sqlite_master WHERE type='table' AND name=?");
+  q.bind(1, name);
+  if (q.step() != DbStatement::Step::Row) {
+    if (error) *error = m_path + ": " + q.error();
+    return false;
+  }
+  *has = q.columnInt(0) > 0;
+  return true;
+}
+
 int64_t Db::lastInsertRowId() const { return sqlite3_last_insert_rowid(m_db); }
 
 std::string Db::errorText() const { return sqlite3_errmsg(m_db); }
@@ -234,31 +240,46 @@ DbStatement::DbStatement(Db& db, const char* sql) : m_db(db) {
     m_error = db.errorText();
     sqlite3_finalize(m_stmt);
     m_stmt = nullptr;
+    return;
   }
+  m_bound.assign(static_cast<size_t>(sqlite3_bind_parameter_count(m_stmt)), false);
 }
 
 DbStatement::~DbStatement() { sqlite3_finalize(m_stmt); }
 
-DbStatement& DbStatement::bind(int index, int64_t value) {
-  if (m_stmt && sqlite3_bind_int64(m_stmt, index, value) != SQLITE_OK) m_error = m_db.errorText();
+DbStatement& DbStatement::bound(int index, int rc) {
+  if (rc != SQLITE_OK)
+    m_error = m_db.errorText();
+  else if (index >= 1 && static_cast<size_t>(index) <= m_bound.size())
+    m_bound[index - 1] = true;
   return *this;
+}
+
+DbStatement& DbStatement::bind(int index, int64_t value) {
+  return m_stmt ? bound(index, sqlite3_bind_int64(m_stmt, index, value)) : *this;
 }
 
 DbStatement& DbStatement::bind(int index, double value) {
-  if (m_stmt && sqlite3_bind_double(m_stmt, index, value) != SQLITE_OK) m_error = m_db.errorText();
-  return *this;
+  return m_stmt ? bound(index, sqlite3_bind_double(m_stmt, index, value)) : *this;
 }
 
 DbStatement& DbStatement::bind(int index, const std::string& value) {
-  if (m_stmt && sqlite3_bind_text(m_stmt, index, value.data(), static_cast<int>(value.size()),
-                                  SQLITE_TRANSIENT) != SQLITE_OK)
-    m_error = m_db.errorText();
-  return *this;
+  return m_stmt ? bound(index, sqlite3_bind_text(m_stmt, index, value.data(),
+                                                 static_cast<int>(value.size()), SQLITE_TRANSIENT))
+                : *this;
 }
 
 DbStatement& DbStatement::bindNull(int index) {
-  if (m_stmt && sqlite3_bind_null(m_stmt, index) != SQLITE_OK) m_error = m_db.errorText();
-  return *this;
+  return m_stmt ? bound(index, sqlite3_bind_null(m_stmt, index)) : *this;
+}
+
+std::string DbStatement::unboundParameter() const {
+  for (size_t i = 0; i < m_bound.size(); ++i) {
+    if (m_bound[i]) continue;
+    const char* name = sqlite3_bind_parameter_name(m_stmt, static_cast<int>(i) + 1);
+    return name ? name : "?" + std::to_string(i + 1);
+  }
+  return "";
 }
 
 int DbStatement::parameterIndex(const std::string& name) const {

@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "contracts/db_schema.h"
 
@@ -38,6 +39,8 @@ class Db {
 
   /// Runs one or more statements that return no rows. False with *error on failure.
   bool exec(const std::string& sql, std::string* error);
+  /// Whether the DB has a table called `name`; false with *error when it cannot be read.
+  bool hasTable(const std::string& name, bool* has, std::string* error);
   int64_t lastInsertRowId() const;
   const std::string& path() const { return m_path; }
   /// The current SQLite error text, for messages.
@@ -72,6 +75,9 @@ class DbStatement {
   /// The index of the named parameter (":column"), 0 when the statement has none by that name.
   int parameterIndex(const std::string& name) const;
   int parameterCount() const;
+  /// The name of the first parameter never bound (":column", or "?N" for an unnamed one); empty
+  /// when every one has been.
+  std::string unboundParameter() const;
 
   enum class Step { Row, Done, Error };
   /// Next row; Error sets error().
@@ -88,8 +94,10 @@ class DbStatement {
 
  private:
   Db& m_db;
+  DbStatement& bound(int index, int rc);
   sqlite3_stmt* m_stmt = nullptr;
   std::string m_error;
+  std::vector<bool> m_bound;  ///< per parameter (index - 1): bound since prepared
 };
 
 /// BEGIN IMMEDIATE ... COMMIT; rolls back unless commit() succeeded.

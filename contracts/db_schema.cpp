@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/** @file The application tables' columns and the SQL made from them; see db_schema.h, docs/DB.md. */
+/** @file The DB's tables, their columns and the SQL made from them; see db_schema.h, docs/DB.md. */
 #include "contracts/db_schema.h"
 
 namespace hetopt {
@@ -13,6 +13,49 @@ constexpr const char* kInt0 = "INTEGER NOT NULL DEFAULT 0";
 constexpr const char* kReal0 = "REAL NOT NULL DEFAULT 0";
 constexpr const char* kText0 = "TEXT NOT NULL DEFAULT ''";
 constexpr const char* kProfileRef = "INTEGER NOT NULL REFERENCES app_profiles(id) ON DELETE CASCADE";
+constexpr const char* kRunRef = "INTEGER NOT NULL REFERENCES char_runs(id) ON DELETE CASCADE";
+
+// The characterization. NULL in memlock_limit and size_hi: no limit, no bound.
+constexpr DbColumn kCharRuns[] = {
+    {"id", "INTEGER PRIMARY KEY"},
+    {"platform_name", kText}, {"platform_version", kText}, {"device_name", kText},
+    {"driver_version", kText}, {"cpu_model", kText}, {"kernel", kText},
+    {"device_vendor", kText}, {"device_type", kText}, {"hostname", kText},
+    {"hetopt_version", kText}, {"created_utc", kText}, {"quick", kInt},
+    {"duration_s", kReal}, {"memlock_limit", "INTEGER"}, {"lock_beyond_limit", kInt},
+};
+
+constexpr DbColumn kCharPolicies[] = {
+    {"run_id", kRunRef},
+    {"policy", kText}, {"state", kText}, {"reason", kText}, {"max_size", kInt},
+};
+
+constexpr DbColumn kCharSamples[] = {
+    {"run_id", kRunRef},
+    {"measure", kText}, {"policy", kText}, {"concurrency", kInt}, {"size", kInt},
+    {"reps", kInt}, {"median_ns", kReal}, {"q1_ns", kReal}, {"q3_ns", kReal},
+    {"min_ns", kReal}, {"max_ns", kReal}, {"times_ns", kText},
+};
+
+constexpr DbColumn kCharFits[] = {
+    {"run_id", kRunRef},
+    {"measure", kText}, {"policy", kText}, {"concurrency", kInt},
+    {"points", kInt}, {"rms_rel_err", kReal}, {"max_rel_err", kReal},
+    {"size_min", kReal}, {"size_max", kReal},
+};
+
+constexpr DbColumn kCharFitSegments[] = {
+    {"run_id", kRunRef},
+    {"measure", kText}, {"policy", kText}, {"concurrency", kInt}, {"idx", kInt},
+    {"size_lo", kReal}, {"latency_ns", kReal}, {"ns_per_byte", kReal},
+};
+
+constexpr DbColumn kCharDecisions[] = {
+    {"run_id", kRunRef},
+    {"direction", kText}, {"size_lo", kInt}, {"size_hi", "INTEGER"}, {"policy", kText},
+    {"alloc", kText}, {"ref_size", kInt}, {"predicted_ns", kReal},
+    {"standard_ns", kReal}, {"reason", kText},
+};
 
 constexpr DbColumn kProfiles[] = {
     {"id", "INTEGER PRIMARY KEY"},
@@ -119,7 +162,16 @@ constexpr DbColumn kRunSites[] = {
     {"pageable", kInt},
 };
 
+// The characterization's tables first (charTables() is the front of this list).
+constexpr size_t kCharTableCount = 6;
 const DbTable kTables[] = {
+    {"char_runs", kCharRuns,
+     "UNIQUE (platform_name, platform_version, device_name, driver_version, cpu_model, kernel)"},
+    {"char_policies", kCharPolicies, "PRIMARY KEY (run_id, policy)"},
+    {"char_samples", kCharSamples, "PRIMARY KEY (run_id, measure, policy, concurrency, size)"},
+    {"char_fits", kCharFits, "PRIMARY KEY (run_id, measure, policy, concurrency)"},
+    {"char_fit_segments", kCharFitSegments, "PRIMARY KEY (run_id, measure, policy, concurrency, idx)"},
+    {"char_decisions", kCharDecisions, "PRIMARY KEY (run_id, direction, size_lo)"},
     {"app_profiles", kProfiles, "UNIQUE (program_path, program_key)"},
     {"app_sites", kSites, "PRIMARY KEY (profile_id, rank)",
      "CREATE INDEX IF NOT EXISTS app_sites_by_key ON app_sites(site_key);"},
@@ -140,8 +192,9 @@ bool isRowId(const DbColumn& c) { return std::string_view(c.type) == "INTEGER PR
 
 std::string DbTable::createSql() const {
   std::string sql = std::string("CREATE TABLE IF NOT EXISTS ") + name + " (";
-  for (const DbColumn& c : columns) sql += std::string(c.name) + " " + c.type + ", ";
-  sql += constraints;
+  for (size_t i = 0; i < columns.size(); ++i)
+    sql += (i ? ", " : "") + std::string(columns[i].name) + " " + columns[i].type;
+  if (*constraints) sql += std::string(", ") + constraints;
   sql += ");";
   if (*extra) sql += std::string("\n") + extra;
   return sql;
@@ -179,17 +232,19 @@ std::string DbTable::upgradeSql(int to) const {
   return sql;
 }
 
-std::span<const DbTable> appTables() { return kTables; }
+std::span<const DbTable> dbTables() { return kTables; }
+std::span<const DbTable> charTables() { return dbTables().first(kCharTableCount); }
+std::span<const DbTable> appTables() { return dbTables().subspan(kCharTableCount); }
 
-const DbTable* appTable(std::string_view name) {
+const DbTable* dbTable(std::string_view name) {
   for (const DbTable& t : kTables)
     if (name == t.name) return &t;
   return nullptr;
 }
 
-std::string appTablesSql() {
+std::string createTablesSql(std::span<const DbTable> tables) {
   std::string sql;
-  for (const DbTable& t : kTables) sql += t.createSql() + "\n";
+  for (const DbTable& t : tables) sql += t.createSql() + "\n";
   return sql;
 }
 

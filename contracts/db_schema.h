@@ -1,13 +1,15 @@
 // SPDX-License-Identifier: MIT
 /**
- * @file The application tables of hetopt's DB as data (docs/DB.md describes each column): one list
- * of columns per table, from which the CREATE TABLE, the INSERT (named parameters `:column`), the
- * SELECT and each column's index are generated, and the in-place upgrades too: a column added to
- * an existing table carries the schema version that added it (`since`), and upgrading a DB from
- * version v adds the columns whose `since` is v + 1. Adding a column is one line here (plus the
- * accessor that fills it, analyzer/profile_store.cpp, which fails every store while one is missing)
- * and, when DBs of the previous version exist, a bump of kDbSchemaVersion with `since` set.
- * No SQLite here: common/db runs the SQL.
+ * @file The tables of hetopt's DB as data (docs/DB.md describes each column): the
+ * characterization's
+ * (`char_*`) and the application profiles' (`app_*`), one list of columns per table, from which the
+ * CREATE TABLE, the INSERT (named parameters `:column`), the SELECT and each column's index are
+ * generated, and the in-place upgrades too: a column added to an existing table carries the schema
+ * version that added it (`since`), and upgrading a DB from version v adds the columns whose `since`
+ * is v + 1. Adding a column is one line here plus the field that fills it (common/db_row.h: in
+ * characterize/records.cpp or analyzer/profile_store.cpp; every store fails, naming the column,
+ * while it has none) and, when DBs of the previous version exist, a bump of kDbSchemaVersion with
+ * `since` set. No SQLite here: common/db runs the SQL.
  */
 #pragma once
 #include <cstdint>
@@ -48,11 +50,15 @@ struct DbTable {
   std::string upgradeSql(int to) const;
 };
 
-/// Every application table (profiles, sites, launchers, runs), in creation order.
+/// Every table of the DB, in creation order: charTables(), then appTables().
+std::span<const DbTable> dbTables();
+/// The characterization's tables (runs, policies, samples, fits, decisions).
+std::span<const DbTable> charTables();
+/// The application tables (profiles, sites, launchers, runs).
 std::span<const DbTable> appTables();
-/// The table called `name` among appTables(); null when none.
-const DbTable* appTable(std::string_view name);
-/// CREATE statements for every application table.
-std::string appTablesSql();
+/// The table called `name`; null when none.
+const DbTable* dbTable(std::string_view name);
+/// CREATE statements for `tables`.
+std::string createTablesSql(std::span<const DbTable> tables);
 
 }  // namespace hetopt

@@ -12,6 +12,7 @@
 
 #include "contracts/db_schema.h"
 #include "hetopt/version.h"
+#include "tests/common/db_describe.h"
 #include "tests/common/temp_dir.h"
 
 namespace hetopt {
@@ -338,24 +339,6 @@ TEST(Db, Version4ProfilesAreUpgradedAsProgramsWithoutScripts) {
   EXPECT_EQ(q.columnInt(5), 0);
 }
 
-// Every column, type, default and key of the application tables, as SQLite reports them.
-std::string describeTables(Db& db) {
-  std::string out;
-  for (const DbTable& t : appTables()) {
-    for (const char* pragma : {"table_info", "foreign_key_list", "index_list"}) {
-      DbStatement q(db,
-                    (std::string("SELECT * FROM pragma_") + pragma + "('" + t.name + "')").c_str());
-      EXPECT_TRUE(q.ok()) << q.error();
-      while (q.step() == DbStatement::Step::Row) {
-        out += std::string(t.name) + " " + pragma + ":";
-        for (int c = 0; c < 8; ++c) out += " " + q.columnText(c);
-        out += "\n";
-      }
-    }
-  }
-  return out;
-}
-
 // A DB of every older schema version, its application tables as that version made them (the
 // columns added since left out), upgraded in place: the tables then are what a new DB gets, column
 // for column, and the rows stored before are kept.
@@ -364,8 +347,8 @@ TEST(Db, EveryOlderVersionUpgradesToTheTablesOfANewDb) {
   std::string error;
   auto fresh = Db::open(tmp.file("new.db"), Db::Mode::ReadWriteCreate, &error);
   ASSERT_TRUE(fresh) << error;
-  ASSERT_TRUE(fresh->exec(appTablesSql(), &error)) << error;
-  const std::string expected = describeTables(*fresh);
+  ASSERT_TRUE(fresh->exec(createTablesSql(dbTables()), &error)) << error;
+  const std::string expected = testing::describeTables(*fresh, dbTables());
   ASSERT_NE(expected.find("app_profiles table_info: 40 recording_ns REAL 1 0"), std::string::npos)
       << expected;
   for (int version = 1; version < kDbSchemaVersion; ++version) {
@@ -375,7 +358,7 @@ TEST(Db, EveryOlderVersionUpgradesToTheTablesOfANewDb) {
       ASSERT_TRUE(db) << error;
       std::string sql = "UPDATE hetopt_meta SET value = '" + std::to_string(version) +
                         "' WHERE key = 'schema_version'; ";
-      for (const DbTable& t : appTables()) {
+      for (const DbTable& t : dbTables()) {
         sql += std::string("CREATE TABLE ") + t.name + " (";
         for (const DbColumn& c : t.columns)
           if (c.since <= version) sql += std::string(c.name) + " " + c.type + ", ";
@@ -395,7 +378,8 @@ TEST(Db, EveryOlderVersionUpgradesToTheTablesOfANewDb) {
     }
     auto db = Db::open(path, Db::Mode::ReadWriteCreate, &error);
     ASSERT_TRUE(db) << version << ": " << error;
-    EXPECT_EQ(describeTables(*db), expected) << "upgraded from version " << version;
+    EXPECT_EQ(testing::describeTables(*db, dbTables()), expected)
+        << "upgraded from version " << version;
     DbStatement q(
         *db,
         "SELECT program_path, kernels, recording_ns, executable FROM app_profiles WHERE id = 9");
