@@ -10,6 +10,7 @@
 
 #include <cstdio>
 
+#include "common/log.h"
 #include "policies/os_memory.h"
 #include "shim/core/optimize_interceptor.h"
 
@@ -63,10 +64,17 @@ void OptimizeInterceptor::noteForkedCopyCallsOpenCL() {
   if (!m_markAtFirstCall.exchange(false, std::memory_order_relaxed)) return;
   const int fd = open(m_forkMarker.c_str(), O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
   if (fd >= 0) close(fd);
+  // Natively this child would have had a driver of its own (its parent had made no OpenCL call):
+  // if it hangs or fails now, that is hetopt's doing, and the user should hear it.
+  if (m_forkedBeforeProgramsFirstCall)
+    warn("a forked copy of this program calls OpenCL, but hetopt started the driver early in its parent, "
+         "and a forked child cannot use that driver (it may hang or fail); the next `hetopt run` of this "
+         "program leaves the driver to it");
 }
 
 void OptimizeInterceptor::forkChild() {
   m_markAtFirstCall.store(!m_plan.driverLate && !m_forkMarker.empty(), std::memory_order_relaxed);
+  m_forkedBeforeProgramsFirstCall = !m_plan.driverLate && !m_programCalledOpenCL.load(std::memory_order_relaxed);
   const bool placed = m_forkCopies.placeInChild();
   m_poolShared = m_region.ptr && os::needsCopyForChild(m_regionInheritance) && !(m_regionCopied && placed);
   if (m_registry) m_registry->forkChild();

@@ -462,6 +462,8 @@ std::string OptimizeInterceptor::conformanceStats() const {
 
 void OptimizeInterceptor::callBegin(CallRecord& call) {
   if (HETOPT_UNLIKELY(m_markAtFirstCall.load(std::memory_order_relaxed))) noteForkedCopyCallsOpenCL();
+  if (HETOPT_UNLIKELY(!m_programCalledOpenCL.load(std::memory_order_relaxed)))
+    m_programCalledOpenCL.store(true, std::memory_order_relaxed);
   if (HETOPT_UNLIKELY(!m_enumerated.load(std::memory_order_acquire))) {
     std::unique_lock<std::mutex> lock(m_stateMutex);
     if (m_plan.driverLate && !m_lateStarted) {

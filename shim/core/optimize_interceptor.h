@@ -148,6 +148,8 @@ class OptimizeInterceptor final : public Interceptor {
   int m_pid = 0;  ///< the process the plan was taken in (a forked child writes no run record)
   std::string m_forkMarker;  ///< forkMarkerPath(m_planPath): made by a forked copy's first OpenCL call
   std::atomic<bool> m_markAtFirstCall{false};  ///< in a forked child whose driver was started early
+  std::atomic<bool> m_programCalledOpenCL{false};  ///< the program itself has made an OpenCL call
+  bool m_forkedBeforeProgramsFirstCall = false;    ///< a forked child: its parent had made none
   uint64_t m_serveMin = 1, m_serveMax = 0;  ///< sizes some site takes (empty range: none)
   BlockRegistration m_blocks;  ///< heap blocks pinned in place (register strategy, pool fallback)
   InplaceRegistry* m_registry = nullptr;  ///< null without registrations; never freed (hooks)
