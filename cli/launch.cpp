@@ -13,6 +13,7 @@
 #include <cstring>
 #include <iterator>
 
+#include "common/clock.h"
 #include "common/log.h"
 #include "common/paths.h"
 
@@ -27,12 +28,6 @@ void forwardSignal(int sig, siginfo_t* info, void*) {
   // The terminal sends its signals to the whole foreground process group: the child has it.
   if (info && info->si_code == SI_KERNEL) return;
   if (s_child > 0) kill(s_child, sig);
-}
-
-uint64_t clockNs(clockid_t clock) {
-  timespec ts{};
-  clock_gettime(clock, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
 }
 
 // Removes every entry naming libhetopt_shim.so from a ':'-separated list variable.

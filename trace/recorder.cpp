@@ -11,16 +11,13 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "common/clock.h"
 #include "contracts/alloc_fn.h"
 #include "trace/call_model.h"
 
 namespace hetopt::trace {
 
-uint64_t monotonicNs() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
-}
+uint64_t monotonicNs() { return clockNs(CLOCK_MONOTONIC); }
 
 // ---- AddressSet ---------------------------------------------------------------------------------
 

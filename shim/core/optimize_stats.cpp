@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <string>
 
+#include "common/clock.h"
 #include "common/json_writer.h"
 #include "common/log.h"
 #include "common/options.h"
@@ -23,12 +24,6 @@
 
 namespace hetopt::shim {
 namespace {
-
-uint64_t clockNs(clockid_t clock) {
-  timespec ts{};
-  clock_gettime(clock, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
-}
 
 // Fixed-width hex, as site keys are written everywhere else.
 std::string hex64(uint64_t v) {

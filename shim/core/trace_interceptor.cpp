@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "common/clock.h"
 #include "common/log.h"
 #include "common/options.h"
 #include "hetopt/version.h"
@@ -183,9 +184,7 @@ TraceInterceptor* TraceInterceptor::create() {
   trace::FileHeader& h = t->m_config.header;
   h.pid = static_cast<uint64_t>(getpid());
   h.parentPid = static_cast<uint64_t>(getppid());
-  timespec ts;
-  clock_gettime(CLOCK_REALTIME, &ts);
-  h.startUnixNs = static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
+  h.startUnixNs = clockNs(CLOCK_REALTIME);
   h.writerVersion = HETOPT_VERSION_STRING;
   h.program = exe;
   h.arguments = readFile("/proc/self/cmdline");

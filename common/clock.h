@@ -1,0 +1,16 @@
+// SPDX-License-Identifier: MIT
+/** @file A clock's reading in nanoseconds (clock_gettime): allocation-free, for the shim too. */
+#pragma once
+#include <time.h>
+
+#include <cstdint>
+
+namespace hetopt {
+
+inline uint64_t clockNs(clockid_t clock) {
+  timespec ts{};
+  clock_gettime(clock, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+}  // namespace hetopt
