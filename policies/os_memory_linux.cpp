@@ -119,9 +119,9 @@ ForkInheritance forkInheritance(const void* addr) {
         inside = a >= lo && a < hi;
         shared = perms[3] == 's';
       } else if (inside && strncmp(line, "VmFlags:", 8) == 0) {
-        result = hasFlag(line, "dc")                 ? ForkInheritance::NotInherited
-                 : shared || hasFlag(line, "sh") ? ForkInheritance::Shared
-                                                     : ForkInheritance::Copied;
+        result = hasFlag(line, "dc") ? ForkInheritance::NotInherited  // MADV_DONTFORK
+                 : shared             ? ForkInheritance::Shared
+                                      : ForkInheritance::Copied;
         done = true;
         break;
       }
