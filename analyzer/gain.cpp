@@ -6,6 +6,7 @@
 #include <cctype>
 
 #include "characterize/records.h"
+#include "common/units.h"
 
 namespace hetopt::analyzer {
 namespace {
@@ -64,8 +65,8 @@ class CurveGainModel : public GainModel {
     const double small = allocNs(PolicyKind::Register, 1 << 20);
     const double large = allocNs(PolicyKind::Register, 256ull << 20);
     const double slope = std::max(0.0, (large - small) / 255.0);
-    *nsPerMiB = static_cast<uint64_t>(slope);
-    *latencyNs = static_cast<uint64_t>(std::max(0.0, small - slope));
+    *nsPerMiB = saturatingU64(slope);
+    *latencyNs = saturatingU64(small - slope);
     return true;
   }
 

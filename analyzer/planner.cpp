@@ -7,6 +7,7 @@
 #include <string>
 
 #include "analyzer/report.h"
+#include "common/units.h"
 
 namespace hetopt::analyzer {
 
@@ -72,7 +73,7 @@ uint64_t waitPerMiB(const GainPrediction& g, const TransferStats& h2d,
   const double mib = static_cast<double>(h2d.bytes + d2h.bytes) / (1 << 20);
   const double extra = g.standardNs - (g.optimizedNs - g.costNs);
   if (!g.known || mib <= 0 || extra <= 0) return 0;
-  return static_cast<uint64_t>(extra / mib);
+  return saturatingU64(extra / mib);
 }
 
 }  // namespace

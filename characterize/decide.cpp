@@ -233,7 +233,7 @@ std::vector<Decision> decide(const CharacterizationRun& run, const DecisionRules
   if (!stdH2D || !stdD2H) return out;
   uint64_t maxSize = rules.maxSize
                          ? rules.maxSize
-                         : static_cast<uint64_t>(std::max(stdH2D->fn.sizeMax, stdD2H->fn.sizeMax));
+                         : saturatingU64(std::max(stdH2D->fn.sizeMax, stdD2H->fn.sizeMax));
   uint64_t minSize = std::max<uint64_t>(rules.minSize, 1);
   // Ranges [2^k, 2^(k+1)) between minSize and maxSize, judged at their geometric middle; the first
   // is extended down to 0 and the last up to infinity (extrapolating the outer regimes).
@@ -272,7 +272,7 @@ std::vector<Decision> decide(const CharacterizationRun& run, const DecisionRules
       dec.sizeHi = i == starts.size() ? UINT64_MAX : starts[i];
       dec.policy = choices[mid].policy;
       dec.alloc = choices[mid].alloc;
-      dec.refSize = static_cast<uint64_t>(refOf(mid));
+      dec.refSize = saturatingU64(refOf(mid));
       dec.predictedNs = choices[mid].predictedNs;
       dec.standardNs = choices[mid].standardNs;
       dec.reason = choices[mid].reason;

@@ -131,4 +131,10 @@ bool parseByteSize(const std::string& text, uint64_t* out) {
   return true;
 }
 
+uint64_t saturatingU64(double value) {
+  if (!(value > 0)) return 0;
+  if (value >= 0x1p64) return UINT64_MAX;
+  return static_cast<uint64_t>(value);
+}
+
 }  // namespace hetopt

@@ -45,4 +45,8 @@ std::string formatDuration(double ns, TimeUnit unit = TimeUnit::Auto, Detail det
 /// zero or overflow.
 bool parseByteSize(const std::string& text, uint64_t* out);
 
+/// A count or a duration worked out in double (from fitted curves, from a DB) as a uint64_t:
+/// negative and NaN give 0, too large gives UINT64_MAX. A plain cast of such a value is undefined.
+uint64_t saturatingU64(double value);
+
 }  // namespace hetopt

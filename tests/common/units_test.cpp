@@ -148,5 +148,14 @@ TEST(Units, ParseByteSize) {
     EXPECT_FALSE(parseByteSize(bad, &v)) << bad;
 }
 
+TEST(Units, SaturatingU64) {
+  EXPECT_EQ(saturatingU64(1234.9), 1234u);
+  EXPECT_EQ(saturatingU64(-3.0), 0u);
+  EXPECT_EQ(saturatingU64(std::nan("")), 0u);
+  EXPECT_EQ(saturatingU64(5.17576e+22), UINT64_MAX);  // a fuzzed DB's "wait per MiB"
+  EXPECT_EQ(saturatingU64(HUGE_VAL), UINT64_MAX);
+  EXPECT_EQ(saturatingU64(0x1p63), 1ull << 63);
+}
+
 }  // namespace
 }  // namespace hetopt
