@@ -26,9 +26,12 @@
  * commands (trace/FORMAT.md), so the census (often the slow first iterations) counts for its
  * share only.
  *
- * One sampler per thread (the compressor folds per thread): a fixed, direct-mapped table, no
- * allocation and no lock per decision. Two keys sharing a slot evict each other and restart their
- * census: more commands timed, never fewer.
+ * One sampler per thread (the compressor folds per thread): a fixed table, no allocation and no
+ * lock per decision. It is 4-way set-associative: a loop's keys (a handful) land in 64 sets, and
+ * a direct-mapped table let two of them share a slot often enough (object handles differ every
+ * run) that they evicted each other on every command and timed every command for good. A key
+ * evicted anyway (a fifth key of one set, least recently used out) restarts its census: more
+ * commands timed, never fewer.
  */
 #pragma once
 #include <cstdint>
@@ -37,7 +40,9 @@ namespace hetopt::trace {
 
 class TimeSampler {
  public:
-  static constexpr unsigned kSlots = 256;   ///< distinct (call, objects) keys kept per thread
+  static constexpr unsigned kWays = 4;      ///< keys kept per set
+  static constexpr unsigned kSets = 64;
+  static constexpr unsigned kSlots = kWays * kSets;  ///< distinct (call, objects) keys kept per thread
   static constexpr uint64_t kCensus = 32;   ///< commands of a key timed before sampling starts
   static constexpr uint64_t kDefaultPeriod = 64;  ///< keep common/options.def's default equal
 
@@ -52,8 +57,7 @@ class TimeSampler {
   /// of its block.
   uint64_t weight(uint64_t key) {
     if (m_period <= 1) return 1;
-    Slot& s = m_slots[mix(key) & (kSlots - 1)];
-    if (s.seen == 0 || s.key != key) s = Slot{key, 0, 0, 0};
+    Slot& s = slotOf(key);
     if (s.seen < kCensus) {
       ++s.seen;
       return 1;
@@ -67,6 +71,9 @@ class TimeSampler {
   }
   bool shouldTime(uint64_t key) { return weight(key) != 0; }
 
+  /// The set `key` is kept in (public for the tests that make keys collide).
+  static unsigned setOf(uint64_t key) { return static_cast<unsigned>(mix(key) & (kSets - 1)); }
+
   /// Folds one value (the function id, an object handle) into a key.
   static uint64_t combine(uint64_t key, uint64_t value) {
     return mix(key ^ (value + 0x9e3779b97f4a7c15ull + (key << 6) + (key >> 2)));
@@ -78,7 +85,25 @@ class TimeSampler {
     uint64_t seen = 0;   ///< commands of `key` in its census so far (0: slot empty)
     uint64_t pick = 0;   ///< position timed in the current block
     uint64_t phase = 0;  ///< after the census: the next command's position in its block
+    uint64_t used = 0;   ///< m_tick at the key's last command (least recently used goes first)
   };
+  /// The key's slot: its own if kept, else an empty or the least recently used one of its set,
+  /// started afresh.
+  Slot& slotOf(uint64_t key) {
+    Slot* set = &m_slots[setOf(key) * kWays];
+    Slot* victim = set;
+    ++m_tick;
+    for (unsigned w = 0; w < kWays; ++w) {
+      Slot& s = set[w];
+      if (s.seen != 0 && s.key == key) {
+        s.used = m_tick;
+        return s;
+      }
+      if (s.used < victim->used) victim = &s;
+    }
+    *victim = Slot{key, 0, 0, 0, m_tick};
+    return *victim;
+  }
   static uint64_t mix(uint64_t h) {  // splitmix64 finalizer
     h ^= h >> 30;
     h *= 0xbf58476d1ce4e5b9ull;
@@ -95,6 +120,7 @@ class TimeSampler {
 
   uint64_t m_period;
   uint64_t m_rng;
+  uint64_t m_tick = 0;
   Slot m_slots[kSlots];
 };
 
