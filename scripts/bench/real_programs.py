@@ -28,7 +28,10 @@ ALL_MEASURED = ALL_VARIANTS[1:]
 # Only when VARIANTS names it (table only, not the .dat): the program itself in the declined
 # variant's environment (its other HETOPT_DB path), to tell what hetopt's exec costs from what the
 # environment's layout does.
-OPTIONAL = ["native_env"]
+OPTIONAL = ["native_env", "untouched"]
+# ... and "untouched": `hetopt run --untouched` (the program with no shim, timed from hetopt's own
+# start and recorded beside the plan), so that `hetopt report` (runs/NAME/report.txt, its plot
+# under runs/NAME/plots) measures the saving against plain runs of the same rounds.
 # Lines the tools under test add to a program's stderr: not the program's output.
 TOOL_LINE = re.compile(r"^(hetopt|register_first_transfer): ")
 
@@ -186,7 +189,8 @@ def main():
         prog = [os.path.join(progs, c["command"][0])] + c["command"][1:]
         argv_of = {"native": prog, "hetopt": [hetopt, "run"] + opts + ["--"] + prog,
                    "baseline": prog, "nopool": [hetopt, "run", "--no-pool"] + opts + ["--"] + prog,
-                   "declined": [hetopt, "run", "--"] + prog, "native_env": prog}
+                   "declined": [hetopt, "run", "--"] + prog, "native_env": prog,
+                   "untouched": [hetopt, "run", "--untouched", "--"] + prog}
         log(f"== {name}: {' '.join(shlex.quote(a) for a in c['command'])} (in {c['workdir']})")
         row = dict(c, status="ok")
 
@@ -300,6 +304,16 @@ def main():
             failed_any = True
         else:
             log(f"   outputs identical: {rounds * len(VARIANTS) + 1} runs and the trace, filter '{c['filter']}'")
+
+        if "untouched" in VARIANTS:  # hetopt's own before/after of the runs just made
+            rep = subprocess.run([hetopt, "report", "--last", str(min(max(rounds, 1), 50)), "--plots",
+                                  os.path.join(rundir, "plots"), "--"] + prog, cwd=cwd, env=base_env,
+                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+            with open(os.path.join(rundir, "report.txt"), "wb") as f:
+                f.write(rep.stdout)
+            for line in rep.stdout.decode(errors="replace").splitlines():
+                if re.search(r"saving|predicted|measured", line):
+                    log(f"   report: {line.strip()[:300]}")
 
         # (c) numbers.
         med = {v: statistics.median(times[v]) for v in VARIANTS}

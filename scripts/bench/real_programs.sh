@@ -39,8 +39,10 @@
 #   RUN_OPTIONS="..." options for `hetopt run` in the hetopt and nopool variants, e.g. "--policy opencl
 #                      --force" to exercise optimize mode where the curves decline (PoCL)
 #   VARIANTS="..."     only native and these variants (also native_env: the program in the declined
-#                      variant's environment, table only; the .dat keeps every column, NaN for the
-#                      variants not run, and the chart leaves their bars out)
+#                      variant's environment, and untouched: `hetopt run --untouched`, after whose
+#                      rounds `hetopt report` writes runs/NAME/report.txt and its plot; table only;
+#                      the .dat keeps every column, NaN for the variants not run, and the chart
+#                      leaves their bars out)
 #   SEED, RUN_TIMEOUT (seconds per run, default 600), MANIFEST (default scripts/realprogs/programs.txt),
 #   KEEP_STATE=1 (keep the private DB, plans and traces; printed)
 # Everything the script writes goes to a private DB, cache and trace folder (mktemp), never to

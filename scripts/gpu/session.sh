@@ -29,7 +29,8 @@
 #                 loader): it supports OpenCL layers, through which the shim sees programs that
 #                 dlopen() libOpenCL; the CUDA toolkit's loader does not
 #   tests         the ctests that check behaviour a driver decides, on the real one: twin queues
-#                 (ordering, events, release) and optimize mode's pool contexts
+#                 (ordering, events, release), optimize mode's pool contexts, and fork (whether the
+#                 driver's pinned memory is shared with a child decides what the fork protocol copies)
 #   context       scripts/bench/pool_context.sh: whole-process time of native, `hetopt run` with the
 #                 pool in the program's context (the default), HETOPT_POOL_CONTEXT=own, and with no
 #                 profile (untouched), interleaved, per phase
@@ -111,7 +112,7 @@ for s in "$@"; do
       ;;
     variants)
       step trace_variants
-      "$root/scripts/bench/trace_variants.sh" "$build" 7 'loop_wkr:--size 4K --iters 20000' |
+      "$root/scripts/bench/trace_variants.sh" "$build" "${ROUNDS:-9}" 'loop_wkr:--size 4K --iters 20000' |
         tee "$out/trace_variants.txt"
       python3 "$root/tests/trace/check_trace.py" agreement "$build/bin/hetopt" "$build/bin/loop_wkr" 3 \
         -- --size 4K --iters 20000 | tee "$out/trace_agreement.txt"
@@ -178,9 +179,9 @@ for s in "$@"; do
         "$root/scripts/bench/apps_speedup.sh" "$build" "$runs" "$out/ocl-icd" | tee "$out/ocl-icd/apps_speedup.txt"
       ;;
     tests)
-      step "ctest twin_queues, shim.optimize"
-      ctest --test-dir "$build" -R 'twin_queues|shim\.optimize' --output-on-failure --timeout 120 2>&1 |
-        tail -n 25 | tee "$out/ctest.txt"
+      step "ctest twin_queues, shim.optimize, fork"
+      ctest --test-dir "$build" -R 'twin_queues|shim\.optimize|fork' --output-on-failure --timeout 120 2>&1 |
+        tail -n 45 | tee "$out/ctest.txt"
       ;;
     context)
       step "pool context: program vs own"
