@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
 
 #include "common/log.h"
@@ -62,11 +63,13 @@ void OptimizeInterceptor::forkParent() {
 // OpenCL leave the early driver to later runs. No allocation (the path was made at start).
 void OptimizeInterceptor::noteForkedCopyCallsOpenCL() {
   if (!m_markAtFirstCall.exchange(false, std::memory_order_relaxed)) return;
-  const int fd = open(m_forkMarker.c_str(), O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+  const int fd = open(m_forkMarker.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+  const bool markedHere = fd >= 0 || errno != EEXIST;  // the run's first such copy (or no mark at all)
   if (fd >= 0) close(fd);
   // Natively this child would have had a driver of its own (its parent had made no OpenCL call):
-  // if it hangs or fails now, that is hetopt's doing, and the user should hear it.
-  if (m_forkedBeforeProgramsFirstCall)
+  // if it hangs or fails now, that is hetopt's doing, and the user should hear it, once per run
+  // (a program forking twenty workers warned twenty times).
+  if (m_forkedBeforeProgramsFirstCall && markedHere)
     warn("a forked copy of this program calls OpenCL, but hetopt started the driver early in its parent, "
          "and a forked child cannot use that driver (it may hang or fail); the next `hetopt run` of this "
          "program leaves the driver to it");

@@ -10,6 +10,9 @@
 # makes: with 0 the profile says the program does not fork; the optimized run whose children make
 # no OpenCL call leaves the plan as it is, and one whose children do (fork_app's opencl-children)
 # must leave the mark beside its plan that makes the next plan `driver late` (--dry-run says why).
+# MODE before-opencl is traced as `threads 0` (no fork): its children call OpenCL before the parent
+# has, on the driver hetopt started early, so the run must say so exactly once, however many
+# children do, and leave the mark.
 #   fork.sh HETOPT FORK_APP MODE FORKS
 set -u
 source "$(dirname "${BASH_SOURCE[0]}")/stats_lib.sh"
@@ -21,7 +24,9 @@ export HETOPT_DB=$work/hetopt.db XDG_CACHE_HOME=$work/cache
 
 fail() { echo "FAIL: $*"; for f in "$work"/*.err; do echo "--- $f"; tail -n 20 "$f"; done; exit 1; }
 "$app" "$mode" "$forks" >"$work/native.out" 2>"$work/native.err" || fail "native run exited $?"
-"$hetopt" trace -o "$work/app.trace" -- "$app" "$mode" "${TRACE_FORKS:-10}" >/dev/null 2>"$work/trace.err" ||
+traced=("$mode" "${TRACE_FORKS:-10}")
+[[ $mode == before-opencl ]] && traced=(threads 0)
+"$hetopt" trace -o "$work/app.trace" -- "$app" "${traced[@]}" >/dev/null 2>"$work/trace.err" ||
   fail "hetopt trace exited $?"
 grep -q "profile stored" "$work/trace.err" || fail "hetopt trace stored no profile"
 # timeout signals its whole process group: children spinning on an inherited lock go too.
@@ -44,7 +49,14 @@ dry() {
     fail "hetopt run --dry-run exited $?"
 }
 late="^driver:  left alone until the program's first OpenCL call"
-if [[ ${TRACE_FORKS:-10} == 0 ]]; then
+warning="a forked copy of this program calls OpenCL, but hetopt started the driver early"
+if [[ $mode == before-opencl ]]; then
+  warned=$(grep -c "$warning" "$work/run.err")
+  [[ $warned == 1 ]] || fail "$forks children called OpenCL before the parent: $warned warnings, expected exactly 1"
+  ls "$XDG_CACHE_HOME"/hetopt/plans/*.forked >/dev/null 2>&1 || fail "no fork mark beside the plan"
+  grep "^fork_app: child" "$work/run.err" | sort | uniq -c | sed 's/^/children under hetopt run: /'
+  dry
+elif [[ ${TRACE_FORKS:-10} == 0 ]]; then
   # Not forked when traced: children that never call OpenCL keep the early driver for later runs;
   # a forked copy that calls OpenCL leaves the mark, and the next plan leaves the driver alone.
   dry
@@ -55,7 +67,7 @@ if [[ ${TRACE_FORKS:-10} == 0 ]]; then
   cmp -s "$work/native.out" "$work/run2.out" || fail "stdout with OpenCL in the children differs from native"
   ls "$XDG_CACHE_HOME"/hetopt/plans/*.forked >/dev/null 2>&1 || fail "no fork mark beside the plan"
   # The parent made its own OpenCL calls first: its children's trouble is not hetopt's to warn of.
-  ! grep -q "a forked copy of this program calls OpenCL" "$work/run2.err" || fail "warned of a driver the program started itself"
+  ! grep -q "$warning" "$work/run2.err" || fail "warned of a driver the program started itself"
   dry
   grep -q "it forked in an optimized run" "$work/dry.out" || { cat "$work/dry.out"; fail "the plan does not say why"; }
 else

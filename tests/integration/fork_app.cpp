@@ -13,12 +13,19 @@
  *   preparing  from the start, before the program has a context and its workers have a block
  *              (the shim's pool thread enumerates the devices, waits for a context, then makes
  *              its own and the pool), then with the program's context
+ *   before-opencl  FORKS children first, before any OpenCL call of the program, each asking for
+ *              the platforms (natively a child's first call starts a driver of its own; under an
+ *              early-driver plan it meets the parent's: one warning, and the mark for next time);
+ *              each child's call is bounded by alarm(), and what it got goes to stderr only (a
+ *              child killed by the alarm is hetopt's known limit, not the program's failure);
+ *              then the workers run as in `threads` with no more forks
  * Children end with exit() where no other thread may be inside the driver, else with _exit(): a
  * driver's start-up registers exit handlers under glibc's lock, which a child forked meanwhile
  * inherits held (exit() is no async-signal-safe call, all a child of threads may rely on).
  * stdout: the "device:" line and "result: MODE forks=N through-exit=M" (M children ran exit());
  * exits 1 when a child failed or a block came back changed.
- *   fork_app threads|callback|preparing FORKS [opencl-children]   (FORKS 0: threads and callback only)
+ *   fork_app threads|callback|preparing|before-opencl FORKS [opencl-children]
+ *   (FORKS 0: threads and callback only)
  * opencl-children: each child also calls clGetPlatformIDs (an OpenCL call in a forked copy).
  */
 #include <sys/wait.h>
@@ -187,18 +194,40 @@ void forkFromCallbacks(const ClEnv& env, int forks) {
   clReleaseMemObject(dev);
 }
 
+/// before-opencl: children whose first OpenCL call comes before any of the parent's.
+void forkBeforeOpenCL(int forks) {
+  for (int i = 0; i < forks; ++i) {
+    fflush(nullptr);
+    pid_t pid = fork();
+    if (pid == 0) {
+      alarm(10);  // a child that inherited a driver mid-start may never return from it
+      cl_uint platforms = 0;
+      _exit(clGetPlatformIDs(0, nullptr, &platforms) == CL_SUCCESS && platforms > 0 ? 0 : 3);
+    }
+    int status = 0;
+    if (pid < 0 || waitpid(pid, &status, 0) != pid) {
+      ++g_failedChildren;
+      continue;
+    }
+    fprintf(stderr, "fork_app: child %d before OpenCL: %s\n", i,
+            WIFEXITED(status) ? (WEXITSTATUS(status) == 0 ? "platforms found" : "clGetPlatformIDs failed")
+                              : "killed (its OpenCL call did not return)");
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   const char* mode = argc > 1 ? argv[1] : "";
   const int forks = argc > 2 ? atoi(argv[2]) : 0;
   g_childrenCallOpenCL = argc > 3 && !strcmp(argv[3], "opencl-children");
-  const bool preparing = !strcmp(mode, "preparing");
-  if ((!preparing && strcmp(mode, "threads") && strcmp(mode, "callback")) || forks < 0 ||
-      (forks == 0 && preparing)) {
-    fprintf(stderr, "usage: fork_app threads|callback|preparing FORKS [opencl-children]\n");
+  const bool preparing = !strcmp(mode, "preparing"), beforeOpenCL = !strcmp(mode, "before-opencl");
+  if ((!preparing && !beforeOpenCL && strcmp(mode, "threads") && strcmp(mode, "callback")) ||
+      forks < 0 || (forks == 0 && (preparing || beforeOpenCL))) {
+    fprintf(stderr, "usage: fork_app threads|callback|preparing|before-opencl FORKS [opencl-children]\n");
     return 2;
   }
+  if (beforeOpenCL) forkBeforeOpenCL(forks);
   std::vector<std::thread> workers;
   auto startWorkers = [&] {
     for (int t = 0; t < kWorkers; ++t) workers.emplace_back(worker, t);
@@ -216,7 +245,7 @@ int main(int argc, char** argv) {
   if (!strcmp(mode, "callback"))
     forkFromCallbacks(env, forks);
   else
-    forkFromMainThread(preparing ? forks - 2 * (forks / 3) : forks, true, true);
+    forkFromMainThread(preparing ? forks - 2 * (forks / 3) : beforeOpenCL ? 0 : forks, true, true);
   // Every worker's site fed the device at least once (so that a run without forks still has a
   // transfer-feeding site to trace).
   while (g_transfers.load(std::memory_order_relaxed) < kWorkers) std::this_thread::yield();
