@@ -5,7 +5,10 @@
  * exec family that takes an argument vector (the process image is replaced). Trace mode writes
  * its trace first (shim/core/state.h); the call then goes on to the real function, status and
  * errors as they were. glibc's exit() and execl*() reach _exit and execve inside libc, not
- * through these: exit() is served by the shim's exit handler.
+ * through these: exit() is served by the shim's exit handler. And fork(): the interceptor may
+ * first wait for one of its threads (optimize mode: hetopt's driver start-up), where glibc's
+ * atfork handlers could not (they run under glibc's atfork lock, which a driver starting up may
+ * need). posix_spawn, system() and vfork() do not come here: their children only exec.
  */
 #include <dlfcn.h>
 #include <sys/syscall.h>
@@ -33,6 +36,13 @@ extern "C" {
 
 HETOPT_EXPORT void _exit(int status) { endProcess("_exit", status); }
 HETOPT_EXPORT void _Exit(int status) { endProcess("_Exit", status); }
+
+HETOPT_EXPORT pid_t fork(void) {
+  hetopt::shim::processFork();
+  using Fn = pid_t (*)();
+  static const auto real = next<Fn>("fork");
+  return real();
+}
 
 HETOPT_EXPORT int execve(const char* path, char* const argv[], char* const envp[]) {
   hetopt::shim::processExec();

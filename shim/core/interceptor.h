@@ -126,6 +126,9 @@ class Interceptor {
   virtual bool unmapping(void* addr, size_t len, bool discard) { return false; }
 
   // ---- fork (the shim's one set of atfork handlers, state.cpp, documents the lock order) ------
+  /// In the program's fork(), before glibc's fork machinery and any atfork handler, with no lock
+  /// held: the one place where fork() may wait for another thread (bounded).
+  virtual void beforeFork() {}
   /// In the forking thread before fork(): takes every lock of the interceptor's parts, so that the
   /// child inherits none held by a thread it does not have. Never a lock held across an OpenCL
   /// call or a call into the program: the forking thread may be in one (an event callback).

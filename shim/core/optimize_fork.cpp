@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 
 #include "common/log.h"
@@ -16,6 +17,20 @@
 #include "shim/core/optimize_interceptor.h"
 
 namespace hetopt::shim {
+
+// A fork() before the program's first OpenCL call, while hetopt's thread is inside the driver
+// (enumerating, making the early context, or the pool in a context of its own): the child would
+// inherit the loader or the driver in the middle of it, with no thread to finish it; ocl-icd 2.3's
+// clGetPlatformIDs then spins for ever in the child on the "initializing" flag the parent's
+// thread had set. Natively the program's child would start a driver of its own, so fork() waits
+// until that thread is out of the driver (bounded: a driver thread forking while the pool thread
+// waits for it must not stop both). After the program's first call the driver is the program's.
+void OptimizeInterceptor::beforeFork() {
+  if (m_plan.driverLate || m_programCalledOpenCL.load(std::memory_order_relaxed)) return;
+  std::unique_lock<std::mutex> lock(m_stateMutex);
+  if (!m_stateChanged.wait_for(lock, std::chrono::milliseconds(kForkWaitMs), [this] { return !m_poolThreadInDriver; }))
+    debug("fork() went ahead after %d ms with hetopt's thread still inside the driver", kForkWaitMs);
+}
 
 // The fork protocol's order (shim/core/state.cpp): state, pool, registry, heap blocks, direct
 // table, ledger. None of them is held while another is taken, nor across a wait for another thread.
@@ -91,6 +106,7 @@ void OptimizeInterceptor::forkChild() {
   m_state.store(static_cast<int>(PoolState::Failed), std::memory_order_release);
   snprintf(m_failure, sizeof m_failure, "forked child");
   m_enumerated.store(true, std::memory_order_release);
+  m_poolThreadInDriver = false;
   m_contextChosen = true;  // a context the child creates is not offered
   if (m_direct) m_direct->forkChild();
   unlockAfterFork();

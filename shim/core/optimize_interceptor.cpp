@@ -126,7 +126,10 @@ OptimizeInterceptor* OptimizeInterceptor::create() {
   if (self->m_plan.hasRegistrations()) self->m_registry = new InplaceRegistry(self->m_plan);
   // Prepared off the critical path; the thread ends when the pool is ready (or failed). With
   // `driver late` it starts at the program's first OpenCL call (callBegin), not before.
-  if (!self->m_plan.driverLate) std::thread([self] { self->preparePool(); }).detach();
+  if (!self->m_plan.driverLate) {
+    self->m_poolThreadInDriver = true;  // from now: a fork() before the thread runs waits for it too
+    std::thread([self] { self->preparePool(); }).detach();
+  }
   return self;
 }
 
@@ -152,8 +155,21 @@ void OptimizeInterceptor::failPool(const char* why) {
   m_stateChanged.notify_all();
 }
 
+void OptimizeInterceptor::setPoolThreadInDriver(bool inDriver) {
+  {
+    std::lock_guard<std::mutex> lock(m_stateMutex);
+    m_poolThreadInDriver = inDriver;
+  }
+  if (!inDriver) m_stateChanged.notify_all();
+}
+
 void OptimizeInterceptor::preparePool() {
   ScopedInternal internal;  // this thread's OpenCL calls and allocations are the shim's own
+  struct InDriver {  // on every way out of here (beforeFork waits for it)
+    OptimizeInterceptor* self;
+    ~InDriver() { self->setPoolThreadInDriver(false); }
+  } inDriver{this};
+  setPoolThreadInDriver(true);  // `driver late` starts it here
   double start = nowMs();
   ClQueryFunctions query{realClFunction<decltype(&clGetPlatformIDs)>(api::ApiId::clGetPlatformIDs),
                          realClFunction<decltype(&clGetPlatformInfo)>(api::ApiId::clGetPlatformInfo),
@@ -180,6 +196,7 @@ void OptimizeInterceptor::preparePool() {
   m_maxAllocBytes = dev.maxAllocBytes;
   markEnumerated();
   if (m_earlyState == EarlyState::Making) makeEarlyContext(createContext);
+  setPoolThreadInDriver(false);  // out of the driver until awaitContext (a hybrid pool's pages)
   PolicyKind kind = PolicyKind::OpenCL;
   policyFromName(m_plan.poolPolicy.c_str(), &kind);
   const bool pooled = m_plan.hasPoolSites() && !m_direct;
@@ -249,6 +266,7 @@ cl_context OptimizeInterceptor::awaitContext() {
   std::unique_lock<std::mutex> lock(m_stateMutex);
   if (!m_ownContextOnly)
     m_stateChanged.wait(lock, [this] { return m_programContext || m_ownContextWanted; });
+  m_poolThreadInDriver = true;  // a context, a queue and the pinned memory next
   m_contextChosen = true;
   return m_programContext;
 }

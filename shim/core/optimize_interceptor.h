@@ -78,6 +78,7 @@ class OptimizeInterceptor final : public Interceptor {
   void forkPrepare() override;
   void forkParent() override;
   void forkChild() override;
+  void beforeFork() override;
   void processExit() override;
 
  private:
@@ -110,6 +111,8 @@ class OptimizeInterceptor final : public Interceptor {
   bool waitForPool();
   void failPool(const char* why);
   void markEnumerated();
+  /// Whether the pool thread is inside the driver (under m_stateMutex; beforeFork waits it out).
+  void setPoolThreadInDriver(bool inDriver);
   /// clCreateBuffer*(CL_MEM_USE_HOST_PTR) of the program over memory registered in place.
   void yieldToHostPointerBuffer(const CallRecord& call, const api::ApiInfo& info);
   /// The register strategy: system memory, adopted by m_blocks to be pinned where it is.
@@ -174,6 +177,13 @@ class OptimizeInterceptor final : public Interceptor {
   // Which context the pool is made in (under m_stateMutex): see the file comment.
   bool m_ownContextOnly = false;           ///< HETOPT_POOL_CONTEXT=own
   bool m_lateStarted = false;  ///< `driver late`: the pool thread was started (under m_stateMutex)
+  /// The pool thread is starting the driver or making pinned memory, not waiting for a context
+  /// (under m_stateMutex).
+  bool m_poolThreadInDriver = false;
+  /// How long a fork() waits for it: a driver's start-up with a context, ~1 s on a cold NVIDIA
+  /// GPU, and pinned memory for the pool. Past it the fork goes ahead (the child is warned when
+  /// it calls OpenCL).
+  static constexpr int kForkWaitMs = 5000;
   cl_device_id m_device = nullptr;         ///< the plan's device (set before m_enumerated)
   cl_platform_id m_platform = nullptr;     ///< its platform (likewise)
   enum class EarlyState { Making, Made, Failed };

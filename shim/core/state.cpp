@@ -198,6 +198,11 @@ void processQuickExit() { traceStep(&TraceInterceptor::quickExit); }
 
 void processExec() { traceStep(&TraceInterceptor::beforeExec); }
 
+void processFork() {
+  if (t_depth > 0) return;  // the shim's own threads, or a driver forking inside a call of ours
+  if (Interceptor* i = interceptor()) i->beforeFork();
+}
+
 void deactivate() {
   Interceptor* old = g_interceptor.exchange(nullptr, std::memory_order_acq_rel);
   // Leaked on purpose: another thread may still be inside a callback of it; process exit frees it.

@@ -61,6 +61,9 @@ void deactivate();
 /// mode writes its trace out first (finished, or a snapshot before exec). No-op in other modes.
 void processQuickExit();
 void processExec();
+/// The program calls fork(): the installed interceptor's beforeFork() (not for the shim's own
+/// threads, nor while the shim is inside a call).
+void processFork();
 
 /// Registers the shim's fork protocol, once (the shim's start-up does; tests may): atfork
 /// handlers that run the installed interceptor's forkPrepare/forkParent/forkChild and hold the

@@ -12,7 +12,8 @@
 # must leave the mark beside its plan that makes the next plan `driver late` (--dry-run says why).
 # MODE before-opencl is traced as `threads 0` (no fork): its children call OpenCL before the parent
 # has, on the driver hetopt started early, so the run must say so exactly once, however many
-# children do, and leave the mark.
+# children do, and leave the mark; and each child must get its answer (fork() waited for the
+# driver's start-up to end).
 #   fork.sh HETOPT FORK_APP MODE FORKS
 set -u
 source "$(dirname "${BASH_SOURCE[0]}")/stats_lib.sh"
@@ -54,7 +55,10 @@ if [[ $mode == before-opencl ]]; then
   warned=$(grep -c "$warning" "$work/run.err")
   [[ $warned == 1 ]] || fail "$forks children called OpenCL before the parent: $warned warnings, expected exactly 1"
   ls "$XDG_CACHE_HOME"/hetopt/plans/*.forked >/dev/null 2>&1 || fail "no fork mark beside the plan"
-  grep "^fork_app: child" "$work/run.err" | sort | uniq -c | sed 's/^/children under hetopt run: /'
+  # fork() waits until hetopt's thread is out of the driver's start-up: a child inheriting the
+  # loader mid-start spun for ever in clGetPlatformIDs (ocl-icd), 1 run in 7 on 2 busy cores.
+  found=$(grep -c "^fork_app: child .*: platforms found" "$work/run.err")
+  [[ $found == "$forks" ]] || fail "$((forks - found)) of $forks children did not get the platforms"
   dry
 elif [[ ${TRACE_FORKS:-10} == 0 ]]; then
   # Not forked when traced: children that never call OpenCL keep the early driver for later runs;
