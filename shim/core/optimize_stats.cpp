@@ -58,9 +58,11 @@ std::string OptimizeInterceptor::poolStats() {
     return std::string(m_direct ? "no direct allocation (" : "no pool (") + m_failure + ")";
   if (st != static_cast<int>(PoolState::Ready) && !contextExists())
     return "nothing pinned: the program made no OpenCL context on the planned device";
-  if (st != static_cast<int>(PoolState::Ready))
-    return m_direct ? "context still preparing" : "pool still preparing";
-  const std::string ready = ", ready after " + std::to_string(static_cast<int>(m_readyAfterMs)) + " ms";
+  // Whether it got ready before the program ended is a race a short program can lose; which
+  // memory and which context it was preparing are facts either way.
+  const std::string ready = st == static_cast<int>(PoolState::Ready)
+                                ? ", ready after " + std::to_string(static_cast<int>(m_readyAfterMs)) + " ms"
+                                : ", still preparing";
   if (m_direct)
     return "direct " + m_plan.poolPolicy + " allocation (no pool) in " + contextOrigin() + ready;
   return m_plan.poolPolicy + " pool of " + mib(m_plan.poolBytes) + " in " + contextOrigin() + ready;
