@@ -129,6 +129,9 @@ class Interceptor {
   /// In the program's fork(), before glibc's fork machinery and any atfork handler, with no lock
   /// held: the one place where fork() may wait for another thread (bounded).
   virtual void beforeFork() {}
+  /// The program's exit() began on its main thread (or main returned), before any exit handler
+  /// runs: the one place exit may wait for another thread (bounded).
+  virtual void beforeExit() {}
   /// In the forking thread before fork(): takes every lock of the interceptor's parts, so that the
   /// child inherits none held by a thread it does not have. Never a lock held across an OpenCL
   /// call or a call into the program: the forking thread may be in one (an event callback).

@@ -25,12 +25,7 @@ namespace hetopt::shim {
 // thread had set. Natively the program's child would start a driver of its own, so fork() waits
 // until that thread is out of the driver (bounded: a driver thread forking while the pool thread
 // waits for it must not stop both). After the program's first call the driver is the program's.
-void OptimizeInterceptor::beforeFork() {
-  if (m_plan.driverLate || m_programCalledOpenCL.load(std::memory_order_relaxed)) return;
-  std::unique_lock<std::mutex> lock(m_stateMutex);
-  if (!m_stateChanged.wait_for(lock, std::chrono::milliseconds(kForkWaitMs), [this] { return !m_poolThreadInDriver; }))
-    debug("fork() went ahead after %d ms with hetopt's thread still inside the driver", kForkWaitMs);
-}
+void OptimizeInterceptor::beforeFork() { waitOutOfDriver("fork()"); }
 
 // The fork protocol's order (shim/core/state.cpp): state, pool, registry, heap blocks, direct
 // table, ledger. None of them is held while another is taken, nor across a wait for another thread.

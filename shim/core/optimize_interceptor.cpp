@@ -163,6 +163,21 @@ void OptimizeInterceptor::setPoolThreadInDriver(bool inDriver) {
   if (!inDriver) m_stateChanged.notify_all();
 }
 
+void OptimizeInterceptor::waitOutOfDriver(const char* what) {
+  // After the program's first OpenCL call the driver is loaded and started by the program itself.
+  if (m_plan.driverLate || m_programCalledOpenCL.load(std::memory_order_relaxed)) return;
+  std::unique_lock<std::mutex> lock(m_stateMutex);
+  if (!m_stateChanged.wait_for(lock, std::chrono::milliseconds(kDriverWaitMs), [this] { return !m_poolThreadInDriver; }))
+    debug("%s went ahead after %d ms with hetopt's thread still inside the driver", what, kDriverWaitMs);
+}
+
+// A program that ends before its first OpenCL call (a usage error, --help, a launcher) while
+// hetopt's thread is still loading the driver: exit's handlers, among them the destructors that
+// the driver's libraries registered as they loaded (LLVM's, under PoCL), run while that thread is
+// still inside their constructors. On PoCL 14 runs in 100 ended in SIGSEGV or SIGABRT that way
+// (tests/integration: faults.exit_while_loading). Natively the program never loads the driver.
+void OptimizeInterceptor::beforeExit() { waitOutOfDriver("exit()"); }
+
 void OptimizeInterceptor::preparePool() {
   ScopedInternal internal;  // this thread's OpenCL calls and allocations are the shim's own
   struct InDriver {  // on every way out of here (beforeFork waits for it)

@@ -79,6 +79,7 @@ class OptimizeInterceptor final : public Interceptor {
   void forkParent() override;
   void forkChild() override;
   void beforeFork() override;
+  void beforeExit() override;
   void processExit() override;
 
  private:
@@ -111,8 +112,11 @@ class OptimizeInterceptor final : public Interceptor {
   bool waitForPool();
   void failPool(const char* why);
   void markEnumerated();
-  /// Whether the pool thread is inside the driver (under m_stateMutex; beforeFork waits it out).
+  /// Whether the pool thread is inside the driver (under m_stateMutex; fork and exit wait it out).
   void setPoolThreadInDriver(bool inDriver);
+  /// Before the program's fork() or exit(): waits (at most kDriverWaitMs) while the pool thread
+  /// is inside a driver the program has not called yet. `what` names the event for the log.
+  void waitOutOfDriver(const char* what);
   /// clCreateBuffer*(CL_MEM_USE_HOST_PTR) of the program over memory registered in place.
   void yieldToHostPointerBuffer(const CallRecord& call, const api::ApiInfo& info);
   /// The register strategy: system memory, adopted by m_blocks to be pinned where it is.
@@ -180,10 +184,10 @@ class OptimizeInterceptor final : public Interceptor {
   /// The pool thread is starting the driver or making pinned memory, not waiting for a context
   /// (under m_stateMutex).
   bool m_poolThreadInDriver = false;
-  /// How long a fork() waits for it: a driver's start-up with a context, ~1 s on a cold NVIDIA
-  /// GPU, and pinned memory for the pool. Past it the fork goes ahead (the child is warned when
-  /// it calls OpenCL).
-  static constexpr int kForkWaitMs = 5000;
+  /// How long a fork() or exit() waits for it: a driver's start-up with a context, ~1 s on a cold
+  /// NVIDIA GPU, and pinned memory for the pool. Past it the fork goes ahead (the child is warned
+  /// when it calls OpenCL), and so does the exit.
+  static constexpr int kDriverWaitMs = 5000;
   cl_device_id m_device = nullptr;         ///< the plan's device (set before m_enumerated)
   cl_platform_id m_platform = nullptr;     ///< its platform (likewise)
   enum class EarlyState { Making, Made, Failed };

@@ -5,6 +5,7 @@
 #include <malloc.h>
 #include <pthread.h>
 #include <sys/auxv.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstdlib>
@@ -203,6 +204,24 @@ void processFork() {
   if (Interceptor* i = interceptor()) i->beforeFork();
 }
 
+namespace {
+/// exit() runs the exiting thread's thread_local destructors before any exit handler, among them
+/// those a driver registers while hetopt's thread loads it (after the shim's atexit, so run before
+/// it): a destructor of the main thread is the one hook early enough.
+struct ExitGuard {
+  ~ExitGuard() {
+    if (t_depth > 0) return;
+    if (Interceptor* i = interceptor()) i->beforeExit();
+  }
+};
+}  // namespace
+
+void installExitGuard() {
+  if (gettid() != getpid()) return;  // a shim started late, as a layer on another thread
+  static thread_local ExitGuard guard;
+  (void)guard;
+}
+
 void deactivate() {
   Interceptor* old = g_interceptor.exchange(nullptr, std::memory_order_acq_rel);
   // Leaked on purpose: another thread may still be inside a callback of it; process exit frees it.
@@ -226,4 +245,5 @@ extern "C" HETOPT_EXPORT void hetopt_shim_init(const char* selfPath) {
   installForkProtocol();
   activate(mode);
   atexit(atExit);
+  installExitGuard();
 }

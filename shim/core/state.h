@@ -65,6 +65,10 @@ void processExec();
 /// threads, nor while the shim is inside a call).
 void processFork();
 
+/// On the main thread: the program's exit() (or main's return) calls the installed interceptor's
+/// beforeExit() first, before any exit handler. Other threads' exit() calls are not seen.
+void installExitGuard();
+
 /// Registers the shim's fork protocol, once (the shim's start-up does; tests may): atfork
 /// handlers that run the installed interceptor's forkPrepare/forkParent/forkChild and hold the
 /// module map across fork(). The lock order is documented in state.cpp.

@@ -30,7 +30,9 @@ run() {
   # largest count of any of them.
   n=$(stats_records "$work/$1.err" | sed -n "s/.*$4.*/\1/p" | sort -n | tail -n 1)
   if [[ $rc -ne 0 || ${n:-0} -lt 1 ]]; then
-    echo "FAIL: $1: exit $rc, '$4' = ${n:-none}"; tail -n 5 "$work/$1.err"; failed=1
+    echo "FAIL: $1: exit $rc, '$4' = ${n:-none}"; failed=1
+    # The program's own complaints (alloc_torture: ...) first, then the end of the stats.
+    grep -v '^hetopt: stats' "$work/$1.err" | tail -n 20; tail -n 5 "$work/$1.err"
   else
     echo "ok: $1: $(stats_records "$work/$1.err" | grep -o '.*moved out by realloc' | head -n 1)"
   fi
