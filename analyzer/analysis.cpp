@@ -13,6 +13,7 @@
 #include "analyzer/report.h"
 #include "api_table.h"
 #include "common/paths.h"
+#include "common/units.h"
 #include "contracts/site_key.h"
 
 namespace hetopt::analyzer {
@@ -282,8 +283,8 @@ class Analyzer {
       m_objLive.clear();
       for (uint32_t e : th.entries) replayNode(e, 1, 0);
       for (size_t i = 0; i < m_sites.size(); ++i) {
-        peak[i] += m_sites[i].peak;
-        peakBlocks[i] += m_sites[i].peakBlocks;
+        peak[i] = saturatingAdd(peak[i], m_sites[i].peak);
+        peakBlocks[i] = saturatingAdd(peakBlocks[i], m_sites[i].peakBlocks);
       }
     }
     for (size_t i = 0; i < m_sites.size(); ++i) {
@@ -309,21 +310,23 @@ class Analyzer {
 
   void replayLeaf(const TraceNode& n, uint64_t enclosingIterations) {
     if (n.type == trace::LeafType::Call) return;
-    int64_t times = static_cast<int64_t>(std::max<uint64_t>(1, n.host.count / std::max<uint64_t>(enclosingIterations, 1)));
+    // Counts and sizes come from the trace file: the sums saturate rather than overflow.
+    int64_t times = saturatingI64(std::max<uint64_t>(1, n.host.count / std::max<uint64_t>(enclosingIterations, 1)));
     for (const trace::Ref& r : n.refs)
       if (r.flags & trace::kRefDestroy) release(m_t.object(r.obj), times);
     if (n.type == trace::LeafType::Free) return;
-    int64_t size = n.args.empty() ? 0 : static_cast<int64_t>(n.args[0].max);
+    int64_t size = n.args.empty() ? 0 : saturatingI64(n.args[0].max);
     for (const trace::Ref& r : n.refs) {
       if (!(r.flags & trace::kRefCreate)) continue;
       const TraceObject* o = m_t.object(r.obj);
       if (!o || o->kind != ObjectKind::Segment) continue;
       ObjLive& ol = m_objLive[o->id];
-      ol.bytes += size * times;
-      ol.blocks += times;
+      const int64_t bytes = saturatingMul(size, times);
+      ol.bytes = saturatingAdd(ol.bytes, bytes);
+      ol.blocks = saturatingAdd(ol.blocks, times);
       SiteAcc& s = m_sites[siteOf(root(o))];
-      s.live += size * times;
-      s.liveBlocks += times;
+      s.live = saturatingAdd(s.live, bytes);
+      s.liveBlocks = saturatingAdd(s.liveBlocks, times);
       s.peak = std::max(s.peak, s.live);
       s.peakBlocks = std::max(s.peakBlocks, s.liveBlocks);
     }
@@ -359,14 +362,15 @@ class Analyzer {
       m_sites[s].peakBlocks = m_sites[s].liveBlocks;
     }
     body();
-    int64_t more = static_cast<int64_t>(perInstance - 2);
+    const int64_t more = saturatingI64(perInstance - 2);
     for (size_t s = 0; s < m_sites.size(); ++s) {
       SiteAcc& a = m_sites[s];
+      // Both are >= 0, so the differences cannot overflow.
       int64_t delta = a.live - live1[s], deltaBlocks = a.liveBlocks - blocks1[s];
-      int64_t iterPeak = a.peak + more * std::max<int64_t>(delta, 0);
-      int64_t iterPeakBlocks = a.peakBlocks + more * std::max<int64_t>(deltaBlocks, 0);
-      a.live = std::max<int64_t>(0, a.live + more * delta);
-      a.liveBlocks = std::max<int64_t>(0, a.liveBlocks + more * deltaBlocks);
+      int64_t iterPeak = saturatingAdd(a.peak, saturatingMul(more, std::max<int64_t>(delta, 0)));
+      int64_t iterPeakBlocks = saturatingAdd(a.peakBlocks, saturatingMul(more, std::max<int64_t>(deltaBlocks, 0)));
+      a.live = std::max<int64_t>(0, saturatingAdd(a.live, saturatingMul(more, delta)));
+      a.liveBlocks = std::max<int64_t>(0, saturatingAdd(a.liveBlocks, saturatingMul(more, deltaBlocks)));
       a.peak = std::max(peakBefore[s], iterPeak);
       a.peakBlocks = std::max(blocksPeakBefore[s], iterPeakBlocks);
     }
@@ -420,7 +424,7 @@ class Analyzer {
       s.transferSeen = true;
       // Only where this thread made the context and the block (else nothing is known: 0).
       if (st->contextMade && s.allocThread == st->thread)
-        s.leadNs = static_cast<uint64_t>(std::max(0.0, st->leadNs - s.leadAtAlloc));
+        s.leadNs = saturatingU64(st->leadNs - s.leadAtAlloc);
     }
     const auto api = static_cast<api::ApiId>(n.code);
     if (!st->contextMade) {

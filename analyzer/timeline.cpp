@@ -232,8 +232,9 @@ class TimelineBuilder {
       if (s.deviceEnd) {
         if (clock) {
           TimelineEvent d = deviceEvent(*n, name);
-          d.startNs = static_cast<double>(static_cast<int64_t>(s.deviceStart) + clock->offsetNs);
-          d.durationNs = static_cast<double>(s.deviceEnd - s.deviceStart);
+          // Exact in integers; saturating, as a corrupt trace's stamps and offset may overflow.
+          d.startNs = static_cast<double>(saturatingAdd(static_cast<int64_t>(s.deviceStart), clock->offsetNs));
+          d.durationNs = s.deviceEnd > s.deviceStart ? static_cast<double>(s.deviceEnd - s.deviceStart) : 0;
           m_out->push_back(std::move(d));
         } else {
           ++m_unaligned;

@@ -49,4 +49,19 @@ bool parseByteSize(const std::string& text, uint64_t* out);
 /// negative and NaN give 0, too large gives UINT64_MAX. A plain cast of such a value is undefined.
 uint64_t saturatingU64(double value);
 
+/// Byte and block counts replayed from a trace (sizes times trip counts, a loop's growth times its
+/// iterations): a corrupt or hostile trace must not overflow them (undefined for int64_t), so they
+/// stop at the type's limits instead.
+inline int64_t saturatingI64(uint64_t value) { return value > INT64_MAX ? INT64_MAX : static_cast<int64_t>(value); }
+inline int64_t saturatingAdd(int64_t a, int64_t b) {
+  int64_t r;
+  if (!__builtin_add_overflow(a, b, &r)) return r;
+  return b > 0 ? INT64_MAX : INT64_MIN;
+}
+inline int64_t saturatingMul(int64_t a, int64_t b) {
+  int64_t r;
+  if (!__builtin_mul_overflow(a, b, &r)) return r;
+  return (a < 0) != (b < 0) ? INT64_MIN : INT64_MAX;
+}
+
 }  // namespace hetopt

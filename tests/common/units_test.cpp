@@ -157,5 +157,18 @@ TEST(Units, SaturatingU64) {
   EXPECT_EQ(saturatingU64(0x1p63), 1ull << 63);
 }
 
+TEST(Units, SaturatingI64Arithmetic) {
+  EXPECT_EQ(saturatingI64(42), 42);
+  EXPECT_EQ(saturatingI64(UINT64_MAX), INT64_MAX);
+  EXPECT_EQ(saturatingI64(uint64_t{1} << 63), INT64_MAX);
+  EXPECT_EQ(saturatingAdd(INT64_MAX - 1, 5), INT64_MAX);
+  EXPECT_EQ(saturatingAdd(INT64_MIN + 1, -5), INT64_MIN);
+  EXPECT_EQ(saturatingAdd(-7, 5), -2);
+  EXPECT_EQ(saturatingMul(4096, 144115188075855871), INT64_MAX);  // a fuzzed trace's size x count
+  EXPECT_EQ(saturatingMul(-4096, 144115188075855871), INT64_MIN);
+  EXPECT_EQ(saturatingMul(INT64_MIN, -1), INT64_MAX);
+  EXPECT_EQ(saturatingMul(-3, 7), -21);
+}
+
 }  // namespace
 }  // namespace hetopt

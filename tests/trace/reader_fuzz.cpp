@@ -6,6 +6,10 @@
  * Inputs starting with 'R' are taken as raw record bytes and wrapped into a file with a valid
  * header, zstd frame and checksums first: random bytes almost never pass the CRCs, so without this
  * the fuzzer would stop at the chunk checks and never reach the record and node parsers.
+ *
+ * Built with HETOPT_FUZZ_ANALYSIS (tests/analyzer: trace_analysis_fuzzer), every trace the reader
+ * accepts also goes through what `hetopt analyze` does with it: the analysis ("never fails on a
+ * trace the reader accepted"), the report, its JSON and the timeline.
  */
 #include <zstd.h>
 
@@ -18,6 +22,11 @@
 #include "trace/format.h"
 #include "trace/reader.h"
 #include "trace/writer.h"
+
+#ifdef HETOPT_FUZZ_ANALYSIS
+#include "analyzer/analysis.h"
+#include "analyzer/report.h"
+#endif
 
 namespace {
 
@@ -44,6 +53,22 @@ std::string wrapRecords(const uint8_t* data, size_t size) {
   return file;
 }
 
+#ifdef HETOPT_FUZZ_ANALYSIS
+void analyze(const Trace& t) {
+  hetopt::analyzer::AnalysisOptions options;
+  options.symbolize = false;  // no files to open: the trace's module paths are made up
+  hetopt::analyzer::AppProfile profile;
+  hetopt::analyzer::analyzeTrace(t, options, &profile);
+  (void)hetopt::analyzer::formatReport(profile);
+  (void)hetopt::analyzer::profileToJson(profile);
+  std::set<uint32_t> sites;
+  for (uint32_t i = 1; i <= t.sites.size() && i <= 8; ++i) sites.insert(i);
+  hetopt::analyzer::TimelineInfo info;
+  std::vector<hetopt::analyzer::TimelineEvent> events = hetopt::analyzer::timelineEvents(t, &info, sites);
+  (void)hetopt::analyzer::timelineJson(info, events);
+}
+#endif
+
 void parseBoth(const void* data, size_t size) {
   for (bool salvage : {false, true}) {
     Trace t;
@@ -54,6 +79,9 @@ void parseBoth(const void* data, size_t size) {
       TraceSummary s = summarize(t);
       (void)s;
       for (const TraceNode& n : t.nodes) (void)t.leafName(n);
+#ifdef HETOPT_FUZZ_ANALYSIS
+      analyze(t);
+#endif
     } else if (error.empty()) {
       __builtin_trap();  // a rejection must say why
     }
