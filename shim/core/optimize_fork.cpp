@@ -25,7 +25,10 @@ namespace hetopt::shim {
 // thread had set. Natively the program's child would start a driver of its own, so fork() waits
 // until that thread is out of the driver (bounded: a driver thread forking while the pool thread
 // waits for it must not stop both). After the program's first call the driver is the program's.
-void OptimizeInterceptor::beforeFork() { waitOutOfDriver("fork()"); }
+void OptimizeInterceptor::beforeFork() {
+  // After the program's first OpenCL call the driver is loaded and started by the program itself.
+  if (!m_plan.driverLate && !m_programCalledOpenCL.load(std::memory_order_relaxed)) waitOutOfDriver("fork()");
+}
 
 // The fork protocol's order (shim/core/state.cpp): state, pool, registry, heap blocks, direct
 // table, ledger. None of them is held while another is taken, nor across a wait for another thread.

@@ -115,7 +115,7 @@ class OptimizeInterceptor final : public Interceptor {
   /// Whether the pool thread is inside the driver (under m_stateMutex; fork and exit wait it out).
   void setPoolThreadInDriver(bool inDriver);
   /// Before the program's fork() or exit(): waits (at most kDriverWaitMs) while the pool thread
-  /// is inside a driver the program has not called yet. `what` names the event for the log.
+  /// is inside the driver. `what` names the event for the log.
   void waitOutOfDriver(const char* what);
   /// clCreateBuffer*(CL_MEM_USE_HOST_PTR) of the program over memory registered in place.
   void yieldToHostPointerBuffer(const CallRecord& call, const api::ApiInfo& info);
@@ -156,6 +156,7 @@ class OptimizeInterceptor final : public Interceptor {
   std::string m_forkMarker;  ///< forkMarkerPath(m_planPath): made by a forked copy's first OpenCL call
   std::atomic<bool> m_markAtFirstCall{false};  ///< in a forked child whose driver was started early
   std::atomic<bool> m_programCalledOpenCL{false};  ///< the program itself has made an OpenCL call
+  std::atomic<bool> m_programMadeContext{false};   ///< ... and has created a context
   bool m_forkedBeforeProgramsFirstCall = false;    ///< a forked child: its parent had made none
   uint64_t m_serveMin = 1, m_serveMax = 0;  ///< sizes some site takes (empty range: none)
   BlockRegistration m_blocks;  ///< heap blocks pinned in place (register strategy, pool fallback)
