@@ -5,7 +5,8 @@
  * exec family that takes an argument vector (the process image is replaced). Trace mode writes
  * its trace first (shim/core/state.h); the call then goes on to the real function, status and
  * errors as they were. glibc's exit() and execl*() reach _exit and execve inside libc, not
- * through these: exit() is served by the shim's exit handler. And fork(): the interceptor may
+ * through these: exit() is served by the shim's exit handler and, on the main thread, first by its
+ * exit guard (installExitGuard, shim/core/state.h). And fork(): the interceptor may
  * first wait for one of its threads (optimize mode: hetopt's driver start-up), where glibc's
  * atfork handlers could not (they run under glibc's atfork lock, which a driver starting up may
  * need). posix_spawn, system() and vfork() do not come here: their children only exec.
