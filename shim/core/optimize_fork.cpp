@@ -9,7 +9,6 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <chrono>
 #include <cstdio>
 
 #include "common/log.h"
@@ -26,7 +25,6 @@ namespace hetopt::shim {
 // until that thread is out of the driver (bounded: a driver thread forking while the pool thread
 // waits for it must not stop both). After the program's first call the driver is the program's.
 void OptimizeInterceptor::beforeFork() {
-  // After the program's first OpenCL call the driver is loaded and started by the program itself.
   if (!m_plan.driverLate && !m_programCalledOpenCL.load(std::memory_order_relaxed)) waitOutOfDriver("fork()");
 }
 

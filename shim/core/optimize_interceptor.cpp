@@ -183,7 +183,7 @@ void OptimizeInterceptor::beforeExit() {
 
 void OptimizeInterceptor::preparePool() {
   ScopedInternal internal;  // this thread's OpenCL calls and allocations are the shim's own
-  struct InDriver {  // on every way out of here (beforeFork waits for it)
+  struct InDriver {  // on every way out of here (fork and exit wait for it)
     OptimizeInterceptor* self;
     ~InDriver() { self->setPoolThreadInDriver(false); }
   } inDriver{this};
