@@ -3,6 +3,7 @@
 #include "contracts/plan.h"
 
 #include "common/paths.h"
+#include "contracts/text_fields.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -19,24 +20,14 @@
 namespace hetopt {
 namespace {
 
-bool parseU64(const std::string& s, int base, uint64_t* out) {
-  if (s.empty() || s[0] == '-') return false;
-  char* end = nullptr;
-  errno = 0;
-  unsigned long long v = strtoull(s.c_str(), &end, base);
-  if (errno != 0 || *end != '\0') return false;
-  *out = v;
-  return true;
-}
+using text::parseU64;
 
 // The six numbers after `site ... profile`.
 bool parseSiteProfile(std::istringstream& words, SiteProfile* p) {
-  uint64_t* fields[] = {&p->allocations, &p->minAllocBytes, &p->maxAllocBytes,
-                        &p->typicalAllocBytes, &p->peakLiveBytes, &p->peakLiveBlocks};
-  for (uint64_t* f : fields) {
-    std::string w;
-    if (!(words >> w) || !parseU64(w, 10, f)) return false;
-  }
+  if (!text::readNumbers(words, {&p->allocations, &p->minAllocBytes, &p->maxAllocBytes, &p->typicalAllocBytes,
+                                  &p->peakLiveBytes, &p->peakLiveBlocks},
+                         false, false))
+    return false;
   return p->minAllocBytes <= p->typicalAllocBytes && p->typicalAllocBytes <= p->maxAllocBytes;
 }
 
