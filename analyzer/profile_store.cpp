@@ -218,6 +218,9 @@ const DbField<StoredRun> kRunFields[] = {
     FIELD(StoredRun, "other_bytes", record.otherBytes),
     FIELD(StoredRun, "writer", record.writer),
     FIELD(StoredRun, "exit_status", record.exitStatus),
+    FIELD(StoredRun, "signal", record.signal),
+    FIELD(StoredRun, "ledger_seq", record.seq),
+    FIELD(StoredRun, "note", record.note),
     {"kind", [](DbStatement& s, int i, const StoredRun& r) { s.bind(i, std::string(runKindName(r.record.kind))); },
      // A name this hetopt does not know reads as optimized, as rows from before kinds did.
      [](const DbStatement& q, int i, StoredRun* r) {

@@ -11,10 +11,11 @@
 
 namespace hetopt {
 
-int openPrivateFile(const char* path, bool truncate, bool append, const char** why) {
+namespace {
+
+int openChecked(const char* path, int access, bool truncate, const char** why) {
   // No O_TRUNC yet: a file that turns out not to be ours must be left as it was.
-  int fd = ::open(path, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | (append ? O_APPEND : 0),
-                  0600);
+  int fd = ::open(path, access | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK, 0600);
   if (fd < 0) {
     *why = errno == ELOOP ? "is a symbolic link; refusing to write through it" : strerror(errno);
     return -1;
@@ -51,5 +52,13 @@ int openPrivateFile(const char* path, bool truncate, bool append, const char** w
   }
   return fd;
 }
+
+}  // namespace
+
+int openPrivateFile(const char* path, bool truncate, bool append, const char** why) {
+  return openChecked(path, O_WRONLY | (append ? O_APPEND : 0), truncate, why);
+}
+
+int openPrivateFileReadWrite(const char* path, const char** why) { return openChecked(path, O_RDWR, false, why); }
 
 }  // namespace hetopt

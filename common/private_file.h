@@ -17,4 +17,8 @@ namespace hetopt {
 /// such as "is a symbolic link; refusing to write through it") and errno set.
 int openPrivateFile(const char* path, bool truncate, bool append, const char** why);
 
+/// The same checks, opened for reading and writing (O_RDWR, never truncated): a file hetopt keeps
+/// and updates in place under a lock, such as the run ledger.
+int openPrivateFileReadWrite(const char* path, const char** why);
+
 }  // namespace hetopt

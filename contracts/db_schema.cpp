@@ -154,6 +154,8 @@ constexpr DbColumn kRunBreakdowns[] = {
     // Which kind of run (RunKind's name; rows before it were optimized) and, for an untouched
     // one, how the program exited.
     {"kind", "TEXT NOT NULL DEFAULT 'optimized'", 7}, {"exit_status", kInt0, 7},
+    // How it ended (a signal, else exit_status), its line in the run ledger (0: none) and a note.
+    {"signal", kInt0, 8}, {"ledger_seq", kInt0, 8}, {"note", kText0, 8},
 };
 
 constexpr DbColumn kRunSites[] = {

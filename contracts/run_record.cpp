@@ -13,33 +13,12 @@
 #include <sstream>
 
 #include "common/paths.h"
+#include "contracts/text_fields.h"
 
 namespace hetopt {
-namespace {
 
-bool parseNumber(const std::string& s, int base, uint64_t* out) {
-  if (s.empty() || s[0] == '-' || s[0] == '+' || isspace(static_cast<unsigned char>(s[0]))) return false;
-  char* end = nullptr;
-  errno = 0;
-  unsigned long long v = strtoull(s.c_str(), &end, base);
-  if (errno != 0 || *end != '\0') return false;
-  *out = v;
-  return true;
-}
-
-// Reads `n` numbers (the first `hexFirst` in hex) from `words`; nothing may follow them.
-bool numbers(std::istringstream& words, std::initializer_list<uint64_t*> out, bool hexFirst = false) {
-  bool first = true;
-  for (uint64_t* v : out) {
-    std::string w;
-    if (!(words >> w) || !parseNumber(w, first && hexFirst ? 16 : 10, v)) return false;
-    first = false;
-  }
-  std::string extra;
-  return !(words >> extra);
-}
-
-}  // namespace
+using text::parseU64;
+using text::readNumbers;
 
 const char* runKindName(RunKind kind) { return kind == RunKind::Untouched ? "untouched" : "optimized"; }
 
@@ -60,7 +39,11 @@ std::string RunRecord::serialize() const {
   }
   s += "pid " + std::to_string(pid) + "\nstarted " + std::to_string(startedUnixNs) + "\nwall " +
        std::to_string(wallNs) + "\n";
-  if (!optimized) return s + "exit " + std::to_string(exitStatus) + "\nend\n";
+  if (signal) s += "signal " + std::to_string(signal) + "\n";
+  else if (exited || !optimized) s += "exit " + std::to_string(exitStatus) + "\n";
+  if (seq) s += "seq " + std::to_string(seq) + "\n";
+  if (!note.empty()) s += "note " + note + "\n";
+  if (!optimized) return s + "end\n";
   snprintf(line, sizeof line,
            "transfers %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 "\n",
            pinned, pinnedBytes, pageable, pageableBytes, other, otherBytes);
@@ -79,6 +62,7 @@ bool parseRunRecord(const std::string& text, RunRecord* out, std::string* error)
   std::string line;
   int lineNo = 0;
   bool header = false, ended = false, sawPlan = false, sawWall = false, sawExit = false, sawCounts = false;
+  bool sawSignal = false;
   int version = 0;
   auto fail = [&](const std::string& why) {
     *error = "line " + std::to_string(lineNo) + ": " + why;
@@ -112,26 +96,34 @@ bool parseRunRecord(const std::string& text, RunRecord* out, std::string* error)
       ok = ok && !(words >> extra);
     } else if (tag == "plan") {
       uint64_t predicted = 0;
-      ok = numbers(words, {&out->planId, &predicted}, true);
+      ok = readNumbers(words, {&out->planId, &predicted}, true);
       out->predictedSavingNs = static_cast<double>(predicted);
       sawPlan = true;
     } else if (tag == "pid") {
-      ok = numbers(words, {&out->pid});
+      ok = readNumbers(words, {&out->pid});
     } else if (tag == "started") {
-      ok = numbers(words, {&out->startedUnixNs});
+      ok = readNumbers(words, {&out->startedUnixNs});
     } else if (tag == "wall") {
-      ok = numbers(words, {&out->wallNs});
+      ok = readNumbers(words, {&out->wallNs});
       sawWall = true;
     } else if (tag == "exit" && version >= 2) {
-      ok = numbers(words, {&out->exitStatus}) && out->exitStatus <= 255;
-      sawExit = true;
+      ok = !sawExit && !sawSignal && readNumbers(words, {&out->exitStatus}) && out->exitStatus <= 255;
+      sawExit = out->exited = true;
+    } else if (tag == "signal" && version >= 3) {
+      ok = !sawExit && !sawSignal && readNumbers(words, {&out->signal}) && out->signal >= 1 && out->signal <= 128;
+      sawSignal = true;
+    } else if (tag == "seq" && version >= 3) {
+      ok = readNumbers(words, {&out->seq});
+    } else if (tag == "note" && version >= 3) {
+      std::string extra;
+      ok = (words >> out->note) && !(words >> extra) && out->note.size() <= 64;
     } else if (tag == "transfers") {
       sawCounts = true;
-      ok = numbers(words, {&out->pinned, &out->pinnedBytes, &out->pageable, &out->pageableBytes,
+      ok = readNumbers(words, {&out->pinned, &out->pinnedBytes, &out->pageable, &out->pageableBytes,
                            &out->other, &out->otherBytes});
     } else if (tag == "site") {
       RunSiteCounts c;
-      ok = numbers(words, {&c.key, &c.transfers, &c.bytes, &c.pinned, &c.pageable}, true) &&
+      ok = readNumbers(words, {&c.key, &c.transfers, &c.bytes, &c.pinned, &c.pageable}, true) &&
            c.pinned + c.pageable <= c.transfers;
       out->sites.push_back(c);
       sawCounts = true;
@@ -144,10 +136,11 @@ bool parseRunRecord(const std::string& text, RunRecord* out, std::string* error)
   }
   if (!header) return fail("empty run record");
   if (!ended || !sawWall || out->programKey.empty()) return fail("incomplete run record (truncated?)");
-  if (out->kind == RunKind::Optimized && (!sawPlan || sawExit))
-    return fail(sawExit ? "an optimized run record with an exit status" : "incomplete run record (truncated?)");
-  if (out->kind == RunKind::Untouched && (sawPlan || sawCounts || !sawExit))
-    return fail(sawExit ? "an untouched run record with a plan or transfers" : "incomplete run record (truncated?)");
+  const bool ending = sawExit || sawSignal;
+  if (out->kind == RunKind::Optimized && (!sawPlan || (ending && version < 3)))
+    return fail(sawPlan ? "an optimized run record with an exit status" : "incomplete run record (truncated?)");
+  if (out->kind == RunKind::Untouched && (sawPlan || sawCounts || !ending))
+    return fail(ending ? "an untouched run record with a plan or transfers" : "incomplete run record (truncated?)");
   return true;
 }
 

@@ -5,7 +5,7 @@
  * shim at exit; an untouched one's (`hetopt run --untouched`, no shim) by hetopt once it reaped
  * the program. A small versioned text format (trace/FORMAT.md, "Run record"):
  *
- *   hetopt-run 2 <writer version>          magic, format version, the hetopt that wrote it
+ *   hetopt-run 3 <writer version>          magic, format version, the hetopt that wrote it
  *   kind optimized|untouched               (version 1 has none: its records are optimized)
  *   program <identity key>                 the program (ProgramIdentity::key(), the plan's)
  *   plan <identity-hex> <predicted-ns>     optimized: planIdentity() of the plan used and the
@@ -15,7 +15,16 @@
  *                                          process; untouched: just before hetopt started it
  *   wall <ns>                              optimized: from then to exit; untouched: from then
  *                                          until hetopt reaped it (steady clock)
- *   exit <status>                          untouched: its exit status (it exited normally)
+ *   exit <status>                          how the program ended: its exit status, or (version 3)
+ *   signal <number>                        the signal that ended it; one of the two in untouched
+ *                                          records, either or none in optimized ones (none: the
+ *                                          shim wrote it at exit, under `--verify=off`)
+ *   seq <n>                                version 3, optional: the run's line in the run ledger
+ *                                          (contracts/run_ledger.h); hetopt timed it, from its own
+ *                                          start until it reaped the program, for the closed loop
+ *   note <word>                            version 3, optional: no-shim-record (the program ended
+ *                                          without the shim's exit handler: _exit, a signal, exec),
+ *                                          interrupted (the terminal's signal reached hetopt)
  *   transfers <pinned> <pinned-bytes> <pageable> <pageable-bytes> <other> <other-bytes>
  *                                          every H2D/D2H transfer of the run: from pinned memory
  *                                          (pool, direct, registered blocks and ranges), gone ahead
@@ -25,7 +34,8 @@
  *   end                                    the record is whole
  *
  * Readers reject newer format versions (naming both), unknown lines, an optimized record without
- * `plan`, an untouched one with a plan, transfers or sites, and records without `end`.
+ * `plan`, an untouched one with a plan, transfers or sites or without its ending, and records
+ * without `end`.
  */
 #pragma once
 #include <cstdint>
@@ -37,7 +47,7 @@
 namespace hetopt {
 
 /// Written; readers take every version from 1 on.
-inline constexpr int kRunRecordFormatVersion = 2;
+inline constexpr int kRunRecordFormatVersion = 3;
 
 /// Optimized: the shim ran the program with a plan. Untouched: `hetopt run --untouched` ran it
 /// exactly as natively, to measure what hetopt saves against.
@@ -62,7 +72,11 @@ struct RunRecord {
   uint64_t pid = 0;
   uint64_t startedUnixNs = 0;
   uint64_t wallNs = 0;
-  uint64_t exitStatus = 0;  ///< untouched runs: the program's exit status
+  uint64_t exitStatus = 0;  ///< the program's exit status (untouched runs; optimized ones hetopt timed)
+  bool exited = false;      ///< it ended by exit with exitStatus (`exit` line)
+  uint64_t signal = 0;      ///< the signal that ended it (`signal` line), else 0
+  uint64_t seq = 0;         ///< its run ledger line (0: not in the ledger)
+  std::string note;         ///< one word, or empty
   uint64_t pinned = 0, pinnedBytes = 0, pageable = 0, pageableBytes = 0, other = 0, otherBytes = 0;
   std::vector<RunSiteCounts> sites;
 

@@ -158,6 +158,7 @@ void OptimizeInterceptor::writeRunRecord() {
   r.pid = static_cast<uint64_t>(m_pid);
   r.startedUnixNs = m_startUnixNs;
   r.wallNs = clockNs(CLOCK_MONOTONIC) - m_startNs;
+  r.seq = optionUnsigned(Option::RUN_SEQ, 0, UINT64_MAX);  // 0 when unset: no ledger line
   m_ledger.fill(m_plan, &r);
   const std::string path = runRecordPath(m_planPath, r.pid, m_startUnixNs);
   std::string error;

@@ -79,9 +79,46 @@ TEST(RunRecord, UntouchedRunsRoundTripWithTheirExitStatusAndNoPlan) {
   std::string noExit = text;
   noExit.erase(noExit.find("exit 3\n"), 7);
   EXPECT_FALSE(parseRunRecord(noExit, &out, &error)) << noExit;
+  // Before format 3 only untouched runs had an exit status.
   std::string optimizedWithExit = sample().serialize();
   optimizedWithExit.insert(optimizedWithExit.find("end\n"), "exit 0\n");
+  EXPECT_TRUE(parseRunRecord(optimizedWithExit, &out, &error)) << error;
+  optimizedWithExit.replace(optimizedWithExit.find(" 3 "), 3, " 2 ");
   EXPECT_FALSE(parseRunRecord(optimizedWithExit, &out, &error));
+}
+
+// Format 3: how a run ended (an exit status or a signal, never both), its ledger line and a note.
+TEST(RunRecord, Version3RecordsSayHowTheRunEndedAndItsLedgerLine) {
+  RunRecord in = untouchedSample(), out;
+  in.exitStatus = 0;
+  in.signal = 15;
+  in.seq = 7;
+  in.note = "interrupted";
+  std::string error;
+  const std::string text = in.serialize();
+  EXPECT_NE(text.find("signal 15\n"), std::string::npos) << text;
+  EXPECT_EQ(text.find("exit "), std::string::npos) << text;
+  ASSERT_TRUE(parseRunRecord(text, &out, &error)) << error;
+  EXPECT_EQ(out.signal, 15u);
+  EXPECT_EQ(out.seq, 7u);
+  EXPECT_EQ(out.note, "interrupted");
+  EXPECT_EQ(out.serialize(), text);
+  std::string both = text;
+  both.insert(both.find("end\n"), "exit 0\n");
+  EXPECT_FALSE(parseRunRecord(both, &out, &error)) << both;
+  RunRecord optimized = sample();
+  optimized.seq = 3;
+  optimized.note = "no-shim-record";
+  ASSERT_TRUE(parseRunRecord(optimized.serialize(), &out, &error)) << error;
+  EXPECT_EQ(out.seq, 3u);
+  EXPECT_EQ(out.signal, 0u);
+  EXPECT_FALSE(out.exited) << "the shim writes no ending; hetopt's ledger has it";
+  for (const char* bad : {"signal 0\n", "signal 300\n", "note two words\n", "seq x\n"}) {
+    std::string t = text;
+    t.erase(t.find("signal 15\n"), 10);
+    t.insert(t.find("end\n"), bad);
+    EXPECT_FALSE(parseRunRecord(t, &out, &error)) << bad;
+  }
 }
 
 // Records the shim wrote before runs had a kind (format 1) still read: they are optimized runs.
@@ -121,10 +158,10 @@ TEST(RunRecord, RefusesPartialCorruptAndOtherVersions) {
   for (size_t n = 0; n + 4 < whole.size(); n += 7)
     EXPECT_FALSE(parseRunRecord(whole.substr(0, n), &out, &error)) << n;
   std::string other = whole;
-  other.replace(other.find(" 2 "), 3, " 9 ");
+  other.replace(other.find(" 3 "), 3, " 9 ");
   EXPECT_FALSE(parseRunRecord(other, &out, &error));
   EXPECT_NE(error.find("version 9"), std::string::npos) << error;
-  EXPECT_NE(error.find("reads 1 to 2"), std::string::npos) << error;
+  EXPECT_NE(error.find("reads 1 to 3"), std::string::npos) << error;
   for (const char* bad : {"wall -5\n", "wall 5 6\n", "frob 1\n", "site 12 1 1 2 0\n"}) {
     std::string t = whole;
     t.insert(t.find("end\n"), bad);
