@@ -379,6 +379,46 @@ bool buildPlan(const AppProfile& profile, const PlanOptions& options,
   return Planner(profile, options, gain, plan, d).run(whyNot);
 }
 
+std::vector<PlanVariant> planChain(const Plan& plan, const PlanOptions& options) {
+  std::vector<PlanVariant> chain{{plan, ""}};
+  if (plan.earlyContext || !plan.driverLate) {
+    PlanVariant late{plan, "without the early start of the driver"};
+    late.plan.earlyContext = false;
+    late.plan.driverLate = true;
+    chain.push_back(late);
+  }
+  const Plan& last = chain.back().plan;
+  if (last.sites.size() + last.staticRanges.size() < 2) return chain;
+  // The piece that pins the most memory: a site at its traced peak, or a static range.
+  uint64_t most = 0;
+  size_t site = SIZE_MAX, range = SIZE_MAX;
+  for (size_t i = 0; i < last.sites.size(); ++i)
+    if (last.sites[i].profile.peakLiveBytes >= most) most = last.sites[i].profile.peakLiveBytes, site = i, range = SIZE_MAX;
+  for (size_t i = 0; i < last.staticRanges.size(); ++i)
+    if (last.staticRanges[i].bytes > most) most = last.staticRanges[i].bytes, range = i, site = SIZE_MAX;
+  PlanVariant smaller{last, ""};
+  if (range != SIZE_MAX) {
+    smaller.plan.staticRanges.erase(smaller.plan.staticRanges.begin() + static_cast<ptrdiff_t>(range));
+    smaller.change = "without its largest static range (" + formatBytes(most) + ")";
+  } else {
+    smaller.plan.sites.erase(smaller.plan.sites.begin() + static_cast<ptrdiff_t>(site));
+    smaller.change = "without the site that pins the most (" + formatBytes(most) + " at the traced peak)";
+    if (!smaller.plan.hasPoolSites()) {
+      smaller.plan.poolPolicy = "none";
+      smaller.plan.poolBytes = 0;
+    } else if (!smaller.plan.directAllocation) {
+      uint64_t live = 0;
+      for (const PlanSite& s : smaller.plan.sites)
+        if (s.strategy == SiteStrategy::Pool) live += s.profile.peakLiveBytes;
+      const uint64_t bytes = static_cast<uint64_t>(static_cast<double>(live) * options.poolSlack) + (1u << 20);
+      smaller.plan.poolBytes = std::min(smaller.plan.poolBytes, (bytes + (1u << 20) - 1) & ~uint64_t{(1u << 20) - 1});
+    }
+  }
+  if (!chain.back().change.empty()) smaller.change = chain.back().change + ", " + smaller.change;
+  chain.push_back(smaller);
+  return chain;
+}
+
 std::string planSummary(const Plan& plan, const PlanDecision& decision) {
   size_t registered = 0;
   uint64_t registeredBytes = 0;

@@ -102,6 +102,16 @@ bool buildPlan(const AppProfile& profile, const PlanOptions& options,
                const GainModel* gain, Plan* plan, std::string* whyNot,
                PlanDecision* decision = nullptr);
 
+/// The plan and the smaller plans the closed loop tries when it loses (analyzer/closed_loop.h),
+/// in order: the plan itself; without its early start (`driver late`, no early context), when it
+/// has one; then also without the site or static range that pins the most memory, when it has
+/// more than one. Each differs from the one before.
+struct PlanVariant {
+  Plan plan;
+  std::string change;  ///< what it leaves out, for people ("" for the plan itself)
+};
+std::vector<PlanVariant> planChain(const Plan& plan, const PlanOptions& options);
+
 /// The decision as `hetopt run --dry-run` prints it.
 std::string describeDecision(const AppProfile& profile, const Plan& plan,
                              const PlanDecision& decision, bool planned);

@@ -1,0 +1,63 @@
+// SPDX-License-Identifier: MIT
+/**
+ * @file Whether a plan pays on the user's own runs: a paired test over control runs (the program
+ * untouched) and optimized runs that ran next to each other. Pure arithmetic on wall times, no I/O;
+ * `closed_loop.h` forms the pairs from the run ledger and decides what the next run is.
+ *
+ * The test: each pair gives d = ln(control / optimized) (> 0: the optimized run was faster). Over
+ * the newest kVerdictWindow pairs, a 90% two-sided Student-t interval of the mean of d. Kept when
+ * the whole interval lies above 0, reverted when it lies below. The ratio's interval is exp() of
+ * it. Why t on the logs: the pairs cancel the machine's drift; the logs make 0.8x and 1.25x
+ * symmetric; at 3-5 pairs the t quantile (2.92 at 2 degrees of freedom) is wide enough that noise
+ * of the kind measured on the GPU VMs (single whole-process runs +-10-25%) leaves a small effect
+ * `exploring`, and one wild pair widens the interval instead of deciding: noise makes the loop
+ * slower to decide, not wrong. docs/results.md replays GPU measurements through it.
+ */
+#pragma once
+#include <cstddef>
+#include <vector>
+
+namespace hetopt::analyzer {
+
+/// Wall times of one control run and the optimized run next to it.
+struct RunPair {
+  double controlNs = 0, optimizedNs = 0;
+};
+
+enum class VerdictState { Exploring, Kept, Reverted, Inconclusive };
+/// "exploring", "kept", "reverted", "inconclusive" (the names `hetopt report --json` prints).
+const char* verdictStateName(VerdictState state);
+
+/// The first look: fewer pairs never decide.
+inline constexpr size_t kVerdictMinPairs = 3;
+/// Exploring ends here: without a decision the verdict is inconclusive.
+inline constexpr size_t kVerdictMaxPairs = 10;
+/// The verdict is taken over the newest pairs only, so that watch pairs after a verdict can
+/// overturn it once the machine, the driver or the data changed.
+inline constexpr size_t kVerdictWindow = 10;
+
+struct Verdict {
+  VerdictState state = VerdictState::Exploring;
+  size_t pairs = 0;          ///< every pair the plan has
+  size_t windowPairs = 0;    ///< the newest ones the interval is over
+  double pairedMedian = 0;   ///< median of control/optimized over the window (> 1: faster); 0: none
+  double ciLow = 0, ciHigh = 0;  ///< 90% interval of the ratio (0 below two pairs)
+  /// The estimate says optimized runs are not slower (the mean of the logs is >= 0). An
+  /// inconclusive plan keeps optimizing when true and runs untouched when false.
+  bool favourable = false;
+  /// Whether this state optimizes: kept, exploring, inconclusive and favourable.
+  bool optimizes() const {
+    return state == VerdictState::Kept || state == VerdictState::Exploring ||
+           (state == VerdictState::Inconclusive && favourable);
+  }
+};
+
+/// The verdict after `pairs` (oldest first), replayed pair by pair: a kept or reverted plan stays
+/// so until its window says the opposite with confidence, and an inconclusive one stays
+/// inconclusive unless its window decides.
+Verdict judgePairs(const std::vector<RunPair>& pairs);
+
+/// The two-sided 90% quantile of Student's t with `df` degrees of freedom (df >= 1).
+double studentT90(size_t df);
+
+}  // namespace hetopt::analyzer
