@@ -1,16 +1,18 @@
 // SPDX-License-Identifier: MIT
 /**
  * @file Before and after for one program (`hetopt report`): the traced run, the untouched runs
- * (`hetopt run --untouched`: no shim) and the optimized runs, from their run records
- * (contracts/run_record.h, stored by profile_store.h), as a table of kernel, communication and
- * cpu+sync per run, then the predicted saving against the measured one. Measured against the
- * untouched runs when there are any; else against the traced run less its recording cost, which
- * is only an upper bound (tracing costs more than its recording sample) and is said to be one.
+ * (control runs of the closed loop, `hetopt run --untouched`: no shim) and the optimized runs,
+ * from their run records (contracts/run_record.h, stored by profile_store.h), as a table of
+ * kernel, communication and cpu+sync per run; the closed loop's verdict on each plan (from the
+ * run ledger); then the predicted saving against the measured one. Measured against the untouched
+ * runs when there are any; else against the traced run less its recording cost, which tracing
+ * inflates: a saving measured so is an upper bound, and said to be one (a loss is just a loss).
  */
 #pragma once
 #include <string>
 #include <vector>
 
+#include "analyzer/closed_loop.h"
 #include "analyzer/plots.h"
 #include "analyzer/profile.h"
 #include "analyzer/profile_store.h"
@@ -39,18 +41,26 @@ struct MeasuredSaving {
   bool upperBound = true;
   double baselineNs = 0;  ///< untouched median, else the traced run less its recording cost
   double savingNs = 0;    ///< baselineNs - the optimized median (0 without optimized runs)
-  /// Untouched minus optimized wall time of each untouched run and the optimized run next to it
-  /// in time, pairing neighbours of different kinds from the oldest run on (runs interleaved
-  /// with each other pair up; drift of the machine between them cancels).
+  /// Control (untouched) minus optimized wall time of each pair the run ledger holds: a control
+  /// run and the optimized run next to it, both timed by hetopt (closed_loop.h's pairRuns).
   std::vector<double> pairedNs;
 };
-MeasuredSaving measureSaving(const AppProfile& profile, const std::vector<StoredRun>& runs);
+MeasuredSaving measureSaving(const AppProfile& profile, const std::vector<StoredRun>& runs,
+                             const LoopReport& loop);
 
 /// The traced run's bar ("traced"), then the untouched runs' and the optimized runs' (each
 /// labelled by its kind and time of day), oldest first.
 std::vector<BreakdownBar> comparisonBars(const AppProfile& profile, const std::vector<StoredRun>& runs);
 
-/// The table and the savings (ends with '\n').
-std::string formatComparison(const AppProfile& profile, const std::vector<StoredRun>& runs);
+/// The table, the closed loop's verdicts and the savings (ends with '\n'). `declineReason`: why
+/// `hetopt run` declines the program now (empty: it plans).
+std::string formatComparison(const AppProfile& profile, const std::vector<StoredRun>& runs,
+                             const LoopReport& loop, const std::string& declineReason = {});
+
+/// The same as one JSON object (`hetopt report --json`; fields in its --help): `verdict` is the
+/// plan the newest run followed (`state`, `pairs`, `paired_median`, `ci_low`, `ci_high`), null
+/// before any planned run.
+std::string comparisonJson(const AppProfile& profile, const std::vector<StoredRun>& runs, const LoopReport& loop,
+                           const std::string& declineReason = {});
 
 }  // namespace hetopt::analyzer

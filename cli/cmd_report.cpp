@@ -16,7 +16,10 @@
 #include <iterator>
 #include <string>
 
+#include "analyzer/closed_loop.h"
 #include "analyzer/compare.h"
+#include "analyzer/gain.h"
+#include "analyzer/planner.h"
 #include "analyzer/profile_store.h"
 #include "cli/commands.h"
 #include "cli/launch.h"
@@ -24,6 +27,7 @@
 #include "common/log.h"
 #include "common/paths.h"
 #include "common/program_identity.h"
+#include "contracts/run_ledger.h"
 #include "contracts/run_record.h"
 
 namespace hetopt::cli {
@@ -40,7 +44,7 @@ bool hasSuffix(const std::string& s, const std::string& suffix) {
 // read (corrupt, truncated, another version, unsafe) gets one warning and is removed; one that
 // cannot be stored stays for the next report. Returns how many were stored.
 size_t ingestRecords(Db& db, const analyzer::AppProfile& profile, int64_t profileId,
-                     const std::string& key) {
+                     const std::string& key, const Ledger& ledger) {
   const std::string dir = cacheDirectory() + "/plans";
   const std::string prefix = baseName(runRecordPrefix(dir + "/" + planFileName(key)));
   DIR* d = opendir(dir.c_str());
@@ -68,6 +72,10 @@ size_t ingestRecords(Db& db, const analyzer::AppProfile& profile, int64_t profil
       unlink(path.c_str());
       continue;
     }
+    // A run the closed loop timed counts as hetopt timed it (from its own start until it reaped
+    // the program, as its control runs), not as the shim saw it.
+    if (const LedgerRun* timed = record.seq ? ledger.find(record.seq) : nullptr)
+      if (timed->usable()) record.wallNs = timed->wallNs;
     if (!analyzer::storeRun(db, profileId, analyzer::runFromRecord(profile, record), kKeptRuns, &error)) {
       warn("report: cannot store run record %s: %s", path.c_str(), error.c_str());
       continue;
@@ -88,17 +96,42 @@ void keepNewest(std::vector<analyzer::StoredRun>* runs, size_t last) {
                                            std::make_move_iterator(kept.rend()));
 }
 
+// The program's run ledger (empty when it has none; one that cannot be read gets a warning and
+// counts as none).
+Ledger readLedger(const std::string& key) {
+  const std::string path = ledgerPath(cacheDirectory() + "/plans/" + planFileName(key));
+  if (access(path.c_str(), F_OK) != 0) return {};
+  LedgerFile ledger;
+  std::string error;
+  bool corrupt = false;
+  if (!ledger.open(path, &error, &corrupt)) {
+    warn("report: the run ledger is not used (%s)", error.c_str());
+    return {};
+  }
+  return ledger.ledger();
+}
+
+// Why `hetopt run` declines the program now (empty: it plans), priced as it would be.
+std::string declineReason(Db& db, const analyzer::AppProfile& profile) {
+  std::string noCurves, whyNot;
+  std::unique_ptr<analyzer::GainModel> gain = analyzer::loadGainModel(db, profile.device, &noCurves);
+  Plan plan;
+  if (analyzer::buildPlan(profile, analyzer::PlanOptions{}, gain.get(), &plan, &whyNot)) return {};
+  return whyNot.empty() ? noCurves : whyNot;
+}
+
 }  // namespace
 
 int cmdReport(int argc, char** argv) {
   std::string dbPath, plotsDir = "hetopt-plots", error;
-  bool help = false, noPlot = false;
+  bool help = false, noPlot = false, json = false;
   size_t last = 5;
   std::vector<std::string> program = splitProgram(
       argc, argv,
       [&](int i) -> int {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) return help = true, 1;
         if (!strcmp(argv[i], "--no-plot")) return noPlot = true, 1;
+        if (!strcmp(argv[i], "--json")) return json = true, 1;
         if (i + 1 >= argc) return 0;
         if (!strcmp(argv[i], "--db")) return dbPath = argv[i + 1], 2;
         if (!strcmp(argv[i], "--plots")) return plotsDir = argv[i + 1], 2;
@@ -115,21 +148,32 @@ int cmdReport(int argc, char** argv) {
     printf(
         "usage: hetopt report [options] [--] program [args...]\n\n"
         "Before and after for a program that `hetopt trace` profiled and `hetopt run` optimized:\n"
-        "the traced run, the last untouched runs (`hetopt run --untouched`: no shim) and the last\n"
-        "optimized runs (kernel, communication and cpu+sync per run, the transfers each optimized\n"
-        "run made from pinned memory, went ahead pageable or from other memory), then the saving\n"
-        "`hetopt run` predicted against the one measured: the untouched runs' median wall time less\n"
-        "the optimized runs' median, with both counts and ranges (and the differences of neighbouring\n"
-        "untouched and optimized runs when they alternate). Without untouched runs the saving is\n"
-        "measured against the traced run, an upper bound, and said to be one. Every such run leaves\n"
-        "a small run record beside its plan; this command moves them into the DB (the newest %zu\n"
-        "of each kind per program are kept). The program is identified as `hetopt run` does (its\n"
-        "arguments only matter for an interpreter's script); nothing is run.\n\n"
+        "the traced run, the last untouched runs (control runs of the closed loop, `hetopt run\n"
+        "--untouched`: no shim) and the last optimized runs (kernel, communication and cpu+sync per\n"
+        "run, the transfers each optimized run made from pinned memory, went ahead pageable or from\n"
+        "other memory); the closed loop's verdict on each plan it ran (state, pairs, the median of\n"
+        "the pairs' speedups and its 90%% interval) and the runs `hetopt run` declined, with why; then\n"
+        "the saving `hetopt run` predicted against the one measured: the untouched runs' median wall\n"
+        "time less the optimized runs' median, with both counts and ranges, and each control run\n"
+        "against the optimized run next to it. Without untouched runs the saving is measured against\n"
+        "the traced run, which tracing slowed: a saving is then an upper bound and said to be one, a\n"
+        "loss is a loss. Every run leaves a small run record beside its plan; this command moves them\n"
+        "into the DB (the newest %zu of each kind per program are kept). The program is identified\n"
+        "as `hetopt run` does (its arguments only matter for an interpreter's script); nothing is\n"
+        "run.\n\n"
         "  --db PATH     profile DB (default $HETOPT_DB, else ~/.local/share/hetopt)\n"
         "  --last N      how many of the newest runs of each kind to show (1-50, default 5)\n"
         "  --plots DIR   where the breakdown plot goes (default ./hetopt-plots): gnuplot data and\n"
         "                script, SVG and PNG when gnuplot is on PATH, titled with device and date\n"
-        "  --no-plot     print only\n\n"
+        "  --no-plot     print only\n"
+        "  --json        print one JSON object instead (no plot): program, program_key, device,\n"
+        "                traced_utc; verdict (the plan the newest run followed, null before any:\n"
+        "                plan, state exploring|kept|reverted|inconclusive, pairs, paired_median,\n"
+        "                ci_low, ci_high (90%%), window_pairs, failed, optimized_runs); plans (each\n"
+        "                plan the closed loop ran, the same fields); declined (runs, reason);\n"
+        "                untouched_after_revert; runs (untouched, optimized: records kept);\n"
+        "                measured (saving_ns, against, upper_bound, paired_ns); pairs\n"
+        "                (control_ns, optimized_ns)\n\n"
         "Exit status: 0; 1 when the program has no current profile; 2 on hetopt's own errors.\n",
         kKeptRuns);
     return 0;
@@ -159,15 +203,22 @@ int cmdReport(int argc, char** argv) {
     warn("report: no current profile for %s; run `hetopt trace` on it first", identity.describe().c_str());
     return 1;
   }
-  ingestRecords(*db, profile, lookup.id, identity.key());
+  const Ledger ledger = readLedger(identity.key());
+  ingestRecords(*db, profile, lookup.id, identity.key(), ledger);
   std::vector<analyzer::StoredRun> runs;
   if (!analyzer::loadRuns(*db, lookup.id, &runs, &error)) {
     warn("report: %s", error.c_str());
     return 2;
   }
   keepNewest(&runs, last);
-  fputs(analyzer::formatComparison(profile, runs).c_str(), stdout);
-  const analyzer::MeasuredSaving measured = analyzer::measureSaving(profile, runs);
+  const analyzer::LoopReport loop = analyzer::loopReport(ledger);
+  const std::string declined = loop.declined ? declineReason(*db, profile) : std::string();
+  if (json) {
+    fputs(analyzer::comparisonJson(profile, runs, loop, declined).c_str(), stdout);
+    return 0;
+  }
+  fputs(analyzer::formatComparison(profile, runs, loop, declined).c_str(), stdout);
+  const analyzer::MeasuredSaving measured = analyzer::measureSaving(profile, runs, loop);
   if (noPlot) return 0;
   const std::string date = runs.empty() ? profile.createdUtc
                                         : analyzer::utcTime(runs.back().record.startedUnixNs).substr(0, 10);

@@ -3,8 +3,12 @@
  * @file `hetopt run`: the every-day command. Looks up the program's profile (by its build id or
  * content hash) and, when it says transfers can get faster on this machine, writes the plan and
  * starts the program with the shim in optimize mode. Otherwise the program runs untouched (no shim
- * in the process), after one line saying why. `--untouched` runs it so on purpose and records the
- * run (contracts/run_record.h) for `hetopt report` to measure the optimized runs against.
+ * in the process), after one line saying why. Every run of a planned program is also a
+ * measurement (the closed loop, analyzer/closed_loop.h): hetopt starts it as its child, times it,
+ * and keeps the run in the program's ledger (contracts/run_ledger.h); control runs (untouched)
+ * alternate with optimized ones until a verdict keeps or reverts the plan. `--verify=off` execs
+ * the optimized program directly, as benchmarks want. `--untouched` runs it untouched on purpose
+ * and records the run (contracts/run_record.h) for `hetopt report` to measure against.
  */
 #include <sys/wait.h>
 #include <unistd.h>
@@ -15,14 +19,18 @@
 
 #include "cli/commands.h"
 #include "cli/launch.h"
+#include "common/clock.h"
 #include "common/log.h"
+#include "common/options.h"
 #include "common/paths.h"
-#include "contracts/plan.h"
 #include "common/program_identity.h"
+#include "contracts/plan.h"
+#include "contracts/run_ledger.h"
 #include "contracts/run_record.h"
 #include "hetopt/version.h"
 
 #ifdef HETOPT_HAVE_ANALYZER
+#include "analyzer/closed_loop.h"
 #include "analyzer/gain.h"
 #include "analyzer/profile_store.h"
 #include "analyzer/planner.h"
@@ -36,8 +44,39 @@ struct PlanRequest {
   std::string policy;       ///< --policy
   std::string profileName;  ///< --profile
   bool force = false, noPool = false, dryRun = false, lateContext = false;
+  bool verify = true;       ///< --verify / HETOPT_VERIFY: the closed loop
+  bool statsAsked = false;  ///< --stats: only an optimized run shows them
   mutable bool described = false;  ///< the dry run printed the whole decision
 };
+
+/// What `hetopt run` found for a command: the plan and the smaller plans the closed loop falls
+/// back to (each step one plan file per program it optimizes), or why it runs untouched.
+struct PreparedRun {
+  std::string whyNot;  ///< empty: planned
+  struct Step {
+    std::string planFiles;  ///< ':'-separated, one per program
+    uint64_t id = 0;        ///< the step's identity: its plans' (combined for several)
+    std::string summary;    ///< the one line an optimized run of it prints
+  };
+  std::vector<Step> chain;
+  /// The command's own plan file (of its identity key, whether or not it is written): its ledger
+  /// and control runs' records go beside it. Empty when it has no profile (nothing is recorded for
+  /// a program nobody traced).
+  std::string commandPlan;
+  std::string ledger;      ///< ledgerPath(commandPlan)
+  std::string programKey;  ///< the command's identity key (run records)
+  std::vector<uint64_t> ids() const {
+    std::vector<uint64_t> out;
+    for (const Step& s : chain) out.push_back(s.id);
+    return out;
+  }
+};
+
+/// The plan file of step `variant` of the chain whose first plan is `planFile`.
+std::string variantPlanFile(const std::string& planFile, size_t variant) {
+  if (variant == 0) return planFile;
+  return runRecordPrefix(planFile) + "v" + std::to_string(variant) + ".plan";
+}
 
 #ifdef HETOPT_HAVE_ANALYZER
 /// A program to plan for: the command itself, or a process its launcher record names.
@@ -129,11 +168,18 @@ std::string findTargets(Db& db, const ProgramIdentity& identity, std::vector<Tar
   return loadLaunched(db, record, identity, targets);
 }
 
-// One target's plan: written (its path in *planPath), or printed with --dry-run. Empty, or why the
-// target runs untouched.
+/// One program's plan and its smaller variants, as written.
+struct TargetPlans {
+  std::vector<std::string> files;     ///< the plan first
+  std::vector<uint64_t> ids;          ///< planIdentity() of each
+  std::vector<std::string> summaries; ///< the line an optimized run of each prints
+};
+
+// One target's plan (and, with `chain`, its smaller variants): written (paths in *out), or printed
+// with --dry-run. Empty, or why the target runs untouched.
 std::string planTarget(Db& db, const Target& target, const ProgramIdentity& identity,
-                       const std::vector<std::string>& command, const PlanRequest& request,
-                       std::string* planPath) {
+                       const std::vector<std::string>& command, const PlanRequest& request, bool chain,
+                       TargetPlans* out) {
   const analyzer::AppProfile& profile = target.profile;
   // Priced with this machine's curves as they are now: a new characterization needs no re-trace.
   std::string noCurves;
@@ -154,7 +200,9 @@ std::string planTarget(Db& db, const Target& target, const ProgramIdentity& iden
   const std::string plansDir = cacheDirectory() + "/plans";
   const std::string planKey = target.self ? identity.key() : profile.program.key();
   const std::string planFile = plansDir + "/" + planFileName(planKey);
-  options.forkedWhenOptimized = access(forkMarkerPath(planFile).c_str(), F_OK) == 0;
+  // A forked copy called OpenCL in an optimized run of any of the plans.
+  for (size_t v = 0; v < 3 && !options.forkedWhenOptimized; ++v)
+    options.forkedWhenOptimized = access(forkMarkerPath(variantPlanFile(planFile, v)).c_str(), F_OK) == 0;
   Plan plan;
   analyzer::PlanDecision decision;
   std::string whyNot, error;
@@ -177,48 +225,84 @@ std::string planTarget(Db& db, const Target& target, const ProgramIdentity& iden
     if (!launched.empty()) printf("launched: this plan is %s\n", launched.c_str());
     fputs(analyzer::describeDecision(profile, plan, decision, planned).c_str(), stdout);
     request.described = true;
-    return planned ? std::string() : whyNot;
   }
   if (!planned) return whyNot;
-  if (!makePrivateDirs(plansDir, &error)) return error;
-  *planPath = planFile;
-  if (!writePlanFile(*planPath, plan, &error)) return error;
-  warn("%s%s", launched.empty() ? "" : (launched + ": ").c_str(), analyzer::planSummary(plan, decision).c_str());
+  std::vector<analyzer::PlanVariant> variants{{plan, ""}};
+  if (chain) variants = analyzer::planChain(plan, options);
+  if (!request.dryRun && !makePrivateDirs(plansDir, &error)) return error;
+  for (size_t v = 0; v < variants.size(); ++v) {
+    const std::string file = variantPlanFile(planFile, v);
+    if (!request.dryRun && !writePlanFile(file, variants[v].plan, &error)) return error;
+    out->files.push_back(file);
+    out->ids.push_back(planIdentity(variants[v].plan));
+    std::string summary = analyzer::planSummary(variants[v].plan, decision);
+    if (v) summary = "the smaller plan " + std::to_string(v) + " (" + variants[v].change + "): " + summary;
+    out->summaries.push_back((launched.empty() ? "" : launched + ": ") + summary);
+  }
   return {};
 }
 #endif
 
-// Why the program runs untouched (empty: it is optimized) and, if optimized, the plan files (one,
-// or one per launched program, ':'-separated). With `dryRun` nothing is written: the decision is
-// printed to stdout instead.
-std::string preparePlan(const std::vector<std::string>& command, const std::string& dbPath,
-                        const PlanRequest& request, std::string* planFiles) {
+// What `hetopt run` does with `command`: the plans it wrote (with --dry-run: would write, and the
+// decision printed to stdout), or why it runs untouched.
+PreparedRun preparePlan(const std::vector<std::string>& command, const std::string& dbPath,
+                        const PlanRequest& request) {
+  PreparedRun out;
 #ifndef HETOPT_HAVE_ANALYZER
-  return "this hetopt was built without the analyzer, so it has no profiles";
+  (void)command, (void)dbPath, (void)request;
+  out.whyNot = "this hetopt was built without the analyzer, so it has no profiles";
+  return out;
 #else
   std::string error;
   ProgramIdentity identity;
-  if (!commandIdentity(command, &identity, &error, identityCacheDir()))
-    return "cannot identify " + command[0] + (error.empty() ? "" : ": " + error);
+  if (!commandIdentity(command, &identity, &error, identityCacheDir())) {
+    out.whyNot = "cannot identify " + command[0] + (error.empty() ? "" : ": " + error);
+    return out;
+  }
   identity.profileName = request.profileName;
   std::unique_ptr<Db> db = Db::open(dbPath, Db::Mode::ReadOnly, &error);
-  if (!db) return "no profile for " + identity.describe() + " (" + error + "); run `hetopt trace` on it first";
+  if (!db) {
+    out.whyNot = "no profile for " + identity.describe() + " (" + error + "); run `hetopt trace` on it first";
+    return out;
+  }
   std::vector<Target> targets;
-  std::string whyNot = findTargets(*db, identity, &targets);
-  if (!whyNot.empty()) return whyNot;
+  out.whyNot = findTargets(*db, identity, &targets);
+  if (!out.whyNot.empty()) return out;
+  out.programKey = identity.key();
+  out.commandPlan = cacheDirectory() + "/plans/" + planFileName(identity.key());
+  out.ledger = ledgerPath(out.commandPlan);
   std::string reasons;
+  std::vector<TargetPlans> planned;
   for (const Target& t : targets) {
-    std::string path;
-    std::string why = planTarget(*db, t, identity, command, request, &path);
+    TargetPlans plans;
+    // Smaller plans are tried for one program; a launcher's several keep their plans whole.
+    std::string why = planTarget(*db, t, identity, command, request, targets.size() == 1, &plans);
     if (!why.empty()) {
       reasons += (reasons.empty() ? "" : "; ") + (t.self ? why : t.profile.program.describe() + ": " + why);
       continue;
     }
-    if (!path.empty()) *planFiles += (planFiles->empty() ? "" : ":") + path;
+    planned.push_back(std::move(plans));
   }
-  if (!request.dryRun && planFiles->empty()) return reasons;
+  if (planned.empty()) {
+    out.whyNot = reasons.empty() ? "nothing to optimize" : reasons;
+    return out;
+  }
   if (!reasons.empty() && !request.dryRun) warn("not optimizing %s", reasons.c_str());
-  return request.dryRun ? reasons : std::string();
+  if (planned.size() == 1) {
+    for (size_t v = 0; v < planned[0].files.size(); ++v)
+      out.chain.push_back({planned[0].files[v], planned[0].ids[v], planned[0].summaries[v]});
+    return out;
+  }
+  PreparedRun::Step step;
+  uint64_t h = 1469598103934665603ull;  // FNV-1a over the plans' identities
+  for (const TargetPlans& p : planned) {
+    step.planFiles += (step.planFiles.empty() ? "" : ":") + p.files[0];
+    step.summary += (step.summary.empty() ? "" : "; ") + p.summaries[0];
+    for (int b = 0; b < 8; ++b) h = (h ^ ((p.ids[0] >> (8 * b)) & 0xff)) * 1099511628211ull;
+  }
+  step.id = h;
+  out.chain.push_back(step);
+  return out;
 #endif
 }
 
@@ -252,51 +336,228 @@ std::string untouchedRecordPlace(const std::vector<std::string>& command, const 
 #endif
 }
 
+// How a timed run ended, for the ledger and its record.
+struct Ending {
+  RunEnd end = RunEnd::Lost;
+  uint64_t code = 0;
+};
+Ending endingOf(const TimedRun& run) {
+  Ending e;
+  if (WIFEXITED(run.status)) e = {RunEnd::Exited, static_cast<uint64_t>(WEXITSTATUS(run.status))};
+  if (WIFSIGNALED(run.status)) e = {RunEnd::Signaled, static_cast<uint64_t>(WTERMSIG(run.status))};
+  if (run.interrupted) e.end = RunEnd::Interrupted;  // the user stopped it: no verdict from it
+  return e;
+}
+
+// The ledger, opened and locked; null after one warning when it cannot be used (a corrupt one is
+// moved aside first: the next run starts a new one, and nothing else is lost).
+std::unique_ptr<LedgerFile> openLedger(const std::string& path) {
+  auto ledger = std::make_unique<LedgerFile>();
+  std::string error;
+  bool corrupt = false;
+  if (makePrivateDirs(dirName(path), &error) && ledger->open(path, &error, &corrupt)) return ledger;
+  std::string aside;
+  if (corrupt && !setLedgerAside(path, &aside)) error += "; " + aside;
+  warn("the run ledger cannot be used (%s)%s", error.c_str(),
+       corrupt ? "; it is moved aside (.corrupt) and the next run starts a new one" : "");
+  return nullptr;
+}
+
+// Runs the program as hetopt's child, timed from hetopt's start until it is reaped, with its run
+// `seq` in the ledger at `ledgerFile` ended after it. Returns the wait status, or -1 with nothing
+// run (said); *run is filled.
+int runAndLedger(const Launch& launch, const std::string& ledgerFile, uint64_t seq, TimedRun* run) {
+  std::string error;
+  if (!runTimed(launch, run, &error)) {
+    warn("run: %s", error.c_str());
+    return -1;
+  }
+  const Ending e = run->notStarted ? Ending{} : endingOf(*run);
+  if (seq) {
+    std::unique_ptr<LedgerFile> ledger = openLedger(ledgerFile);
+    if (ledger && !ledger->finish(seq, run->pid, run->wallNs, e.end, e.code, &error))
+      warn("run: the run's end is not in the ledger: %s", error.c_str());
+  }
+  return run->status;
+}
+
+// The record of a control run (untouched, timed by hetopt) beside `planPath`.
+void recordControlRun(const std::string& planPath, const std::string& programKey, const TimedRun& run,
+                      uint64_t seq) {
+  const Ending e = endingOf(run);
+  if (e.end == RunEnd::Lost) return;
+  RunRecord record;
+  record.kind = RunKind::Untouched;
+  record.writer = HETOPT_VERSION_STRING;
+  record.programKey = programKey;
+  record.pid = run.pid;
+  record.startedUnixNs = run.startedUnixNs;
+  record.wallNs = run.wallNs;
+  record.seq = seq;
+  if (e.end == RunEnd::Signaled || (run.interrupted && WIFSIGNALED(run.status)))
+    record.signal = e.code;
+  else
+    record.exited = true, record.exitStatus = e.code;
+  if (run.interrupted) record.note = "interrupted";
+  std::string error;
+  if (!writeRunRecordFile(runRecordPath(planPath, run.pid, run.startedUnixNs), record, &error))
+    warn("run: the untouched run is not recorded: %s", error.c_str());
+}
+
 // `hetopt run --untouched`: the program exactly as natively (no shim, same arguments, standard
-// streams, exit status or death signal), timed from just before it starts until it is reaped,
-// and recorded beside its plan when it exits (a run ended by a signal is not a whole run, and an
-// optimized one leaves no record then either).
+// streams, exit status or death signal), timed from hetopt's start until it is reaped, recorded
+// beside its plan and in its ledger as a control run: it pairs with the optimized run next to it.
 int runUntouched(const std::vector<std::string>& program, const std::string& dbPath) {
   Launch launch;
   launch.argv = program;
   launch.preloadShim = false;
-  std::string programKey, whyNot, error;
+  std::string programKey, whyNot;
   const std::string planPath = untouchedRecordPlace(program, dbPath, &programKey, &whyNot);
   dropShimFromEnvironment();
   if (planPath.empty()) {
     warn("%s; running the program untouched, and this run is not recorded", whyNot.c_str());
     return execProgram(launch);
   }
+  uint64_t seq = 0;
+  std::string error;
+  if (std::unique_ptr<LedgerFile> ledger = openLedger(ledgerPath(planPath)))
+    if (!ledger->start(LedgerKind::Control, 0, clockNs(CLOCK_REALTIME), static_cast<uint64_t>(getpid()), &seq, &error))
+      warn("run: the run is not in the ledger: %s", error.c_str());
   TimedRun run;
-  if (!runTimed(launch, &run, &error)) {
-    warn("run: %s", error.c_str());
-    return 2;
-  }
+  if (runAndLedger(launch, ledgerPath(planPath), seq, &run) == -1) return 2;
   if (run.notStarted) return run.notStarted;  // execProgram said why
-  if (WIFEXITED(run.status)) {
-    RunRecord record;
-    record.kind = RunKind::Untouched;
-    record.writer = HETOPT_VERSION_STRING;
-    record.programKey = programKey;
-    record.pid = run.pid;
-    record.startedUnixNs = run.startedUnixNs;
-    record.wallNs = run.wallNs;
-    record.exitStatus = static_cast<uint64_t>(WEXITSTATUS(run.status));
-    if (!writeRunRecordFile(runRecordPath(planPath, run.pid, run.startedUnixNs), record, &error))
-      warn("run: the untouched run is not recorded: %s", error.c_str());
-  } else if (WIFSIGNALED(run.status)) {
-    warn("run: the program ended by signal %d; the untouched run is not recorded (only runs that "
-         "exit are, as for optimized runs)", WTERMSIG(run.status));
-  }
+  recordControlRun(planPath, programKey, run, seq);
   exitLikeChild(run.status);
 }
+
+#ifdef HETOPT_HAVE_ANALYZER
+// Appends a run that is not timed (declined, or a reverted plan's) to the ledger.
+void ledgerUntimed(const std::string& path, LedgerKind kind, uint64_t planId) {
+  if (path.empty()) return;
+  std::unique_ptr<LedgerFile> ledger = openLedger(path);
+  uint64_t seq = 0;
+  std::string error;
+  if (ledger && !ledger->start(kind, planId, clockNs(CLOCK_REALTIME), static_cast<uint64_t>(getpid()), &seq, &error))
+    debug("run: not in the ledger: %s", error.c_str());
+}
+
+// After a timed run: a failed run reverts its plan at once, and a verdict that changed is said,
+// each in one line.
+void sayWhatChanged(const PreparedRun& prepared, const analyzer::NextRun& before, const std::string& program) {
+  std::unique_ptr<LedgerFile> ledger = openLedger(prepared.ledger);
+  if (!ledger) return;
+  const std::vector<uint64_t> ids = prepared.ids();
+  const std::vector<analyzer::LedgerPair> pairs = analyzer::pairRuns(ledger->ledger());
+  std::string error;
+  for (size_t i = 0; i < ids.size(); ++i) {
+    if (ledger->ledger().reverted(ids[i])) continue;
+    const analyzer::Failure f = analyzer::findFailure(ledger->ledger(), pairs, ids[i]);
+    if (!f.failed) continue;
+    if (!ledger->revert(ids[i], f.run->seq, "failed", &error)) warn("run: %s", error.c_str());
+    warn("an optimized run of %s (pid %llu) ended unlike the program does untouched: %s. Its plan is "
+         "reverted: %s runs untouched from now on (a new `hetopt trace` or `hetopt characterize` plans "
+         "again; `hetopt report` shows the runs)",
+         program.c_str(), static_cast<unsigned long long>(f.run->pid), f.what.c_str(), program.c_str());
+    return;
+  }
+  const std::vector<analyzer::PlanStanding> now = analyzer::standings(ledger->ledger(), pairs, ids);
+  for (size_t i = 0; i < now.size() && i < before.chain.size(); ++i) {
+    const analyzer::Verdict &was = before.chain[i].verdict, &is = now[i].verdict;
+    if (was.state == is.state && was.optimizes() == is.optimizes()) continue;
+    const std::string which = i == 0 ? "the plan" : "the smaller plan " + std::to_string(i);
+    std::string then = is.optimizes() ? "it stays (one run in " + std::to_string(analyzer::kWatchEvery) +
+                                             " is still a control run)"
+                       : i + 1 < ids.size() ? "the next runs try the smaller plan " + std::to_string(i + 1)
+                                            : "from now on " + program + " runs untouched";
+    warn("verdict on %s of %s: %s, %s; %s", which.c_str(), program.c_str(), analyzer::verdictStateName(is.state),
+         analyzer::describeVerdict(is).c_str(), then.c_str());
+  }
+}
+
+// The closed loop's view for --dry-run: each plan's verdict and what the next run is.
+std::string loopStanding(const PreparedRun& prepared, const PlanRequest& request) {
+  if (!request.verify) return "verify: off: runs are neither timed nor kept (no control runs)";
+  Ledger empty;
+  LedgerFile file;
+  std::string error;
+  bool corrupt = false;
+  const bool opened = access(prepared.ledger.c_str(), F_OK) == 0 && file.open(prepared.ledger, &error, &corrupt);
+  const Ledger& ledger = opened ? file.ledger() : empty;
+  const analyzer::NextRun next = analyzer::nextRun(ledger, prepared.ids(), request.statsAsked);
+  std::string s = "verify:";
+  for (size_t i = 0; i < next.chain.size(); ++i)
+    s += std::string(i ? ";" : "") + " " + (i ? "smaller plan " + std::to_string(i) : std::string("the plan")) + " " +
+         (next.chain[i].failed ? "reverted (a run failed)"
+                               : std::string(analyzer::verdictStateName(next.chain[i].verdict.state)) + " (" +
+                                     analyzer::describeVerdict(next.chain[i].verdict) + ")");
+  if (!error.empty()) s += "; the ledger cannot be read: " + error;
+  return s + "; the next run is " +
+         (next.kind == analyzer::NextKind::Optimized ? (next.variant ? "optimized with smaller plan " + std::to_string(next.variant) : std::string("optimized"))
+          : next.kind == analyzer::NextKind::Control ? "a control run (untouched, timed)"
+                                                     : "untouched: " + analyzer::whyUntouched(ledger, next));
+}
+
+// The closed loop: this run is optimized, a control run, or untouched, as the ledger says
+// (analyzer/closed_loop.h); timed runs are hetopt's children and end in the ledger. Returns only
+// on hetopt's own failure.
+int runVerified(Launch launch, const PreparedRun& prepared, const PlanRequest& request) {
+  const std::vector<uint64_t> ids = prepared.ids();
+  std::unique_ptr<LedgerFile> ledger = openLedger(prepared.ledger);
+  if (!ledger) {
+    warn("running %s unoptimized", launch.argv[0].c_str());
+    launch.preloadShim = false;
+    dropShimFromEnvironment();
+    return execProgram(launch);
+  }
+  const analyzer::NextRun next = analyzer::nextRun(ledger->ledger(), ids, request.statsAsked);
+  const PreparedRun::Step& step = prepared.chain[next.variant];
+  const analyzer::PlanStanding& standing = next.chain[next.variant];
+  const LedgerKind kind = next.kind == analyzer::NextKind::Optimized ? LedgerKind::Optimized
+                          : next.kind == analyzer::NextKind::Control ? LedgerKind::Control
+                                                                     : LedgerKind::Untouched;
+  uint64_t seq = 0;
+  std::string error;
+  if (!ledger->start(kind, kind == LedgerKind::Untouched ? ids[0] : step.id, clockNs(CLOCK_REALTIME),
+                     static_cast<uint64_t>(getpid()), &seq, &error)) {
+    warn("run: %s; running %s unoptimized", error.c_str(), launch.argv[0].c_str());
+    seq = 0;
+  }
+  const Ledger seen = ledger->ledger();
+  ledger.reset();  // unlocked while the program runs
+  if (kind == LedgerKind::Untouched || !seq) {
+    if (seq) warn("not optimizing %s: %s", launch.argv[0].c_str(), analyzer::whyUntouched(seen, next).c_str());
+    launch.preloadShim = false;
+    dropShimFromEnvironment();
+    return execProgram(launch);
+  }
+  const std::string verdict = analyzer::describeVerdict(standing.verdict);
+  if (kind == LedgerKind::Control) {
+    warn("control run: %s runs untouched this time, timed against the optimized runs beside it (%s %s; "
+         "`hetopt report` shows the verdict, --verify=off skips control runs)",
+         launch.argv[0].c_str(), analyzer::verdictStateName(standing.verdict.state), verdict.c_str());
+    launch.preloadShim = false;
+    dropShimFromEnvironment();
+  } else {
+    warn("%s; %s: %s", step.summary.c_str(), analyzer::verdictStateName(standing.verdict.state), verdict.c_str());
+    launch.env.push_back({"HETOPT_MODE", "optimize"});
+    launch.env.push_back({"HETOPT_PLAN_FILE", step.planFiles});
+    launch.env.push_back({"HETOPT_RUN_SEQ", std::to_string(seq)});
+  }
+  TimedRun run;
+  if (runAndLedger(launch, prepared.ledger, seq, &run) == -1) return 2;
+  if (run.notStarted) return run.notStarted;
+  if (kind == LedgerKind::Control) recordControlRun(prepared.commandPlan, prepared.programKey, run, seq);
+  sayWhatChanged(prepared, next, launch.argv[0]);
+  exitLikeChild(run.status);
+}
+#endif
 
 }  // namespace
 
 int cmdRun(int argc, char** argv) {
   bool passthrough = false, stats = false, help = false, untouched = false;
   PlanRequest request;
-  std::string device, dbPath, statsJson, error;
+  std::string device, dbPath, statsJson, error, verify = optionString(Option::VERIFY);
   std::vector<std::string> program = splitProgram(
       argc, argv,
       [&](int i) -> int {
@@ -309,7 +570,9 @@ int cmdRun(int argc, char** argv) {
         if (!strcmp(argv[i], "--no-pool")) return request.noPool = true, 1;
         if (!strcmp(argv[i], "--dry-run")) return request.dryRun = true, 1;
         if (!strcmp(argv[i], "--no-early-context")) return request.lateContext = true, 1;
+        if (!strncmp(argv[i], "--verify=", 9)) return verify = argv[i] + 9, 1;
         if (i + 1 >= argc) return 0;
+        if (!strcmp(argv[i], "--verify")) return verify = argv[i + 1], 2;
         if (!strcmp(argv[i], "--device")) return device = argv[i + 1], 2;
         if (!strcmp(argv[i], "--db")) return dbPath = argv[i + 1], 2;
         if (!strcmp(argv[i], "--policy")) return request.policy = argv[i + 1], 2;
@@ -353,12 +616,34 @@ int cmdRun(int argc, char** argv) {
         "  --no-early-context  pin only in the context the program makes, when it makes it (by\n"
         "                   default a program that makes one context gets it made at start-up)\n"
         "  --passthrough    load the shim but only forward every call (shows it is transparent)\n"
-        "  --untouched      run the program exactly as natively (no shim, no plan) and record its\n"
-        "                   wall time and exit status beside its plan, for `hetopt report` to\n"
-        "                   measure the optimized runs against (needs the program's profile; a\n"
-        "                   run ended by a signal is not recorded); takes no option but --db\n");
+        "  --verify on|off  the closed loop (default on, or $HETOPT_VERIFY): every run of a planned\n"
+        "                   program is timed and kept in its run ledger; while the plan has no\n"
+        "                   verdict, runs alternate between optimized and control runs (untouched),\n"
+        "                   and a paired test keeps the plan (faster with 90%% confidence), reverts\n"
+        "                   it (slower), or calls it inconclusive after %zu pairs (it keeps\n"
+        "                   optimizing when the estimate is not slower); a reverted plan gives way\n"
+        "                   to a smaller one (without the early driver start, then without the\n"
+        "                   site that pins the most), an optimized run that ends unlike the control\n"
+        "                   runs (exit status, signal) reverts it at once; after a verdict one run\n"
+        "                   in %zu is a control run. off: no control runs, nothing timed or kept\n"
+        "                   (benchmarks)\n"
+        "  --untouched      run the program exactly as natively (no shim, no plan), timed and kept\n"
+        "                   beside its plan as a control run, for the verdict and `hetopt report`\n"
+        "                   (needs the program's profile); takes no option but --db\n\n"
+        "Exit status: the program's (or its signal, raised again); 2 for hetopt's own errors.\n",
+#ifdef HETOPT_HAVE_ANALYZER
+        analyzer::kVerdictMaxPairs, analyzer::kWatchEvery);
+#else
+        size_t{10}, size_t{10});
+#endif
     return 0;
   }
+  if (verify != "on" && verify != "off") {
+    warn("run: --verify %s: on or off (see hetopt run --help)", verify.c_str());
+    return 2;
+  }
+  request.verify = verify == "on";
+  request.statsAsked = stats || !statsJson.empty();
   if (program.empty()) {
     warn("run: %s (see hetopt run --help)", error.c_str());
     return 2;
@@ -389,23 +674,22 @@ int cmdRun(int argc, char** argv) {
          request.profileName.c_str());
     return 2;
   }
-  std::string planPath;
-  std::string whyNot =
-      preparePlan(program, dbPath.empty() ? defaultDbPath() : dbPath, request, &planPath);
+  const PreparedRun prepared = preparePlan(program, dbPath.empty() ? defaultDbPath() : dbPath, request);
   if (request.dryRun) {
-    if (!whyNot.empty() && !request.described) printf("decline: %s\n", whyNot.c_str());
+    if (!prepared.whyNot.empty() && !request.described) printf("decline: %s\n", prepared.whyNot.c_str());
+#ifdef HETOPT_HAVE_ANALYZER
+    if (prepared.whyNot.empty()) printf("%s\n", loopStanding(prepared, request).c_str());
+#endif
     return 0;
   }
-  if (!whyNot.empty()) {
-    warn("%s; running unoptimized", whyNot.c_str());
+  if (!prepared.whyNot.empty()) {
+    warn("%s; running unoptimized", prepared.whyNot.c_str());
+#ifdef HETOPT_HAVE_ANALYZER
+    if (request.verify) ledgerUntimed(prepared.ledger, LedgerKind::Declined, 0);
+#endif
     launch.preloadShim = false;
     return execProgram(launch);
   }
-  launch.env.push_back({"HETOPT_MODE", "optimize"});
-  launch.env.push_back({"HETOPT_PLAN_FILE", planPath});
-  // The program runs in this process (exec): its run record counts from hetopt's start, as an
-  // untouched run's does.
-  launch.env.push_back({"HETOPT_RUN_STARTED", std::to_string(getpid()) + ":" + std::to_string(hetoptStartedNs())});
   if (stats) launch.env.push_back({"HETOPT_STATS", "1"});
   if (!statsJson.empty()) {
     // The program may change its directory before it exits.
@@ -415,6 +699,15 @@ int cmdRun(int argc, char** argv) {
     }
     launch.env.push_back({"HETOPT_STATS_JSON", statsJson});
   }
+#ifdef HETOPT_HAVE_ANALYZER
+  if (request.verify) return runVerified(launch, prepared, request);
+#endif
+  warn("%s", prepared.chain[0].summary.c_str());
+  launch.env.push_back({"HETOPT_MODE", "optimize"});
+  launch.env.push_back({"HETOPT_PLAN_FILE", prepared.chain[0].planFiles});
+  // The program runs in this process (exec): its run record counts from hetopt's start, as an
+  // untouched run's does.
+  launch.env.push_back({"HETOPT_RUN_STARTED", std::to_string(getpid()) + ":" + std::to_string(hetoptStartedNs())});
   return execProgram(launch);
 }
 

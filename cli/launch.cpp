@@ -21,12 +21,16 @@ namespace hetopt::cli {
 namespace {
 
 pid_t s_child = -1;
+volatile sig_atomic_t s_fromTerminal = 0;  // a terminal's signal came while a child ran
 
 constexpr int kForwarded[] = {SIGINT, SIGQUIT, SIGTERM, SIGHUP};
 
 void forwardSignal(int sig, siginfo_t* info, void*) {
   // The terminal sends its signals to the whole foreground process group: the child has it.
-  if (info && info->si_code == SI_KERNEL) return;
+  if (info && info->si_code == SI_KERNEL) {
+    s_fromTerminal = 1;
+    return;
+  }
   if (s_child > 0) kill(s_child, sig);
 }
 
@@ -171,6 +175,7 @@ bool runTimed(const Launch& launch, TimedRun* out, std::string* error) {
     return false;
   }
   const uint64_t start = hetoptStartedNs();
+  s_fromTerminal = 0;
   out->startedUnixNs = clockNs(CLOCK_REALTIME) - (clockNs(CLOCK_MONOTONIC) - start);
   {
     Child child(launch, report[1], error);
@@ -178,6 +183,7 @@ bool runTimed(const Launch& launch, TimedRun* out, std::string* error) {
     if (child.pid() >= 0) out->status = child.wait(error);
     out->wallNs = clockNs(CLOCK_MONOTONIC) - start;
     out->pid = child.pid() > 0 ? static_cast<uint64_t>(child.pid()) : 0;
+    out->interrupted = s_fromTerminal != 0;
   }
   int code = 0;
   if (out->status != -1 && read(report[0], &code, sizeof code) == static_cast<ssize_t>(sizeof code)) out->notStarted = code;

@@ -38,6 +38,9 @@ struct TimedRun {
   uint64_t pid = 0;
   uint64_t startedUnixNs = 0;  ///< wall clock when hetopt started
   uint64_t wallNs = 0;         ///< from then until the program was reaped (steady clock)
+  /// The terminal sent the foreground group a signal (Ctrl-C, a hang-up) meanwhile: the
+  /// user stopped it, and its time and ending say nothing about the program.
+  bool interrupted = false;
 };
 /// When this hetopt process started (steady clock, ns). Runs are timed from here, untouched and
 /// optimized alike (HETOPT_RUN_STARTED), so both include what hetopt itself does first.

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: MIT
 /**
  * @file The before-and-after arithmetic of `hetopt report` (analyzer/compare.h) on synthetic run
- * records: the measured saving is the untouched runs' median less the optimized runs' median, with
- * counts, ranges and neighbouring pairs; without untouched runs it is the traced run's upper bound,
- * said to be one.
+ * records and ledgers: the measured saving is the untouched runs' median less the optimized runs'
+ * median, with counts, ranges and the ledger's pairs; without untouched runs it is measured against
+ * the traced run, an upper bound when it is a saving, and a loss is never called one.
  */
 #include "analyzer/compare.h"
 
@@ -49,7 +49,7 @@ TEST(Compare, SavingIsUntouchedMedianLessOptimizedMedianWithCountsAndRanges) {
   // Not interleaved: every untouched run first, so only the last untouched and first optimized pair.
   for (size_t i = 0; i < untouched.size(); ++i) runs.push_back(run(p, RunKind::Untouched, i, untouched[i], i == 1 ? 3 : 0));
   for (size_t i = 0; i < optimized.size(); ++i) runs.push_back(run(p, RunKind::Optimized, 10 + i, optimized[i]));
-  const MeasuredSaving m = measureSaving(p, runs);
+  const MeasuredSaving m = measureSaving(p, runs, LoopReport{});
   EXPECT_FALSE(m.upperBound);
   EXPECT_EQ(m.untouched.count, untouched.size());
   EXPECT_EQ(m.optimized.count, optimized.size());
@@ -58,10 +58,9 @@ TEST(Compare, SavingIsUntouchedMedianLessOptimizedMedianWithCountsAndRanges) {
   EXPECT_NEAR(m.untouched.minNs, 90e6, 1);
   EXPECT_NEAR(m.untouched.maxNs, 97e6, 1);
   EXPECT_NEAR(m.optimized.medianNs, medianOf(optimized) * 1e6, 1) << "even count: the middle two's mean";
-  ASSERT_EQ(m.pairedNs.size(), 1u);
-  EXPECT_NEAR(m.pairedNs[0], (untouched.back() - optimized.front()) * 1e6, 1);
+  EXPECT_TRUE(m.pairedNs.empty()) << "pairs come from the run ledger, not from the records' order";
 
-  const std::string text = formatComparison(p, runs);
+  const std::string text = formatComparison(p, runs, LoopReport{});
   EXPECT_TRUE(contains(text, "3 untouched and 4 optimized runs recorded")) << text;
   EXPECT_TRUE(contains(text, "measured saving:  " + formatDuration(expected) + " per run")) << text;
   EXPECT_TRUE(contains(text, "the median of 3 untouched runs, " + formatDuration(medianOf(untouched) * 1e6) +
@@ -84,47 +83,86 @@ TEST(Compare, SavingIsUntouchedMedianLessOptimizedMedianWithCountsAndRanges) {
   EXPECT_NEAR(bars[1].breakdown.communicationNs, p.breakdown.communicationNs, 1) << "nothing pinned in a plain run";
 }
 
-// Alternating runs pair each untouched run with its optimized neighbour: the machine's drift
-// between rounds cancels in the differences.
-TEST(Compare, InterleavedRunsArePaired) {
+// The pairs are the run ledger's: each control run against the optimized run next to it, the
+// machine's drift between rounds cancelling in the differences.
+TEST(Compare, PairsAreTheLedgersControlAndOptimizedNeighbours) {
   const AppProfile p = testing::sampleProfile();
   std::vector<StoredRun> runs;
-  // Drifting machine: each round 10 ms slower; the optimized run saves 5, 6 and 7 ms.
+  Ledger ledger;
+  // Drifting machine: each round 10 ms slower; the optimized run saves 5, 6 and 7 ms. An optimized
+  // `--stats` run comes first, outside the alternation: it pairs with nothing.
   const double saved[] = {5, 6, 7};
-  for (uint64_t round = 0; round < 3; ++round) {
+  auto timed = [&](LedgerKind kind, double ms) {
+    LedgerRun r;
+    r.seq = ledger.runs.size() + 1, r.kind = kind, r.planId = 0xabcdef0123456789ull;
+    r.end = RunEnd::Exited, r.wallNs = static_cast<uint64_t>(ms * 1e6);
+    ledger.runs.push_back(r);
+    runs.push_back(run(p, kind == LedgerKind::Control ? RunKind::Untouched : RunKind::Optimized, r.seq, ms));
+  };
+  timed(LedgerKind::Optimized, 50);
+  timed(LedgerKind::Optimized, 50);  // the newer of two optimized runs pairs with the next control
+  for (int round = 0; round < 3; ++round) {
     const double plain = 100 + 10.0 * round;
-    runs.push_back(run(p, RunKind::Optimized, 2 * round, plain - saved[round]));
-    runs.push_back(run(p, RunKind::Untouched, 2 * round + 1, plain));
+    timed(LedgerKind::Control, plain);
+    timed(LedgerKind::Optimized, plain - saved[round]);
   }
-  // Stored order is not time order.
-  std::reverse(runs.begin(), runs.end());
-  const MeasuredSaving m = measureSaving(p, runs);
+  const LoopReport loop = loopReport(ledger);
+  const MeasuredSaving m = measureSaving(p, runs, loop);
   ASSERT_EQ(m.pairedNs.size(), 3u);
-  for (size_t i = 0; i < 3; ++i) EXPECT_NEAR(m.pairedNs[i], saved[i] * 1e6, 1) << i;
-  const std::string text = formatComparison(p, runs);
-  EXPECT_TRUE(contains(text, "paired:           3 untouched runs each against the optimized run next to it: median " +
-                                 formatDuration(6e6) + " (" + formatDuration(5e6) + " to " + formatDuration(7e6) + ")"))
-      << text;
+  EXPECT_NEAR(m.pairedNs[0], 50e6, 1) << "the --stats run and the first control";
+  EXPECT_NEAR(m.pairedNs[1], (110 - 100 + saved[0]) * 1e6, 1) << "control of round 1 and optimized of round 0";
+  const std::string text = formatComparison(p, runs, loop);
+  EXPECT_TRUE(contains(text, "paired:           3 control runs each against the optimized run next to it")) << text;
+  EXPECT_TRUE(contains(text, "plan abcdef01  exploring")) << text;
+}
+
+TEST(Compare, ALossIsNeverCalledAnUpperBound) {
+  AppProfile p = testing::sampleProfile();
+  p.breakdown.recordingNs = 0;
+  const double traced = p.breakdown.totalNs;
+  std::vector<StoredRun> runs = {run(p, RunKind::Optimized, 0, traced / 1e6 + 30)};
+  const MeasuredSaving m = measureSaving(p, runs, LoopReport{});
+  EXPECT_TRUE(m.upperBound);
+  EXPECT_LT(m.savingNs, 0);
+  const std::string text = formatComparison(p, runs, LoopReport{});
+  EXPECT_FALSE(contains(text, "upper bound")) << text;
+  EXPECT_TRUE(contains(text, "LOST per run")) << text;
+  EXPECT_TRUE(contains(comparisonJson(p, runs, LoopReport{}), "\"upper_bound\":false")) << comparisonJson(p, runs, LoopReport{});
+}
+
+TEST(Compare, DeclinedRunsAreSaidWithTheirReason) {
+  const AppProfile p = testing::sampleProfile();
+  Ledger ledger;
+  for (uint64_t i = 1; i <= 4; ++i) {
+    LedgerRun r;
+    r.seq = i, r.kind = LedgerKind::Declined, r.startedUnixNs = 1795631813000000000ull + i;
+    ledger.runs.push_back(r);
+  }
+  const std::string text = formatComparison(p, {}, loopReport(ledger), "pinning does not pay here");
+  EXPECT_TRUE(contains(text, "`hetopt run` declined 4 runs")) << text;
+  EXPECT_TRUE(contains(text, "pinning does not pay here")) << text;
+  EXPECT_TRUE(contains(text, "no optimized run: `hetopt run` declined the program")) << text;
+  EXPECT_FALSE(contains(text, "no optimized run recorded yet")) << text;
 }
 
 TEST(Compare, WithoutUntouchedRunsTheSavingIsAnUpperBoundAndSaysHowToMeasureIt) {
   AppProfile p = testing::sampleProfile();
   p.breakdown.recordingNs = 4e6;
   std::vector<StoredRun> runs = {run(p, RunKind::Optimized, 0, 80), run(p, RunKind::Optimized, 1, 84)};
-  const MeasuredSaving m = measureSaving(p, runs);
+  const MeasuredSaving m = measureSaving(p, runs, LoopReport{});
   EXPECT_TRUE(m.upperBound);
   EXPECT_EQ(m.untouched.count, 0u);
   const double traced = p.breakdown.totalNs - p.breakdown.recordingNs;
   EXPECT_NEAR(m.baselineNs, traced, 1);
   EXPECT_NEAR(m.savingNs, traced - 82e6, 1);
   EXPECT_TRUE(m.pairedNs.empty());
-  const std::string text = formatComparison(p, runs);
+  const std::string text = formatComparison(p, runs, LoopReport{});
   EXPECT_TRUE(contains(text, "measured saving:  " + formatDuration(traced - 82e6) + ", an upper bound")) << text;
-  EXPECT_TRUE(contains(text, "hetopt run --untouched")) << text;
+  EXPECT_TRUE(contains(text, "control runs measure the real saving")) << text;
 
   // Untouched runs only: shown, nothing to compare yet.
   runs = {run(p, RunKind::Untouched, 0, 90)};
-  const std::string plain = formatComparison(p, runs);
+  const std::string plain = formatComparison(p, runs, LoopReport{});
   EXPECT_TRUE(contains(plain, "1 untouched and 0 optimized runs recorded")) << plain;
   EXPECT_TRUE(contains(plain, "no optimized run recorded yet")) << plain;
   EXPECT_FALSE(contains(plain, "measured saving:")) << plain;
