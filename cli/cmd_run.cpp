@@ -19,6 +19,7 @@
 
 #include "cli/commands.h"
 #include "cli/launch.h"
+#include "cli/run_decision.h"
 #include "common/clock.h"
 #include "common/log.h"
 #include "common/options.h"
@@ -47,29 +48,6 @@ struct PlanRequest {
   bool verify = true;       ///< --verify / HETOPT_VERIFY: the closed loop
   bool statsAsked = false;  ///< --stats: only an optimized run shows them
   mutable bool described = false;  ///< the dry run printed the whole decision
-};
-
-/// What `hetopt run` found for a command: the plan and the smaller plans the closed loop falls
-/// back to (each step one plan file per program it optimizes), or why it runs untouched.
-struct PreparedRun {
-  std::string whyNot;  ///< empty: planned
-  struct Step {
-    std::string planFiles;  ///< ':'-separated, one per program
-    uint64_t id = 0;        ///< the step's identity: its plans' (combined for several)
-    std::string summary;    ///< the one line an optimized run of it prints
-  };
-  std::vector<Step> chain;
-  /// The command's own plan file (of its identity key, whether or not it is written): its ledger
-  /// and control runs' records go beside it. Empty when it has no profile (nothing is recorded for
-  /// a program nobody traced).
-  std::string commandPlan;
-  std::string ledger;      ///< ledgerPath(commandPlan)
-  std::string programKey;  ///< the command's identity key (run records)
-  std::vector<uint64_t> ids() const {
-    std::vector<uint64_t> out;
-    for (const Step& s : chain) out.push_back(s.id);
-    return out;
-  }
 };
 
 /// The plan file of step `variant` of the chain whose first plan is `planFile`.
@@ -170,6 +148,7 @@ std::string findTargets(Db& db, const ProgramIdentity& identity, std::vector<Tar
 
 /// One program's plan and its smaller variants, as written.
 struct TargetPlans {
+  std::vector<std::string> forkMarks; ///< whose presence decided `driver late`
   std::vector<std::string> files;     ///< the plan first
   std::vector<uint64_t> ids;          ///< planIdentity() of each
   std::vector<std::string> summaries; ///< the line an optimized run of each prints
@@ -201,8 +180,10 @@ std::string planTarget(Db& db, const Target& target, const ProgramIdentity& iden
   const std::string planKey = target.self ? identity.key() : profile.program.key();
   const std::string planFile = plansDir + "/" + planFileName(planKey);
   // A forked copy called OpenCL in an optimized run of any of the plans.
-  for (size_t v = 0; v < 3 && !options.forkedWhenOptimized; ++v)
-    options.forkedWhenOptimized = access(forkMarkerPath(variantPlanFile(planFile, v)).c_str(), F_OK) == 0;
+  for (size_t v = 0; v < 3; ++v) {
+    out->forkMarks.push_back(forkMarkerPath(variantPlanFile(planFile, v)));
+    options.forkedWhenOptimized |= access(out->forkMarks.back().c_str(), F_OK) == 0;
+  }
   Plan plan;
   analyzer::PlanDecision decision;
   std::string whyNot, error;
@@ -245,21 +226,42 @@ std::string planTarget(Db& db, const Target& target, const ProgramIdentity& iden
 
 // What `hetopt run` does with `command`: the plans it wrote (with --dry-run: would write, and the
 // decision printed to stdout), or why it runs untouched.
+PreparedRun decide(const ProgramIdentity& identity, const std::vector<std::string>& command,
+                   const std::string& dbPath, const PlanRequest& request);
+
+// Every option that changes what `hetopt run` decides, as one line.
+std::string decisionOptions(const PlanRequest& r) {
+  return "policy=" + r.policy + " profile=" + r.profileName + " force=" + std::to_string(r.force) +
+         " no-pool=" + std::to_string(r.noPool) + " late-context=" + std::to_string(r.lateContext);
+}
+
 PreparedRun preparePlan(const std::vector<std::string>& command, const std::string& dbPath,
                         const PlanRequest& request) {
-  PreparedRun out;
-#ifndef HETOPT_HAVE_ANALYZER
-  (void)command, (void)dbPath, (void)request;
-  out.whyNot = "this hetopt was built without the analyzer, so it has no profiles";
-  return out;
-#else
   std::string error;
   ProgramIdentity identity;
   if (!commandIdentity(command, &identity, &error, identityCacheDir())) {
+    PreparedRun out;
     out.whyNot = "cannot identify " + command[0] + (error.empty() ? "" : ": " + error);
     return out;
   }
   identity.profileName = request.profileName;
+  PreparedRun out;
+  // --dry-run prints the whole decision: it always decides.
+  if (!request.dryRun && loadCachedDecision(identity.key(), decisionOptions(request), dbPath, &out)) return out;
+  out = decide(identity, command, dbPath, request);
+  if (!request.dryRun) storeCachedDecision(identity.key(), decisionOptions(request), dbPath, out);
+  return out;
+}
+
+PreparedRun decide(const ProgramIdentity& identity, const std::vector<std::string>& command,
+                   const std::string& dbPath, const PlanRequest& request) {
+  PreparedRun out;
+#ifndef HETOPT_HAVE_ANALYZER
+  (void)identity, (void)command, (void)dbPath, (void)request;
+  out.whyNot = "this hetopt was built without the analyzer, so it has no profiles";
+  return out;
+#else
+  std::string error;
   std::unique_ptr<Db> db = Db::open(dbPath, Db::Mode::ReadOnly, &error);
   if (!db) {
     out.whyNot = "no profile for " + identity.describe() + " (" + error + "); run `hetopt trace` on it first";
@@ -268,6 +270,12 @@ PreparedRun preparePlan(const std::vector<std::string>& command, const std::stri
   std::vector<Target> targets;
   out.whyNot = findTargets(*db, identity, &targets);
   if (!out.whyNot.empty()) return out;
+  // Launched programs are planned only while they are as traced.
+  for (const Target& t : targets) {
+    if (t.self) continue;
+    out.programs.push_back(t.profile.program.path);
+    if (t.profile.program.script.kind == ScriptRef::Kind::File) out.programs.push_back(t.profile.program.script.name);
+  }
   out.programKey = identity.key();
   out.commandPlan = cacheDirectory() + "/plans/" + planFileName(identity.key());
   out.ledger = ledgerPath(out.commandPlan);
@@ -281,6 +289,7 @@ PreparedRun preparePlan(const std::vector<std::string>& command, const std::stri
       reasons += (reasons.empty() ? "" : "; ") + (t.self ? why : t.profile.program.describe() + ": " + why);
       continue;
     }
+    out.forkMarks.insert(out.forkMarks.end(), plans.forkMarks.begin(), plans.forkMarks.end());
     planned.push_back(std::move(plans));
   }
   if (planned.empty()) {
@@ -532,13 +541,14 @@ int runVerified(Launch launch, const PreparedRun& prepared, const PlanRequest& r
   }
   const std::string verdict = analyzer::describeVerdict(standing.verdict);
   if (kind == LedgerKind::Control) {
-    warn("control run: %s runs untouched this time, timed against the optimized runs beside it (%s %s; "
-         "`hetopt report` shows the verdict, --verify=off skips control runs)",
+    warn("control run: %s runs untouched this time, timed against the optimized runs beside it (the plan is "
+         "%s: %s; `hetopt report` shows the verdict, --verify=off skips control runs)",
          launch.argv[0].c_str(), analyzer::verdictStateName(standing.verdict.state), verdict.c_str());
     launch.preloadShim = false;
     dropShimFromEnvironment();
   } else {
-    warn("%s; %s: %s", step.summary.c_str(), analyzer::verdictStateName(standing.verdict.state), verdict.c_str());
+    warn("%s (the plan is %s: %s)", step.summary.c_str(), analyzer::verdictStateName(standing.verdict.state),
+         verdict.c_str());
     launch.env.push_back({"HETOPT_MODE", "optimize"});
     launch.env.push_back({"HETOPT_PLAN_FILE", step.planFiles});
     launch.env.push_back({"HETOPT_RUN_SEQ", std::to_string(seq)});

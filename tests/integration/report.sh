@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# Before and after for one program: `hetopt trace`, then `hetopt run --policy opencl --force` twice
-# (on PoCL pinning never pays, so it is forced), the first with --stats and --stats=FILE.json. Each
-# optimized run must leave a private run record beside its plan; the JSON must parse and hold the
-# text stats' counts and lines; `hetopt report` must move the records into the DB, show the traced
-# run and both optimized runs with their transfers, plot them (SVG and PNG, titled with device and
-# date), and warn once about a corrupt record without failing.
+# Before and after for one program: `hetopt trace`, then `hetopt run --policy opencl --force` three
+# times (on PoCL pinning never pays, so it is forced), the first with --stats and --stats=FILE.json;
+# under the closed loop the second is a control run. Each run must leave a private run record
+# beside its plan; the JSON must parse and hold the text stats' counts and lines; `hetopt report`
+# must move the records into the DB, show the traced run, the control run and both optimized runs
+# with their transfers, plot them (SVG and PNG, titled with device and date), and warn once about a
+# corrupt record without failing.
 #   report.sh HETOPT -- PROGRAM [ARGS...]
 set -u
 hetopt=$1
@@ -47,8 +48,10 @@ assert rec["transfers"].split()[0] == str(pinned), rec
 assert rec["plan"].split()[0] == j["plan"], (rec, j["plan"])
 PY
 "$hetopt" run --policy opencl --force -- "$@" >/dev/null 2>"$work/run2.err" || fail "second hetopt run exited $?"
+grep -q '^hetopt: control run' "$work/run2.err" || fail "the second run was not a control run"
+"$hetopt" run --policy opencl --force -- "$@" >/dev/null 2>"$work/run3.err" || fail "third hetopt run exited $?"
 good=("$plans"/*.run)
-[[ ${#good[@]} == 2 ]] || fail "the second run left no record"
+[[ ${#good[@]} == 3 ]] || fail "the runs left $(ls "$plans"/*.run | wc -l) records, not 3"
 # A corrupt record (cut before its end) beside them: one warning, no failure.
 base=$(basename "${good[0]}")
 corrupt=$plans/${base%%.*}.1-1.run
@@ -63,6 +66,10 @@ cat "$work/report.out"
 grep -q '^traced ' "$work/report.out" || fail "no traced row"
 [[ $(grep -cE '^[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9:]{8} .* [0-9]+/0/0, predicted' "$work/report.out") == 2 ]] ||
   fail "not the two optimized runs with their transfers"
+[[ $(grep -cE '^[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9:]{8} .* control run \(no shim\)$' "$work/report.out") == 1 ]] ||
+  fail "not the control run"
+grep -qE '^  plan [0-9a-f]{8}  exploring +1 pair so far, 2 optimized runs' "$work/report.out" ||
+  fail "no verdict line for the plan"
 grep -q '^predicted saving: ' "$work/report.out" && grep -q '^measured saving: ' "$work/report.out" ||
   fail "no predicted and measured saving"
 compgen -G "$plans/*.run" >/dev/null && fail "records left beside the plan: $(ls "$plans")"
@@ -74,5 +81,5 @@ fi
 # The runs are in the DB now: a second report shows them again, quietly.
 "$hetopt" report --no-plot -- "$@" >"$work/again.out" 2>"$work/again.err" || fail "second report exited $?"
 [[ ! -s $work/again.err ]] || fail "second report warned: $(cat "$work/again.err")"
-[[ $(grep -cE '^[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9:]{8} ' "$work/again.out") == 2 ]] || fail "runs not kept in the DB"
+[[ $(grep -cE '^[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9:]{8} ' "$work/again.out") == 3 ]] || fail "runs not kept in the DB"
 echo "OK: run records, JSON stats and report"
