@@ -152,6 +152,8 @@ def main():
     select = re.compile(os.environ.get("SELECT") or ".")
     seed = int(os.environ.get("SEED") or time.time_ns() % 1000000)
     opts = shlex.split(os.environ.get("RUN_OPTIONS", ""))  # e.g. --policy opencl --force (PoCL checks)
+    loop_runs = int(os.environ.get("LOOP_RUNS") or 0)
+    loop_kinds = {}
     rng = random.Random(seed)
     filters, configs = parse_manifest(os.environ["MANIFEST"])
     if os.environ.get("VARIANTS"):  # a quick look (e.g. "hetopt"): native and these only
@@ -251,6 +253,28 @@ def main():
             log(f"   --dry-run: {row['dry_run']}")
             rows.append(row)
             continue
+        # The closed loop as a user meets it: LOOP_RUNS plain `hetopt run`s (optimized and control
+        # runs as the ledger decides), then the verdict `hetopt report --json` gives.
+        row["verdict"] = None
+        for i in range(loop_runs):
+            ms, rc = run([hetopt, "run", "--"] + prog, cwd, base_env, os.path.join(rundir, f"loop.{i}"), timeout)
+            kind = next((k for k, pat in (("control", r"^hetopt: control run"), ("untouched", r"^hetopt: not optimizing"),
+                                          ("declined", r"running unoptimized$"), ("optimized", r"optimizing: "))
+                         if any(re.search(pat, l) for l in tool_lines(os.path.join(rundir, f"loop.{i}")))), "?")
+            loop_kinds.setdefault(name, []).append(kind)
+        if loop_runs:
+            rep = subprocess.run([hetopt, "report", "--json", "--"] + prog, cwd=cwd, env=base_env,
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+            with open(os.path.join(rundir, "report.json"), "wb") as f:
+                f.write(rep.stdout)
+            try:
+                row["verdict"] = json.loads(rep.stdout).get("verdict")
+            except ValueError:
+                row["verdict"] = None
+            v = row["verdict"]
+            log(f"   loop: {' '.join(loop_kinds.get(name, []))}; verdict: "
+                + (f"{v['state']}, {v['pairs']} pairs, paired median {fmt(v['paired_median'], '.3f')} "
+                   f"[{fmt(v['ci_low'], '.3f')}-{fmt(v['ci_high'], '.3f')}]" if v else "none (declined)"))
         stats_base = os.path.join(rundir, "stats")
         run([hetopt, "run", "--stats"] + opts + ["--"] + prog, cwd, base_env, stats_base, timeout)
         row["decision"] = decision_of(dry_first, tool_lines(stats_base))
@@ -282,6 +306,7 @@ def main():
         checks = [(v, r, os.path.join(rundir, f"{v}.{r}"), rcs[v][r]) for v in VARIANTS for r in range(rounds)]
         checks += [("trace", 0, os.path.join(rundir, "trace"), row["trace_rc"]),
                    ("stats", 0, stats_base, None)]
+        checks += [("loop", i, os.path.join(rundir, f"loop.{i}"), None) for i in range(loop_runs)]
         bad = set()
         for v, r, base, rc in checks:
             if (v, r) == ("native", 0):
@@ -381,6 +406,18 @@ def main():
                             + [fmt(r["copy_ms"], ".3f", "NaN"), fmt(r["copy_pct"], ".2f", "NaN"),
                                f"{ceil:.4f}", f"{min(ceil, cap):.4f}", r["status"]]
                             + [col(r["best"], v) for v in ALL_MEASURED]))
+    if loop_runs:
+        lines.append("")
+        lines.append(f"# the closed loop: {loop_runs} plain `hetopt run`s each (before the rounds), then `hetopt report --json`")
+        lines.append(f"{'program':<28} {'size':<10} {'verdict':<13} {'pairs':>5} {'paired':>7} {'ci_low':>7} {'ci_high':>7}"
+                     f" {'hetopt paired':>13}  runs")
+        for r in rows:
+            v = r.get("verdict")
+            bench = r.get("paired", {}).get("hetopt")
+            lines.append(f"{r['name']:<28} {r['size']:<10} {(v['state'] if v else 'declined'):<13} "
+                         f"{(v['pairs'] if v else 0):>5} {fmt(v and v['paired_median'], '7.3f'):>7} "
+                         f"{fmt(v and v['ci_low'], '7.3f'):>7} {fmt(v and v['ci_high'], '7.3f'):>7} "
+                         f"{fmt(bench, '13.3f'):>13}  {' '.join(loop_kinds.get(r['name'], []))}")
     lines.append("")
     for r in rows:
         lines.append(f"# {r['name']}: device {r.get('device') or '?'}; --dry-run: {r.get('dry_run', 'n/a')}; "

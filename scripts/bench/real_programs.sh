@@ -36,8 +36,13 @@
 #                      $HETOPT_DB); without one `hetopt run` has no curves and declines
 #   EXPECT_DEVICE=S    refuse the numbers of a configuration whose trace names another device (a
 #                      case-insensitive substring of "platform / device", e.g. NVIDIA)
-#   RUN_OPTIONS="..." options for `hetopt run` in the hetopt and nopool variants, e.g. "--policy opencl
-#                      --force" to exercise optimize mode where the curves decline (PoCL)
+#   RUN_OPTIONS="..." options for `hetopt run` in the hetopt and nopool variants and the --stats run,
+#                      e.g. "--verify=off" for the benchmark (no control runs: every hetopt run
+#                      optimized), "--policy opencl --force" to exercise optimize mode where the
+#                      curves decline (PoCL)
+#   LOOP_RUNS=N        before the rounds, N plain `hetopt run`s (the closed loop on: optimized and
+#                      control runs as its ledger decides, outputs checked), then `hetopt report
+#                      --json`'s verdict: a second table puts it beside the rounds' hetopt paired ratio
 #   VARIANTS="..."     only native and these variants (also native_env: the program in the declined
 #                      variant's environment, and untouched: `hetopt run --untouched`, after whose
 #                      rounds `hetopt report` writes runs/NAME/report.txt and its plot; table only;
