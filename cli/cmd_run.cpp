@@ -10,6 +10,7 @@
  * the optimized program directly, as benchmarks want. `--untouched` runs it untouched on purpose
  * and records the run (contracts/run_record.h) for `hetopt report` to measure against.
  */
+#include <dirent.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -390,27 +391,42 @@ int runAndLedger(const Launch& launch, const std::string& ledgerFile, uint64_t s
   return run->status;
 }
 
-// The record of a control run (untouched, timed by hetopt) beside `planPath`.
-void recordControlRun(const std::string& planPath, const std::string& programKey, const TimedRun& run,
-                      uint64_t seq) {
+// The record of a run hetopt timed, beside `planPath`: a control run's (untouched), or an
+// optimized run's that the shim could not write (a signal, _exit or exec ended the program before
+// its exit handler): its ending, with no transfers.
+void recordRun(RunKind kind, const std::string& planPath, const std::string& programKey, uint64_t planId,
+               const TimedRun& run, uint64_t seq) {
   const Ending e = endingOf(run);
   if (e.end == RunEnd::Lost) return;
   RunRecord record;
-  record.kind = RunKind::Untouched;
+  record.kind = kind;
   record.writer = HETOPT_VERSION_STRING;
   record.programKey = programKey;
+  record.planId = planId;
   record.pid = run.pid;
   record.startedUnixNs = run.startedUnixNs;
   record.wallNs = run.wallNs;
   record.seq = seq;
-  if (e.end == RunEnd::Signaled || (run.interrupted && WIFSIGNALED(run.status)))
+  if (WIFSIGNALED(run.status))
     record.signal = e.code;
   else
     record.exited = true, record.exitStatus = e.code;
   if (run.interrupted) record.note = "interrupted";
+  else if (kind == RunKind::Optimized) record.note = "no-shim-record";
   std::string error;
   if (!writeRunRecordFile(runRecordPath(planPath, run.pid, run.startedUnixNs), record, &error))
-    warn("run: the untouched run is not recorded: %s", error.c_str());
+    warn("run: the %s run is not recorded: %s", runKindName(kind), error.c_str());
+}
+
+// Whether the shim left a run record for process `pid` beside the plan at `planPath`.
+bool shimRecorded(const std::string& planPath, uint64_t pid) {
+  const std::string prefix = baseName(runRecordPrefix(planPath)) + std::to_string(pid) + "-";
+  DIR* d = opendir(dirName(planPath).c_str());
+  if (!d) return false;
+  bool found = false;
+  while (dirent* e = readdir(d)) found |= strncmp(e->d_name, prefix.c_str(), prefix.size()) == 0;
+  closedir(d);
+  return found;
 }
 
 // `hetopt run --untouched`: the program exactly as natively (no shim, same arguments, standard
@@ -435,7 +451,7 @@ int runUntouched(const std::vector<std::string>& program, const std::string& dbP
   TimedRun run;
   if (runAndLedger(launch, ledgerPath(planPath), seq, &run) == -1) return 2;
   if (run.notStarted) return run.notStarted;  // execProgram said why
-  recordControlRun(planPath, programKey, run, seq);
+  recordRun(RunKind::Untouched, planPath, programKey, 0, run, seq);
   exitLikeChild(run.status);
 }
 
@@ -556,7 +572,12 @@ int runVerified(Launch launch, const PreparedRun& prepared, const PlanRequest& r
   TimedRun run;
   if (runAndLedger(launch, prepared.ledger, seq, &run) == -1) return 2;
   if (run.notStarted) return run.notStarted;
-  if (kind == LedgerKind::Control) recordControlRun(prepared.commandPlan, prepared.programKey, run, seq);
+  if (kind == LedgerKind::Control) {
+    recordRun(RunKind::Untouched, prepared.commandPlan, prepared.programKey, 0, run, seq);
+  } else if (step.planFiles.find(':') == std::string::npos && !shimRecorded(step.planFiles, run.pid)) {
+    // One program, hetopt's child: it left no record of its own.
+    recordRun(RunKind::Optimized, step.planFiles, prepared.programKey, step.id, run, seq);
+  }
   sayWhatChanged(prepared, next, launch.argv[0]);
   exitLikeChild(run.status);
 }

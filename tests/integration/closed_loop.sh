@@ -118,6 +118,9 @@ export FAULTCL=host_buffer_crash
 scenario failure
 kind=$(run --policy register)
 [[ $kind == exit137 ]] || fail "the optimized run was not killed ($kind)"
+# Its record too, marked: the shim had no exit handler to write one.
+grep -l '^kind optimized$' "$XDG_CACHE_HOME"/hetopt/plans/*.run | xargs grep -l '^signal 9$' |
+  xargs grep -q '^note no-shim-record$' || fail "the killed run left no record of its own"
 grep -q '^hetopt: an optimized run of .* ended unlike the program does untouched: signal 9' "$work/last.err" ||
   fail "the failed run was not said"
 [[ $(run --policy register) == untouched ]] || fail "the run after a failure was not untouched"
