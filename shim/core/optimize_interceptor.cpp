@@ -517,8 +517,8 @@ void OptimizeInterceptor::callBegin(CallRecord& call) {
   if (info.kind != api::ApiKind::H2d && info.kind != api::ApiKind::D2h) return;
   for (unsigned i = 0; i < info.numArgs && i < call.numArgs; ++i) {
     HostRange r;
-    if (!hostRange(call, info, i, &r) || r.access == HostRange::Access::Wrap) continue;
-    const bool h2d = r.access == HostRange::Access::Read;
+    if (!hostRange(call, info, i, &r) || r.access == trace::HostAccess::Wrap) continue;
+    const bool h2d = r.access == trace::HostAccess::Read;
     const void* host = reinterpret_cast<const void*>(static_cast<uintptr_t>(r.ptr));
     unsigned site = SiteLedger::kNoSite;
     if (isRedirectedMemory(host)) {
@@ -562,7 +562,7 @@ void OptimizeInterceptor::callEnd(CallRecord& call) {
 void OptimizeInterceptor::yieldToHostPointerBuffer(const CallRecord& call, const api::ApiInfo& info) {
   for (unsigned i = 0; i < info.numArgs && i < call.numArgs; ++i) {
     HostRange r;
-    if (!hostRange(call, info, i, &r) || r.access != HostRange::Access::Wrap) continue;
+    if (!hostRange(call, info, i, &r) || r.access != trace::HostAccess::Wrap) continue;
     const void* host = reinterpret_cast<const void*>(static_cast<uintptr_t>(r.ptr));
     m_blocks.yieldTo(host, r.bytes);
     if (m_registry) m_registry->yieldTo(host, r.bytes);
