@@ -26,8 +26,9 @@
  *                                          without the shim's exit handler: _exit, a signal, exec),
  *                                          interrupted (the terminal's signal reached hetopt)
  *   transfers <pinned> <pinned-bytes> <pageable> <pageable-bytes> <other> <other-bytes>
- *                                          every H2D/D2H transfer of the run: from pinned memory
- *                                          (pool, direct, registered blocks and ranges), gone ahead
+ *                                          every host<->device transfer of the run the trace would
+ *                                          count (trace::isTransfer): from pinned memory (pool,
+ *                                          direct, registered blocks and ranges), gone ahead
  *                                          pageable from a block not pinned yet, other memory
  *   site <key-hex> <transfers> <bytes> <pinned> <pageable>
  *                                          per plan site (memory hetopt served for it)

@@ -115,8 +115,8 @@ void CallModel::build(Recorder& recorder, const CallView& call, const CallOutcom
       for (ObjectId b : it->second)
         if (b) leaf.refs.push_back(makeRef(objects, b, kRefArgBound, ok ? kRefWrite : kRefRead));
   }
-  if (info.kind == api::ApiKind::SvmFree && info.numArgs == 2) {
-    const ObjectId gone = recorder.removeSvm(call.args[1]);
+  if (const uint64_t freed = svmFreed(info, call)) {
+    const ObjectId gone = recorder.removeSvm(freed);
     if (gone) leaf.refs.push_back(makeRef(objects, gone, 1, kRefDestroy));
   }
   returned(recorder, info, call, leaf);
@@ -131,23 +131,15 @@ void CallModel::pointerArg(Recorder& recorder, const api::ApiInfo& info, const C
   auto arg = [&](int k) { return argOf(info, call, k); };
   const auto* list = reinterpret_cast<const uint64_t*>(v);
   ObjectKind elem;
+  if (api::isHostRangeRole(a.role)) {
+    HostSpan s;
+    if (!m_hooks.hostSpan || !m_hooks.hostSpan(call, i, &s) || !s.ptr) return;
+    const HostTarget t = recorder.resolveHost(s.ptr, std::max<uint64_t>(s.span, 1));
+    if (t.obj)
+      leaf.refs.push_back(makeHostRef(objects, t, idx, s.access, outcome.ok ? s.bytes : 0, s.span));
+    return;
+  }
   switch (a.role) {
-    case ArgRole::HostRead:
-    case ArgRole::HostWrite:
-    case ArgRole::HostReadRect:
-    case ArgRole::HostWriteRect:
-    case ArgRole::HostReadImage:
-    case ArgRole::HostWriteImage:
-    case ArgRole::HostInit:
-    case ArgRole::HostInitImage:
-    case ArgRole::SvmDst:
-    case ArgRole::SvmSrc: {
-      HostSpan s;
-      if (!m_hooks.hostSpan || !m_hooks.hostSpan(call, i, &s) || !s.ptr) break;
-      const HostTarget t = recorder.resolveHost(s.ptr, std::max<uint64_t>(s.span, 1));
-      if (t.obj) leaf.refs.push_back(makeHostRef(objects, t, idx, s.access, outcome.ok ? s.bytes : 0, s.span));
-      break;
-    }
     case ArgRole::SvmList:
       for (uint64_t k = 0, n = std::min<uint64_t>(arg(a.refs[0]), kMaxArrayRefs); k < n; ++k) {
         const HostTarget t = recorder.resolveHost(list[k], 1);
@@ -224,10 +216,13 @@ void CallModel::returned(Recorder& recorder, const api::ApiInfo& info, const Cal
       leaf.refs.push_back(makeRef(objects, obj, kRefArgReturn, kRefCreate));
       break;
     }
-    case api::ReturnRole::SvmNew:
-      leaf.refs.push_back(
-          makeRef(objects, recorder.addSvm(call.result, arg(info.returnRefs[0])), kRefArgReturn, kRefCreate));
+    case api::ReturnRole::SvmNew: {
+      uint64_t bytes = 0;
+      const uint64_t start = svmAllocated(info, call, &bytes);
+      const ObjectId svm = recorder.addSvm(start, bytes);
+      leaf.refs.push_back(makeRef(objects, svm, kRefArgReturn, kRefCreate));
       break;
+    }
     case api::ReturnRole::Mapped:
     case api::ReturnRole::MappedImage: {
       const uint64_t bytes = info.returnRole == api::ReturnRole::Mapped ? arg(info.returnRefs[0]) : 0;

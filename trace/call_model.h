@@ -56,6 +56,22 @@ struct CallOutcome {
   bool ok = false;
 };
 
+/// The SVM/USM allocation `call` made (ReturnRole::SvmNew: clSVMAlloc, clHostMemAllocINTEL, ...):
+/// its start (the result) and *bytes; 0 for any other call or a failed one. The trace makes it an
+/// Svm object; optimize mode remembers it (shim/core/svm_ranges.h): the same memory either way.
+inline uint64_t svmAllocated(const api::ApiInfo& info, const CallView& call, uint64_t* bytes) {
+  if (info.returnRole != api::ReturnRole::SvmNew || !call.result || info.numReturnRefs < 1)
+    return 0;
+  const int k = info.returnRefs[0];
+  *bytes = k >= 0 && static_cast<unsigned>(k) < info.numArgs ? call.args[k] : 0;
+  return call.result;
+}
+/// The SVM/USM allocation `call` frees at once (clSVMFree, clMemFreeINTEL: the pointer after the
+/// context), 0 for any other call. clEnqueueSVMFree's list is freed later, by the queue.
+inline uint64_t svmFreed(const api::ApiInfo& info, const CallView& call) {
+  return info.kind == api::ApiKind::SvmFree && info.numArgs == 2 ? call.args[1] : 0;
+}
+
 /// The host memory one pointer argument moves.
 struct HostSpan {
   uint64_t ptr = 0;    ///< first byte touched

@@ -114,6 +114,16 @@ enum class HostAccess : uint8_t {
 };
 const char* hostAccessName(HostAccess a);
 
+/// Whether a call's host range is a host<->device transfer, as hetopt counts one everywhere: the
+/// trace summary (summarize(), `hetopt show --json`), optimize mode's `--stats`, its JSON and the
+/// run record. A range read to the device or written from it is one, whatever the call (read,
+/// write, rect, image, CL_MEM_COPY_HOST_PTR creation, SVM copy), provided the memory is not an
+/// SVM/USM allocation (that is device memory: the trace's Svm objects, optimize mode's SvmRanges).
+/// Wrap (CL_MEM_USE_HOST_PTR) and Mapped/Unmap are not: whether and when a driver copies there
+/// (at creation, at a kernel, at a map, or never on a device sharing host memory) is invisible at
+/// the call, and which bytes it would move depends on flags and usage the call does not say.
+inline bool isTransfer(HostAccess a) { return a == HostAccess::Read || a == HostAccess::Write; }
+
 /// Reference index for refs that are not an argument of the call.
 inline constexpr uint8_t kRefArgReturn = 255;  ///< the return value
 inline constexpr uint8_t kRefArgBound = 254;   ///< an object bound to the launched kernel

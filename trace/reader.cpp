@@ -605,13 +605,13 @@ TraceSummary summarize(const Trace& t) {
           const bool hostMemory = o && (o->kind == ObjectKind::Segment || o->kind == ObjectKind::Untracked);
           if (r.access == HostAccess::Mapped) s.mappedBytes += r.bytes;
           if (r.access == HostAccess::Wrap) s.wrappedBytes += r.bytes;
-          if (!hostMemory) continue;
+          if (!hostMemory || !isTransfer(r.access)) continue;
           if (r.access == HostAccess::Read) {
             s.h2dBytes += r.bytes;
             s.h2dTransfers += n.host.count;
             s.byObject[r.obj].h2dBytes += r.bytes;
             s.byObject[r.obj].h2dTransfers += n.host.count;
-          } else if (r.access == HostAccess::Write) {
+          } else {
             s.d2hBytes += r.bytes;
             s.d2hTransfers += n.host.count;
             s.byObject[r.obj].d2hBytes += r.bytes;

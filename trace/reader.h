@@ -158,8 +158,11 @@ struct TraceSummary {
   uint64_t calls = 0;  ///< OpenCL calls
   std::map<std::string, uint64_t> callsByFunction;
   uint64_t allocations = 0, frees = 0, reallocs = 0;
-  uint64_t h2dBytes = 0, d2hBytes = 0;          ///< host memory read / written by calls
-  uint64_t h2dTransfers = 0, d2hTransfers = 0;  ///< calls that did so
+  /// Host<->device transfers (isTransfer: a host range read or written, not in SVM memory), one
+  /// per range per call, and their bytes (0 for a call that failed). Optimize mode's `--stats`
+  /// and run records count the same for the same run.
+  uint64_t h2dBytes = 0, d2hBytes = 0;
+  uint64_t h2dTransfers = 0, d2hTransfers = 0;
   uint64_t mappedBytes = 0, wrappedBytes = 0;   ///< mapped ranges; USE_HOST_PTR memory
   // Device times are estimates for every command when the trace was sampled (DeviceAgg::execNs).
   uint64_t kernels = 0, kernelNs = 0;           ///< device time of kernel launches

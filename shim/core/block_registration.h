@@ -12,8 +12,9 @@
  * faults in and pins the pages off the program's thread, usually long before the block's first
  * transfer (an output block the program never touched is pre-faulted by it too).
  *
- * A transfer from a block not pinned yet never waits longer than the pageable transfer would
- * have taken more than the pinned one (the plan's `wait`, measured in the trace): it registers the
+ * A transfer from a block not pinned yet (a read or write, or a buffer or image made from it with
+ * CL_MEM_COPY_HOST_PTR) never waits longer than the pageable transfer would have taken more than
+ * the pinned one (the plan's `wait`, measured in the trace): it registers the
  * block itself when the plan's register cost says that is cheaper, waits for the worker within
  * that budget, or goes ahead pageable, counted. free/realloc first release the buffer (waiting for
  * a registration in flight), so the driver never holds pages the program gave back.

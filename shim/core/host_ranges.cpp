@@ -11,6 +11,7 @@ namespace hetopt::shim {
 namespace {
 
 using api::ArgRole;
+using trace::HostAccess;
 
 uint64_t imageElementBytes(const cl_image_format* f) {
   if (!f) return 0;
@@ -64,8 +65,8 @@ bool hostRange(const CallRecord& call, const api::ApiInfo& info, unsigned i, Hos
     case ArgRole::SvmDst:
     case ArgRole::SvmSrc:
       out->bytes = out->span = arg(a.refs[0]);
-      out->access = a.role == ArgRole::HostRead || a.role == ArgRole::SvmSrc ? HostRange::Access::Read
-                                                                              : HostRange::Access::Write;
+      out->access = a.role == ArgRole::HostRead || a.role == ArgRole::SvmSrc ? HostAccess::Read
+                                                                              : HostAccess::Write;
       return true;
     case ArgRole::HostReadRect:
     case ArgRole::HostWriteRect: {
@@ -76,7 +77,7 @@ bool hostRange(const CallRecord& call, const api::ApiInfo& info, unsigned i, Hos
       out->bytes = region[0] * region[1] * region[2];
       out->ptr = v + origin[2] * slice + origin[1] * row + origin[0];
       out->span = out->bytes ? (region[2] - 1) * slice + (region[1] - 1) * row + region[0] : 0;
-      out->access = a.role == ArgRole::HostReadRect ? HostRange::Access::Read : HostRange::Access::Write;
+      out->access = a.role == ArgRole::HostReadRect ? HostAccess::Read : HostAccess::Write;
       return true;
     }
     case ArgRole::HostReadImage:
@@ -92,7 +93,7 @@ bool hostRange(const CallRecord& call, const api::ApiInfo& info, unsigned i, Hos
       const uint64_t slice = arg(a.refs[3]) ? arg(a.refs[3]) : row * region[1];
       out->bytes = rowBytes * region[1] * region[2];
       out->span = out->bytes ? (region[2] - 1) * slice + (region[1] - 1) * row + rowBytes : 0;
-      out->access = a.role == ArgRole::HostReadImage ? HostRange::Access::Read : HostRange::Access::Write;
+      out->access = a.role == ArgRole::HostReadImage ? HostAccess::Read : HostAccess::Write;
       return true;
     }
     case ArgRole::HostInit:
@@ -119,7 +120,7 @@ bool hostRange(const CallRecord& call, const api::ApiInfo& info, unsigned i, Hos
         out->bytes = imageElementBytes(format) * w * h * d;
       }
       out->span = out->bytes;
-      out->access = (flags & CL_MEM_USE_HOST_PTR) ? HostRange::Access::Wrap : HostRange::Access::Read;
+      out->access = (flags & CL_MEM_USE_HOST_PTR) ? HostAccess::Wrap : HostAccess::Read;
       return true;
     }
     default:

@@ -11,24 +11,23 @@
 
 #include "api_table.h"
 #include "shim/core/interceptor.h"
+#include "trace/format.h"
 
 namespace hetopt::shim {
 
 struct HostRange {
-  enum class Access : uint8_t {
-    Read,   ///< the call reads host memory (to the device)
-    Write,  ///< the call writes host memory (from the device)
-    Wrap,   ///< a CL_MEM_USE_HOST_PTR buffer is made over it
-  };
   uint64_t ptr = 0;    ///< the first byte touched (the origin applied)
   uint64_t bytes = 0;  ///< bytes moved
   uint64_t span = 0;   ///< from ptr, the extent that holds every byte touched (pitches)
-  Access access = Access::Read;
+  /// Read (to the device), Write (from it) or Wrap (a CL_MEM_USE_HOST_PTR buffer is made over
+  /// it): trace::isTransfer says which of them are transfers.
+  trace::HostAccess access = trace::HostAccess::Read;
 };
 
-/// The range argument `i` of `call` moves; false when it moves none (another role, a null
-/// pointer, a size the call does not give). Image element sizes are asked of the driver
-/// (clGetImageInfo through g_nextFunction) or read from the image format.
+/// The range argument `i` of `call` moves; false when it moves none (not a host-range role:
+/// api::isHostRangeRole, a null pointer, a size the call does not give, a buffer made without a
+/// host pointer flag). Image element sizes are asked of the driver (clGetImageInfo through
+/// g_nextFunction) or read from the image format.
 bool hostRange(const CallRecord& call, const api::ApiInfo& info, unsigned i, HostRange* out);
 
 }  // namespace hetopt::shim

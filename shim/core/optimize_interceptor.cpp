@@ -22,9 +22,24 @@
 #include "shim/core/self_identity.h"
 #include "shim/core/state.h"
 #include "shim/core/stats_text.h"
+#include "trace/call_model.h"
 
 namespace hetopt::shim {
 namespace {
+
+/// What callBegin found about a call's host<->device transfers (CallRecord::callState), counted
+/// by callEnd once the call's outcome is known.
+struct TransferState {
+  struct Moved {
+    uint64_t bytes;
+    uint32_t site;               ///< SiteLedger's (kNoSite: memory of no plan site)
+    SiteLedger::Outcome outcome;
+    bool h2d;
+    bool fromPool;  ///< pool or direct memory (its own `--stats` line)
+  };
+  Moved moved[api::kMaxHostRanges];
+  uint8_t count;
+};
 
 double nowMs() {
   using namespace std::chrono;
@@ -511,37 +526,76 @@ void OptimizeInterceptor::callBegin(CallRecord& call) {
   if (HETOPT_UNLIKELY(m_plan.earlyContext) &&
       (call.id == api::ApiId::clCreateContext || call.id == api::ApiId::clCreateContextFromType))
     handOutEarlyContext(call);
-  // Which transfers now use pinned memory: the host pointer of every host_read/host_write argument.
   const api::ApiInfo& info = api::apiInfo(call.id);
-  if (info.kind == api::ApiKind::CreateMem) yieldToHostPointerBuffer(call, info);
-  if (info.kind != api::ApiKind::H2d && info.kind != api::ApiKind::D2h) return;
+  if (info.hostRanges) return noteHostRanges(call, info);
+  if (HETOPT_UNLIKELY(info.kind == api::ApiKind::SvmFree))
+    m_svm.remove(trace::svmFreed(info, {call.id, call.args, call.result}));
+}
+
+void OptimizeInterceptor::noteHostRanges(CallRecord& call, const api::ApiInfo& info) {
+  TransferState& st = call.callState<TransferState>();
   for (unsigned i = 0; i < info.numArgs && i < call.numArgs; ++i) {
     HostRange r;
-    if (!hostRange(call, info, i, &r) || r.access == HostRange::Access::Wrap) continue;
-    const bool h2d = r.access == HostRange::Access::Read;
+    if (!api::isHostRangeRole(info.args[i].role) || !hostRange(call, info, i, &r)) continue;
     const void* host = reinterpret_cast<const void*>(static_cast<uintptr_t>(r.ptr));
+    if (r.access == trace::HostAccess::Wrap) {
+      // The program's own CL_MEM_USE_HOST_PTR buffer: ours over that memory goes first.
+      m_blocks.yieldTo(host, r.bytes);
+      if (m_registry) m_registry->yieldTo(host, r.bytes);
+      continue;
+    }
+    // SVM/USM memory is device memory: a copy to or from it is none (the trace's rule).
+    if (!trace::isTransfer(r.access) || m_svm.contains(r.ptr) || st.count == api::kMaxHostRanges)
+      continue;
+    TransferState::Moved& m = st.moved[st.count++];
+    m.bytes = r.bytes;
+    m.h2d = r.access == trace::HostAccess::Read;
+    m.site = SiteLedger::kNoSite;
+    m.outcome = SiteLedger::Outcome::Other;
     unsigned site = SiteLedger::kNoSite;
     if (isRedirectedMemory(host)) {
-      (h2d ? m_pinnedH2d : m_pinnedD2h).fetch_add(1, std::memory_order_relaxed);
-      (h2d ? m_pinnedH2dBytes : m_pinnedD2hBytes).fetch_add(r.bytes, std::memory_order_relaxed);
-      m_ledger.count(m_ledger.siteOf(host), r.bytes, SiteLedger::Outcome::Pinned);
-    } else if (m_blocks.transfer(host, r.bytes, h2d, &site)) {
-      // registered in place (counted by m_blocks)
-      m_ledger.count(site, r.bytes, SiteLedger::Outcome::Pinned);
-    } else if (m_registry && m_registry->transfer(host, r.bytes, h2d)) {
-      // registered in place (counted by the registry)
-      m_ledger.count(SiteLedger::kNoSite, r.bytes, SiteLedger::Outcome::Pinned);
-    } else {
-      (h2d ? m_otherH2d : m_otherD2h).fetch_add(1, std::memory_order_relaxed);
-      (h2d ? m_otherH2dBytes : m_otherD2hBytes).fetch_add(r.bytes, std::memory_order_relaxed);
-      // A block adopted for pinning that went ahead pageable (m_blocks knows its site).
-      m_ledger.count(site, r.bytes, site == SiteLedger::kNoSite ? SiteLedger::Outcome::Other
-                                                                  : SiteLedger::Outcome::Pageable);
+      m.fromPool = true;
+      m.site = m_ledger.siteOf(host);
+      m.outcome = SiteLedger::Outcome::Pinned;
+    } else if (m_blocks.transfer(host, r.bytes, m.h2d, &site)) {
+      m.site = site;  // registered in place (counted by m_blocks)
+      m.outcome = SiteLedger::Outcome::Pinned;
+    } else if (m_registry && m_registry->transfer(host, r.bytes, m.h2d)) {
+      m.outcome = SiteLedger::Outcome::Pinned;  // registered in place (counted by the registry)
+    } else if (site != SiteLedger::kNoSite) {
+      m.site = site;  // a block adopted for pinning that went ahead pageable
+      m.outcome = SiteLedger::Outcome::Pageable;
     }
   }
 }
 
+void OptimizeInterceptor::countTransfers(CallRecord& call) {
+  const TransferState& st = call.callState<TransferState>();
+  // As the trace records it: a call that failed moved no bytes, and is counted all the same.
+  const bool ok = trace::CallModel::outcome({call.id, call.args, call.result}).ok;
+  for (unsigned k = 0; k < st.count; ++k) {
+    const TransferState::Moved& m = st.moved[k];
+    const uint64_t bytes = ok ? m.bytes : 0;
+    if (m.fromPool) {
+      (m.h2d ? m_pinnedH2d : m_pinnedD2h).fetch_add(1, std::memory_order_relaxed);
+      (m.h2d ? m_pinnedH2dBytes : m_pinnedD2hBytes).fetch_add(bytes, std::memory_order_relaxed);
+    } else if (m.outcome != SiteLedger::Outcome::Pinned) {
+      (m.h2d ? m_otherH2d : m_otherD2h).fetch_add(1, std::memory_order_relaxed);
+      (m.h2d ? m_otherH2dBytes : m_otherD2hBytes).fetch_add(bytes, std::memory_order_relaxed);
+    }
+    m_ledger.count(m.site, bytes, m.outcome, m.h2d);
+  }
+}
+
 void OptimizeInterceptor::callEnd(CallRecord& call) {
+  if (call.callState<TransferState>().count) countTransfers(call);
+  const api::ApiInfo& info = api::apiInfo(call.id);
+  if (HETOPT_UNLIKELY(info.returnRole == api::ReturnRole::SvmNew)) {
+    uint64_t bytes = 0;
+    if (const uint64_t start = trace::svmAllocated(info, {call.id, call.args, call.result}, &bytes))
+      m_svm.add(start, bytes);
+    return;
+  }
   // PoCL (3.1) returns a dummy context from a failed clCreateContext[FromType] (e.g. no GPU), and
   // releasing that dummy aborts in pocl_llvm_release_context while another context lives: here
   // the pool's. clinfo does exactly this. The spec says NULL on failure, so the program gets NULL
@@ -557,16 +611,6 @@ void OptimizeInterceptor::callEnd(CallRecord& call) {
   if (!call.result) return;
   m_programMadeContext.store(true, std::memory_order_relaxed);
   offerContext(call);
-}
-
-void OptimizeInterceptor::yieldToHostPointerBuffer(const CallRecord& call, const api::ApiInfo& info) {
-  for (unsigned i = 0; i < info.numArgs && i < call.numArgs; ++i) {
-    HostRange r;
-    if (!hostRange(call, info, i, &r) || r.access != HostRange::Access::Wrap) continue;
-    const void* host = reinterpret_cast<const void*>(static_cast<uintptr_t>(r.ptr));
-    m_blocks.yieldTo(host, r.bytes);
-    if (m_registry) m_registry->yieldTo(host, r.bytes);
-  }
 }
 
 void OptimizeInterceptor::mapped(void* addr, size_t len, int flags, uintptr_t caller) {

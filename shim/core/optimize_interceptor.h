@@ -48,6 +48,7 @@
 #include "shim/core/inplace_registry.h"
 #include "shim/core/interceptor.h"
 #include "shim/core/site_ledger.h"
+#include "shim/core/svm_ranges.h"
 
 namespace hetopt::shim {
 
@@ -117,8 +118,12 @@ class OptimizeInterceptor final : public Interceptor {
   /// Before the program's fork() or exit(): waits (at most kDriverWaitMs) while the pool thread
   /// is inside the driver. `what` names the event for the log.
   void waitOutOfDriver(const char* what);
-  /// clCreateBuffer*(CL_MEM_USE_HOST_PTR) of the program over memory registered in place.
-  void yieldToHostPointerBuffer(const CallRecord& call, const api::ApiInfo& info);
+  /// callBegin of a call with host-range arguments: each transfer classified (and, from a block
+  /// not pinned yet, registered or waited for) into the call's TransferState, counted by
+  /// countTransfers() in callEnd; a CL_MEM_USE_HOST_PTR buffer over memory registered in place
+  /// makes ours go first.
+  void noteHostRanges(CallRecord& call, const api::ApiInfo& info);
+  void countTransfers(CallRecord& call);
   /// The register strategy: system memory, adopted by m_blocks to be pinned where it is.
   void* serveInPlace(AllocFn fn, size_t size, size_t alignment, const PlanSite& site);
   void* resizeInPlace(void* ptr, size_t size);
@@ -207,6 +212,7 @@ class OptimizeInterceptor final : public Interceptor {
   std::atomic<uint64_t> m_noPool{0}, m_poolFull{0}, m_movedOut{0};
   std::atomic<uint64_t> m_pinnedH2d{0}, m_pinnedH2dBytes{0}, m_pinnedD2h{0}, m_pinnedD2hBytes{0};
   std::atomic<uint64_t> m_otherH2d{0}, m_otherH2dBytes{0}, m_otherD2h{0}, m_otherD2hBytes{0};
+  SvmRanges m_svm;  ///< the program's live SVM/USM allocations: copies from them are no transfers
 
   /// pool-mode direct only: every candidate block made by m_directPolicy on the calling thread.
   std::unique_ptr<policies::DirectAllocator> m_direct;

@@ -128,9 +128,13 @@ std::string OptimizeInterceptor::statsJson(const std::string& text) {
     m_registry->statsJson(j);
     j.endObject();
   }
+  // Every transfer the trace would count (trace::isTransfer), by outcome and by direction.
+  const SiteLedger::Directions dirs = m_ledger.directions();
   j.key("run").beginObject().member("pinned", run.pinned).member("pinned_bytes", run.pinnedBytes);
   j.member("pageable", run.pageable).member("pageable_bytes", run.pageableBytes);
-  j.member("other", run.other).member("other_bytes", run.otherBytes).endObject();
+  j.member("other", run.other).member("other_bytes", run.otherBytes);
+  j.member("h2d", dirs.h2d).member("h2d_bytes", dirs.h2dBytes);
+  j.member("d2h", dirs.d2h).member("d2h_bytes", dirs.d2hBytes).endObject();
   j.key("sites").beginArray();
   for (const RunSiteCounts& s : run.sites) {
     j.beginObject().member("key", hex64(s.key)).member("transfers", s.transfers).member("bytes", s.bytes);

@@ -2,6 +2,7 @@
 /** @file See site_ledger.h. */
 #include "shim/core/site_ledger.h"
 
+#include <initializer_list>
 #include <mutex>
 
 namespace hetopt::shim {
@@ -28,16 +29,26 @@ unsigned SiteLedger::siteOf(const void* host) const {
   return site ? *site : kNoSite;
 }
 
-void SiteLedger::count(unsigned site, uint64_t bytes, Outcome outcome) {
-  Total& t = m_totals[static_cast<int>(outcome)];
-  t.transfers.fetch_add(1, std::memory_order_relaxed);
-  t.bytes.fetch_add(bytes, std::memory_order_relaxed);
+void SiteLedger::count(unsigned site, uint64_t bytes, Outcome outcome, bool h2d) {
+  for (Total* t : {&m_totals[static_cast<int>(outcome)], &m_directions[h2d ? 0 : 1]}) {
+    t->transfers.fetch_add(1, std::memory_order_relaxed);
+    t->bytes.fetch_add(bytes, std::memory_order_relaxed);
+  }
   if (site >= m_numSites) return;
   Counts& c = m_sites[site];
   c.transfers.fetch_add(1, std::memory_order_relaxed);
   c.bytes.fetch_add(bytes, std::memory_order_relaxed);
   if (outcome == Outcome::Pinned) c.pinned.fetch_add(1, std::memory_order_relaxed);
   if (outcome == Outcome::Pageable) c.pageable.fetch_add(1, std::memory_order_relaxed);
+}
+
+SiteLedger::Directions SiteLedger::directions() const {
+  Directions d;
+  d.h2d = m_directions[0].transfers.load(std::memory_order_relaxed);
+  d.h2dBytes = m_directions[0].bytes.load(std::memory_order_relaxed);
+  d.d2h = m_directions[1].transfers.load(std::memory_order_relaxed);
+  d.d2hBytes = m_directions[1].bytes.load(std::memory_order_relaxed);
+  return d;
 }
 
 void SiteLedger::fill(const Plan& plan, RunRecord* r) const {

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
 /**
- * @file Optimize mode's account of one run for its run record (contracts/run_record.h): every H2D/D2H
- * transfer as pinned, gone ahead pageable (a block adopted for pinning, not pinned yet) or other
- * memory, and per plan site the transfers from the memory hetopt served for it.
+ * @file Optimize mode's account of one run for its run record (contracts/run_record.h): every
+ * host<->device transfer the trace would count (trace::isTransfer) as pinned, gone ahead pageable
+ * (a block adopted for pinning, not pinned yet) or other memory, and per plan site the transfers
+ * from the memory hetopt served for it.
  *
  * Pool and direct blocks do not know their site: a policies::BlockTable (kMaxBlocks live, no
  * allocation after construction) maps each block served to its site while it lives, so serving
@@ -37,8 +38,15 @@ class SiteLedger {
   void released(const void* block);
   /// The site of the served block holding `host`, or kNoSite.
   unsigned siteOf(const void* host) const;
-  /// A transfer of `bytes` with its outcome, from memory of `site` (kNoSite: none).
-  void count(unsigned site, uint64_t bytes, Outcome outcome);
+  /// A transfer of `bytes` (to the device: `h2d`) with its outcome, from memory of `site`
+  /// (kNoSite: none).
+  void count(unsigned site, uint64_t bytes, Outcome outcome, bool h2d);
+
+  struct Directions {
+    uint64_t h2d = 0, h2dBytes = 0, d2h = 0, d2hBytes = 0;
+  };
+  /// Every transfer counted, by direction (the record keeps outcomes only; the JSON both).
+  Directions directions() const;
 
   /// Fills the record's totals and its sites (keys from `plan`, in its order).
   void fill(const Plan& plan, RunRecord* record) const;
@@ -60,6 +68,7 @@ class SiteLedger {
   size_t m_numSites;
   std::unique_ptr<Counts[]> m_sites;
   Total m_totals[3];  ///< by Outcome
+  Total m_directions[2];  ///< [0] to the device, [1] from it
 };
 
 }  // namespace hetopt::shim

@@ -92,9 +92,7 @@ bool hostSpanOf(const trace::CallView& view, unsigned arg, trace::HostSpan* out)
   out->ptr = r.ptr;
   out->bytes = r.bytes;
   out->span = r.span;
-  out->access = r.access == HostRange::Access::Read    ? trace::HostAccess::Read
-                : r.access == HostRange::Access::Write ? trace::HostAccess::Write
-                                                       : trace::HostAccess::Wrap;
+  out->access = r.access;
   return true;
 }
 

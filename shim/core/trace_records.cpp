@@ -237,13 +237,13 @@ size_t CallCopies::gather(const trace::CallView& call, const trace::CallOutcome&
     if (a.cls != ArgClass::Pointer || !v) continue;
     trace::ObjectKind elem;
     uint64_t n = argOf(info, call, a.refs[0]);
+    // The host memory the argument moves.
+    if (api::isHostRangeRole(a.role)) {
+      if (hostSpan && hostSpan(call, i, &spans[numSpans]))
+        spanArgs[numSpans++] = static_cast<uint8_t>(i);
+      continue;
+    }
     switch (a.role) {
-      // The host memory the argument moves.
-      case ArgRole::HostRead: case ArgRole::HostWrite: case ArgRole::HostReadRect:
-      case ArgRole::HostWriteRect: case ArgRole::HostReadImage: case ArgRole::HostWriteImage:
-      case ArgRole::HostInit: case ArgRole::HostInitImage: case ArgRole::SvmDst: case ArgRole::SvmSrc:
-        if (hostSpan && hostSpan(call, i, &spans[numSpans])) spanArgs[numSpans++] = static_cast<uint8_t>(i);
-        break;
       // Copies of what the model reads through the other pointer arguments.
       case ArgRole::SvmList:
       case ArgRole::InHandles:

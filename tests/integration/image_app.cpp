@@ -2,8 +2,10 @@
 /**
  * @file Image transfers from malloc'd memory (shim.optimize.image_app): a 256x256 RGBA float image
  * (1 MiB) is written from one block with clEnqueueWriteImage and read back into another with
- * clEnqueueReadImage, 4 times; the shim's --stats must count their bytes. stdout: the device and
- * a checksum; exits 2 when the device has no image support.
+ * clEnqueueReadImage, 4 times, then a second image is created from the first block
+ * (CL_MEM_COPY_HOST_PTR) and read back; the shim's --stats must count their bytes, the image's
+ * creation as a transfer too. stdout: the device and a checksum; exits 2 when the device has no
+ * image support.
  */
 #include <cstdio>
 #include <cstdlib>
@@ -42,7 +44,18 @@ int main() {
     APP_CHECK(memcmp(src, dst, bytes) == 0);
     for (size_t i = 0; i < floats; i += 97) sum += dst[i];
   }
+  // An image made from host memory: a host->device copy at creation.
+  for (size_t i = 0; i < floats; ++i) src[i] = static_cast<float>((i * 13 + 5) % 1000);
+  cl_mem copied =
+      clCreateImage(env.context(), CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, &format, &desc, src, &err);
+  APP_CL(err);
+  memset(dst, 0, bytes);
+  APP_CL(clEnqueueReadImage(env.queue(), copied, CL_TRUE, origin, region, 0, 0, dst, 0, nullptr,
+                            nullptr));
+  APP_CHECK(memcmp(src, dst, bytes) == 0);
+  for (size_t i = 0; i < floats; i += 97) sum += dst[i];
   printf("result: image checksum %.0f\n", sum);
+  clReleaseMemObject(copied);
   clReleaseMemObject(image);
   free(src);
   free(dst);

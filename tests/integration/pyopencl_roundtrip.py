@@ -1,7 +1,10 @@
 # SPDX-License-Identifier: MIT
 """A tiny PyOpenCL program (Debian's python3-pyopencl; none of hetopt's code): numpy arrays written
-to the device, scaled by a kernel and read back, 5 times. Prints the device and a checksum only,
-so its stdout is the same in every run. Device: first GPU, else the first device (hetopt's rule)."""
+to the device, scaled by a kernel and read back, 5 times; then moved the other ways PyOpenCL's users
+move them: buffers created from arrays (CL_MEM_COPY_HOST_PTR, `hostbuf=`) and read back, 3 times,
+and, where the device has coarse-grained SVM, an array copied into SVM memory and back. Prints the
+device and a checksum only, so its stdout is the same in every run. Device: first GPU, else the
+first device (hetopt's rule)."""
 import numpy as np
 import pyopencl as cl
 
@@ -26,5 +29,20 @@ for it in range(5):
     cl.enqueue_copy(queue, out, buf)
     queue.finish()
     assert np.array_equal(out, host * np.uint32(3) + np.uint32(1))
+    total += int(out.astype(np.uint64).sum())
+for it in range(3):
+    flags = cl.mem_flags.READ_ONLY | cl.mem_flags.COPY_HOST_PTR
+    made = cl.Buffer(ctx, flags, hostbuf=host + np.uint32(it))
+    cl.enqueue_copy(queue, out, made)
+    assert np.array_equal(out, host + np.uint32(it))
+    total += int(out.astype(np.uint64).sum())
+    made.release()
+svm_caps = dev.svm_capabilities if dev.version >= "OpenCL 2" else 0
+if svm_caps & cl.device_svm_capabilities.COARSE_GRAIN_BUFFER:
+    svm = cl.SVM(cl.csvm_empty(ctx, n, np.uint32))
+    cl.enqueue_copy(queue, svm, host)
+    cl.enqueue_copy(queue, out, svm)
+    queue.finish()
+    assert np.array_equal(out, host)
     total += int(out.astype(np.uint64).sum())
 print(f"result: checksum {total}")

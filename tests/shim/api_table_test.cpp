@@ -117,3 +117,22 @@ TEST(ApiTable, TwinnableCommandsAreTheTimedDeviceCommands) {
   EXPECT_FALSE(apiInfo(ApiId::clEnqueueMigrateMemObjects).twinnable);
   EXPECT_FALSE(apiInfo(ApiId::clEnqueueSVMMemcpy).twinnable);
 }
+
+TEST(ApiTable, CallsThatMoveHostMemoryAreThoseWithHostRangeRoles) {
+  for (size_t i = 0; i < kApiCount; ++i) {
+    const ApiInfo& info = apiInfo(static_cast<ApiId>(i));
+    unsigned ranges = 0;
+    for (unsigned a = 0; a < info.numArgs; ++a) ranges += isHostRangeRole(info.args[a].role);
+    EXPECT_EQ(info.hostRanges, ranges) << info.name;
+    EXPECT_LE(info.hostRanges, kMaxHostRanges) << info.name;
+  }
+  EXPECT_EQ(apiInfo(ApiId::clEnqueueWriteBufferRect).hostRanges, 1u);
+  EXPECT_EQ(apiInfo(ApiId::clCreateBuffer).hostRanges, 1u);  // CL_MEM_COPY_HOST_PTR / USE_HOST_PTR
+  EXPECT_EQ(apiInfo(ApiId::clCreateImage2D).hostRanges, 1u);
+  EXPECT_EQ(apiInfo(ApiId::clEnqueueSVMMemcpy).hostRanges, 2u);
+  EXPECT_EQ(kMaxHostRanges, 2u);
+  // A map returns memory; a launch and a fill move none the program names.
+  EXPECT_EQ(apiInfo(ApiId::clEnqueueMapBuffer).hostRanges, 0u);
+  EXPECT_EQ(apiInfo(ApiId::clEnqueueNDRangeKernel).hostRanges, 0u);
+  EXPECT_EQ(apiInfo(ApiId::clEnqueueFillBuffer).hostRanges, 0u);
+}
