@@ -33,8 +33,14 @@ namespace {
 
 constexpr const char* kMagic = "hetopt-decision 1";
 
-std::string cachePath(const std::string& key) {
-  return runRecordPrefix(cacheDirectory() + "/plans/" + planFileName(key)) + "decision";
+// One file per command and option set: runs of one program with other options (--policy, say)
+// must not evict each other's decision.
+std::string cachePath(const std::string& key, const std::string& options) {
+  uint32_t h = 2166136261u;  // FNV-1a
+  for (unsigned char c : options) h = (h ^ c) * 16777619u;
+  char tag[16];
+  snprintf(tag, sizeof tag, "%08x", h);
+  return runRecordPrefix(cacheDirectory() + "/plans/" + planFileName(key)) + tag + ".decision";
 }
 
 std::string stampText(const std::string& path) {
@@ -61,7 +67,7 @@ bool noLineBreak(const std::string& s) { return s.find('\n') == std::string::npo
 bool loadCachedDecision(const std::string& key, const std::string& options, const std::string& dbPath,
                         PreparedRun* out) {
   std::string text, error;
-  if (!readOwnFile(cachePath(key), 1 << 20, "a decision", &text, &error)) return false;
+  if (!readOwnFile(cachePath(key, options), 1 << 20, "a decision", &text, &error)) return false;
   *out = PreparedRun{};
   std::istringstream in(text);
   std::string line;
@@ -152,7 +158,7 @@ void storeCachedDecision(const std::string& key, const std::string& options, con
     text += std::string("step ") + id + " " + s.planFiles + "\nsummary " + s.summary + "\n";
   }
   if (!ok) return;
-  const std::string path = cachePath(key), tmp = path + ".tmp";
+  const std::string path = cachePath(key, options), tmp = path + ".tmp";
   std::string error;
   if (!makePrivateDirs(dirName(path), &error) || !writePrivateFile(tmp, text + "end\n", &error) ||
       rename(tmp.c_str(), path.c_str()) != 0)

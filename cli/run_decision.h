@@ -4,7 +4,7 @@
  * untouched), and the cache that lets the next run skip deciding again: a declined or reverted
  * program must cost under 1% of a 0.3 s run, and opening the DB, loading the profile and the
  * curves and pricing every site costs more than that. One small file per command
- * (`<plans>/<key>.decision`, 0600), valid while hetopt, the DB, the programs the plans are for,
+ * and option set (`<plans>/<key>.<options hash>.decision`, 0600), valid while hetopt, the DB, the programs the plans are for,
  * the plan files and the fork marks beside them are as they were, for the same options.
  */
 #pragma once
