@@ -67,6 +67,8 @@ struct PlanDecision {
   double runNs = 0;       ///< the traced run's wall time
   std::string gainSource; ///< which curves, or the profile's stored predictions
   std::string verdict;    ///< one line: optimized and how, or why not
+  /// Which driver start the plan uses and why: "early: ..." or "late: <why>; ..." (`driver late`).
+  std::string driver;
   /// What the plan is predicted to save, net of the shim's own cost (never below 0).
   double netSavingNs() const { return savingNs + startupNs - overheadNs > 0 ? savingNs + startupNs - overheadNs : 0; }
 };

@@ -242,8 +242,8 @@ TEST(RunPlan, AProgramThatForksGetsTheDriverLate) {
   EXPECT_TRUE(plan.driverLate);
   EXPECT_FALSE(plan.earlyContext);
   EXPECT_EQ(d.startupNs, 0);
-  EXPECT_NE(describeDecision(p, plan, d, true).find("driver:  left alone until the program's first OpenCL call: it forked 3"),
-            std::string::npos);
+  const std::string traced = "driver:  late: forked when traced (3 forked copies";
+  EXPECT_NE(describeDecision(p, plan, d, true).find(traced), std::string::npos);
   Plan back;
   ASSERT_TRUE(parsePlan(plan.serialize(), &back, &why)) << why;
   EXPECT_TRUE(back.driverLate);
@@ -256,7 +256,8 @@ TEST(RunPlan, AProgramThatForksGetsTheDriverLate) {
   ASSERT_TRUE(::plan(p, forced, &plan, &why, &curves, &d)) << why;
   EXPECT_TRUE(plan.driverLate);
   EXPECT_FALSE(plan.earlyContext);
-  EXPECT_NE(describeDecision(p, plan, d, true).find("it forked in an optimized run"), std::string::npos);
+  EXPECT_NE(describeDecision(p, plan, d, true).find("driver:  late: forked in an optimized run"),
+            std::string::npos);
 }
 
 TEST(RunPlan, RegistrationBeforeTheFirstTransferNeedsItIsOffTheCriticalPath) {
