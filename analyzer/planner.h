@@ -45,6 +45,9 @@ struct PlanOptions {
   /// In an optimized run a forked copy called OpenCL (forkMarkerPath beside its plan): `driver late`, as
   /// for a program that forked when traced.
   bool forkedWhenOptimized = false;
+  /// A module of the program that imports fork (common/elf_imports.h: the executable or a library
+  /// it needs; empty when none does): `driver late`, as the shim would decide at start-up anyway.
+  std::string forkImporter;
   double poolSlack = 1.25;   ///< pool = slack * sum of the pooled sites' peak live bytes (+ 1 MiB)
 };
 

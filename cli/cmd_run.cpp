@@ -15,6 +15,7 @@
 
 #include "cli/commands.h"
 #include "cli/launch.h"
+#include "common/elf_imports.h"
 #include "common/log.h"
 #include "common/paths.h"
 #include "contracts/plan.h"
@@ -155,6 +156,9 @@ std::string planTarget(Db& db, const Target& target, const ProgramIdentity& iden
   const std::string planKey = target.self ? identity.key() : profile.program.key();
   const std::string planFile = plansDir + "/" + planFileName(planKey);
   options.forkedWhenOptimized = access(forkMarkerPath(planFile).c_str(), F_OK) == 0;
+  std::string unread;  // a file that cannot be read here is left to the shim's check at start-up
+  options.forkImporter =
+      fileImporting(target.self ? identity.path : profile.program.path, kForkFunctions, &unread);
   Plan plan;
   analyzer::PlanDecision decision;
   std::string whyNot, error;

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 /**
  * @file Which OpenCL implementations an ICD loader loads: the libraries the ICD files of its
- * vendors directory name. Read by `hetopt devices`' diagnosis (cli/icd_doctor). Reentrant.
+ * vendors directory name. Read by `hetopt devices`' diagnosis (cli/icd_doctor) and by the shim,
+ * which loads them early where the driver itself must wait (shim/core/driver_start.h). Reentrant.
  */
 #pragma once
 #include <string>

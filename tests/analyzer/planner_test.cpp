@@ -260,6 +260,43 @@ TEST(RunPlan, AProgramThatForksGetsTheDriverLate) {
             std::string::npos);
 }
 
+// Neither forked when traced nor optimized, but the executable or a library it needs imports fork
+// (the shim would find it at start-up too): late, and the dry run names the module; a program that
+// cannot fork gets the early driver, and the dry run says so.
+TEST(RunPlan, AProgramThatCanForkGetsTheDriverLate) {
+  analyzer::AppProfile p = eligibleProfile();
+  p.breakdown.totalNs = 2.4e9;
+  p.candidates = {traced(0x71, 1, 64 << 20, 1, 14e6)};
+  p.contextsCreated = 1;
+  p.firstContextDevices = 1;
+  p.startup = {600'000'000, 970'000'000, 365'000'000, 276'000'000};
+  LineGain curves;
+  Plan plan;
+  PlanDecision d;
+  std::string why;
+  PlanOptions forced;
+  forced.force = true;
+  ASSERT_TRUE(::plan(p, forced, &plan, &why, &curves, &d)) << why;
+  EXPECT_FALSE(plan.driverLate);
+  EXPECT_GT(d.startupNs, 0);
+  EXPECT_NE(describeDecision(p, plan, d, true).find("driver:  early: "), std::string::npos);
+  forced.forkImporter = "/usr/bin/python3.11";
+  ASSERT_TRUE(::plan(p, forced, &plan, &why, &curves, &d)) << why;
+  EXPECT_TRUE(plan.driverLate);
+  EXPECT_FALSE(plan.earlyContext);
+  EXPECT_EQ(d.startupNs, 0);
+  const std::string canFork =
+      "driver:  late: the program can fork (/usr/bin/python3.11 imports fork)";
+  EXPECT_NE(describeDecision(p, plan, d, true).find(canFork), std::string::npos);
+  // Every reason there is, in one line.
+  p.forkedChildren = 2;
+  ASSERT_TRUE(::plan(p, forced, &plan, &why, &curves, &d)) << why;
+  const std::string both =
+      "driver:  late: forked when traced (2 forked copies of it called OpenCL); the program can "
+      "fork (";
+  EXPECT_NE(describeDecision(p, plan, d, true).find(both), std::string::npos);
+}
+
 TEST(RunPlan, RegistrationBeforeTheFirstTransferNeedsItIsOffTheCriticalPath) {
   // PolyBench's shape: a 1 GiB array allocated and filled before any OpenCL call, sent once.
   // Registering it (86 ms) on the program's path costs more than it saves (100 ms - 21.5 ms).

@@ -2,8 +2,9 @@
 # SPDX-License-Identifier: MIT
 # Python multiprocessing (fork start method) over PyOpenCL (pyopencl_multiprocessing.py), traced
 # once with TRACE_ARGS, then the FIRST optimized run after that trace with RUN_ARGS in every way
-# `hetopt run` can pin (a pool, no pool, registration in place), each in a cache of its own, so
-# no plan or fork mark of an earlier run helps it. Each must exit 3 (the script's "all right") within LIMIT seconds
+# `hetopt run` can pin (a pool, no pool, registration in place) and with the driver's libraries
+# not loaded early (HETOPT_DRIVER_PRELOAD=0): each in a cache of its own, so no plan or fork mark
+# of an earlier run helps it. Each must exit 3 (the script's "all right") within LIMIT seconds
 # (default 120: a worker hanging on a driver its parent initialized is a failure), print what the
 # native run prints, be optimized (stats), and its `--dry-run` must leave the driver to the program.
 #   pyopencl_multiprocessing.sh HETOPT PYTHON SCRIPT TASKS WORKERS PARENT [TRACE_WORKERS]
@@ -28,11 +29,14 @@ rc=$?
 [[ $rc == 3 ]] || { echo "FAIL: under trace exited $rc, not 3 (124: hung)"; tail -n 20 "$work/trace.err"; exit 1; }
 grep -q "profile stored" "$work/trace.err" || { echo "FAIL: no profile stored"; tail -n 20 "$work/trace.err"; exit 1; }
 
-for variant in "pool|--policy opencl" "direct|--policy opencl --no-pool" "register|--policy register"; do
+for variant in "pool|--policy opencl" "direct|--policy opencl --no-pool" "register|--policy register" \
+               "no-preload|--policy opencl"; do
   name=${variant%%|*}
   read -ra opts <<<"${variant#*|}"
   export XDG_CACHE_HOME=$work/cache.$name
-  timeout -k 5 "$limit" "$hetopt" run --stats --force "${opts[@]}" -- "${run[@]}" \
+  preload=1
+  [[ $name == no-preload ]] && preload=0
+  HETOPT_DRIVER_PRELOAD=$preload timeout -k 5 "$limit" "$hetopt" run --stats --force "${opts[@]}" -- "${run[@]}" \
     >"$work/$name.out" 2>"$work/$name.err"
   rc=$?
   if [[ $rc != 3 ]]; then
