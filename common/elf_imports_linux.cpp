@@ -140,7 +140,8 @@ class FileImage {
     uint64_t size;
   };
   bool openHeader(const std::string& path, Ehdr* eh, std::string* why) {
-    m_fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    // O_NONBLOCK: a FIFO named as a library must not stop `hetopt run` (regular files ignore it).
+    m_fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     struct stat st;
     if (m_fd < 0 || fstat(m_fd, &st) != 0 || !S_ISREG(st.st_mode))
       return *why = path + ": " + (m_fd < 0 ? strerror(errno) : "not a regular file"), false;
