@@ -344,8 +344,11 @@ bool OptimizeInterceptor::waitForPool() {
   if (st == static_cast<int>(PoolState::Failed)) return false;
   static const uint64_t waitMs = optionUnsigned(Option::POOL_WAIT_MS, 0, 600000);
   std::unique_lock<std::mutex> lock(m_stateMutex);
+  // Never for a pool whose thread waits for the program's first OpenCL call (a late driver): the
+  // program would wait here instead of making that call, each allocation the whole wait.
   m_stateChanged.wait_for(lock, std::chrono::milliseconds(waitMs), [this] {
-    return m_state.load(std::memory_order_acquire) != static_cast<int>(PoolState::Preparing);
+    return m_state.load(std::memory_order_acquire) != static_cast<int>(PoolState::Preparing) ||
+           (m_driver.late() && !m_lateStarted);
   });
   return m_state.load(std::memory_order_acquire) == static_cast<int>(PoolState::Ready);
 }
