@@ -221,16 +221,23 @@ TEST(RunPlan, TheStartUpAnOptimizedRunOverlapsCountsOncePinningPays) {
   EXPECT_FALSE(::plan(p, {}, &plan, &why, &curves, &d));
 }
 
-// A program that forked copies of itself when traced: the driver stays untouched until its own
-// first OpenCL call (forked children hang on a driver their parent initialized), so no early
-// context and no start-up overlap; the plan line round-trips.
-TEST(RunPlan, AProgramThatForksGetsTheDriverLate) {
+// One context on one device, start-up times known: a plan would start the driver early and
+// make the context then, unless the program forks.
+analyzer::AppProfile oneContextProfile() {
   analyzer::AppProfile p = eligibleProfile();
   p.breakdown.totalNs = 2.4e9;
   p.candidates = {traced(0x71, 1, 64 << 20, 1, 14e6)};
   p.contextsCreated = 1;
   p.firstContextDevices = 1;
   p.startup = {600'000'000, 970'000'000, 365'000'000, 276'000'000};
+  return p;
+}
+
+// A program that forked copies of itself when traced: the driver stays untouched until its own
+// first OpenCL call (forked children hang on a driver their parent initialized), so no early
+// context and no start-up overlap; the plan line round-trips.
+TEST(RunPlan, AProgramThatForksGetsTheDriverLate) {
+  analyzer::AppProfile p = oneContextProfile();
   p.forkedChildren = 3;
   LineGain curves;
   Plan plan;
@@ -264,12 +271,7 @@ TEST(RunPlan, AProgramThatForksGetsTheDriverLate) {
 // (the shim would find it at start-up too): late, and the dry run names the module; a program that
 // cannot fork gets the early driver, and the dry run says so.
 TEST(RunPlan, AProgramThatCanForkGetsTheDriverLate) {
-  analyzer::AppProfile p = eligibleProfile();
-  p.breakdown.totalNs = 2.4e9;
-  p.candidates = {traced(0x71, 1, 64 << 20, 1, 14e6)};
-  p.contextsCreated = 1;
-  p.firstContextDevices = 1;
-  p.startup = {600'000'000, 970'000'000, 365'000'000, 276'000'000};
+  analyzer::AppProfile p = oneContextProfile();
   LineGain curves;
   Plan plan;
   PlanDecision d;
