@@ -4,6 +4,8 @@
 
 #include <dlfcn.h>
 
+#include <cstdlib>
+
 #include <utility>
 
 #include "common/icd_files.h"
@@ -53,7 +55,7 @@ bool DriverStart::forkMustWait() {
 unsigned loadVendorLibraries() {
   unsigned loaded = 0;
   std::string vendorsDir;
-  for (const std::string& lib : icdLibraries(&vendorsDir, nullptr))
+  for (const std::string& lib : icdLibraries(&vendorsDir, getenv("OCL_ICD_FILENAMES")))
     loaded += dlopen(lib.c_str(), RTLD_LAZY | RTLD_LOCAL) != nullptr;  // kept: the loader finds it
   return loaded;
 }

@@ -65,9 +65,11 @@ class DriverStart {
 };
 
 /// The driver's fork-safe part: the OpenCL implementations that the vendors directory's ICD files
-/// name (every loader reads those), loaded with dlopen() and never called. Their pages are mapped
-/// and relocated and their constructors run (PoCL's starts no thread); the loader's own dlopen()
-/// later finds them loaded. The handles are kept. How many could be loaded.
+/// name, and $OCL_ICD_FILENAMES (the Khronos loader's; ocl-icd reads only the ICD files, and one
+/// named there is then loaded for nothing), loaded with dlopen() and never called. Their pages are
+/// mapped and relocated and their constructors run (PoCL's starts no thread; CUDA's driver does
+/// nothing before its first call); the loader's own dlopen() later finds them loaded. The handles
+/// are kept. How many could be loaded.
 unsigned loadVendorLibraries();
 
 }  // namespace hetopt::shim
