@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: MIT
 /** @file Imports of ELF images, loaded or on disk; see elf_imports.h. */
+#include "common/elf_imports.h"
+
 #include <elf.h>
 #include <fcntl.h>
 #include <glob.h>
@@ -18,8 +20,6 @@
 #include <memory>
 #include <set>
 #include <vector>
-
-#include "common/elf_imports.h"
 
 namespace hetopt {
 namespace {

@@ -5,7 +5,6 @@
 #include <dlfcn.h>
 
 #include <cstdlib>
-
 #include <utility>
 
 #include "common/icd_files.h"
