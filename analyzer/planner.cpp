@@ -123,9 +123,12 @@ class Planner {
     }
     // One context, on one device (or by type): made by the shim at start-up and handed to the
     // program, so that pinning starts while the program still reads and computes its input.
-    // A program that forks copies of itself keeps its driver untouched until its own first
-    // OpenCL call: its forked children cannot use a driver the parent initialized (they hang).
-    m_plan->driverLate = m_profile.forkedChildren > 0 || m_opt.forkedWhenOptimized;
+    // A program that forks copies of itself, or can, keeps its driver untouched until its own
+    // first OpenCL call: its forked children cannot use a driver the parent initialized (they
+    // hang).
+    m_plan->driverLate =
+        m_profile.forkedChildren > 0 || m_opt.forkedWhenOptimized || !m_opt.forkImporter.empty();
+    m_d->driver = driverStart();
     m_plan->earlyContext = !m_opt.directAllocation && m_opt.earlyContext && !m_plan->driverLate &&
                            m_profile.contextsCreated == 1 && m_profile.firstContextDevices <= 1;
     // Each site priced once: with this machine's curves now, else as stored with the profile.
@@ -148,6 +151,27 @@ class Planner {
   }
 
  private:
+  /// PlanDecision::driver: "late: " and every reason for `driver late` there is, else "early: ...".
+  std::string driverStart() const {
+    if (!m_plan->driverLate)
+      return "early: hetopt's thread starts it at start-up, while the program prepares its "
+             "input, in every process that cannot fork (the shim checks the libraries loaded with "
+             "it for an import of fork)";
+    std::string why;
+    auto add = [&](const std::string& reason) { why += (why.empty() ? "late: " : "; ") + reason; };
+    const uint64_t copies = m_profile.forkedChildren;
+    if (copies)
+      add("forked when traced (" + std::to_string(copies) + " forked " +
+          (copies == 1 ? "copy" : "copies") + " of it called OpenCL)");
+    if (m_opt.forkedWhenOptimized)
+      add("forked in an optimized run (a forked copy called OpenCL on the driver hetopt had "
+          "started)");
+    if (!m_opt.forkImporter.empty())
+      add("the program can fork (" + m_opt.forkImporter + " imports fork)");
+    return why +
+           "; hetopt leaves the driver alone until the program's first OpenCL call (a forked copy "
+           "cannot use a driver its parent initialized) and only loads its libraries before";
+  }
   bool anyRegistrable() const {
     for (const UntrackedMemory& u : m_profile.untracked)
       if (u.registrable()) return true;
@@ -470,11 +494,7 @@ std::string describeDecision(const AppProfile& profile, const Plan& plan,
   if (planned && plan.earlyContext)
     s += "context: made by hetopt at start-up and handed to the program's clCreateContext (it makes "
          "one, on this device): pinning starts while it still prepares its input\n";
-  if (planned && plan.driverLate)
-    s += "driver:  left alone until the program's first OpenCL call: it forked " +
-         (profile.forkedChildren ? std::to_string(profile.forkedChildren) + " copies of itself when traced"
-                                 : std::string("in an optimized run and a copy called OpenCL")) +
-         ", and a forked copy cannot use a driver its parent initialized\n";
+  if (planned && !decision.driver.empty()) s += "driver:  " + decision.driver + "\n";
   const AppProfile::Startup& st = profile.startup;
   if (st.known() && !(planned && plan.driverLate))
     s += "start-up: traced first OpenCL call at " + formatDuration(static_cast<double>(st.firstCallNs)) +

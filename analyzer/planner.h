@@ -45,6 +45,9 @@ struct PlanOptions {
   /// In an optimized run a forked copy called OpenCL (forkMarkerPath beside its plan): `driver late`, as
   /// for a program that forked when traced.
   bool forkedWhenOptimized = false;
+  /// A module of the program that imports fork (common/elf_imports.h: the executable or a library
+  /// it needs; empty when none does): `driver late`, as the shim would decide at start-up anyway.
+  std::string forkImporter;
   double poolSlack = 1.25;   ///< pool = slack * sum of the pooled sites' peak live bytes (+ 1 MiB)
 };
 
@@ -67,6 +70,8 @@ struct PlanDecision {
   double runNs = 0;       ///< the traced run's wall time
   std::string gainSource; ///< which curves, or the profile's stored predictions
   std::string verdict;    ///< one line: optimized and how, or why not
+  /// Which driver start the plan uses and why: "early: ..." or "late: <why>; ..." (`driver late`).
+  std::string driver;
   /// What the plan is predicted to save, net of the shim's own cost (never below 0).
   double netSavingNs() const { return savingNs + startupNs - overheadNs > 0 ? savingNs + startupNs - overheadNs : 0; }
 };

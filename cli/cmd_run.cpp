@@ -22,6 +22,7 @@
 #include "cli/launch.h"
 #include "cli/run_decision.h"
 #include "common/clock.h"
+#include "common/elf_imports.h"
 #include "common/log.h"
 #include "common/options.h"
 #include "common/paths.h"
@@ -185,6 +186,9 @@ std::string planTarget(Db& db, const Target& target, const ProgramIdentity& iden
     out->forkMarks.push_back(forkMarkerPath(variantPlanFile(planFile, v)));
     options.forkedWhenOptimized |= access(out->forkMarks.back().c_str(), F_OK) == 0;
   }
+  std::string unread;  // a file that cannot be read here is left to the shim's check at start-up
+  options.forkImporter =
+      fileImporting(target.self ? identity.path : profile.program.path, kForkFunctions, &unread);
   Plan plan;
   analyzer::PlanDecision decision;
   std::string whyNot, error;

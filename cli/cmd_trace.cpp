@@ -106,6 +106,27 @@ ProcessTrace readProcessTrace(const std::string& file) {
 }
 
 #ifdef HETOPT_HAVE_ANALYZER
+/// How many processes of the run forked from a process of the same program and made OpenCL calls
+/// themselves, per program identity. Counted across every process of the run, not only among the
+/// children of the process whose trace a profile is taken from: when the parent makes no OpenCL
+/// call and forks workers that do, the profile is a worker's, and the forks are its parent's. A
+/// copy that makes no OpenCL call is left out: it never touches the driver it inherits (and a
+/// fork() waits while hetopt's thread is inside it), so it needs no late driver.
+std::map<std::string, uint64_t> forkedCopiesCallingOpenCL(
+    const std::vector<ProcessTrace>& processes) {
+  std::map<uint64_t, const ProcessTrace*> byPid;
+  for (const ProcessTrace& p : processes)
+    if (p.readable) byPid.emplace(p.t.header.pid, &p);
+  std::map<std::string, uint64_t> copies;
+  for (const ProcessTrace& c : processes) {
+    if (!c.readable || c.calls == 0) continue;
+    auto parent = byPid.find(c.t.header.parentPid);
+    if (parent != byPid.end() && parent->second != &c && parent->second->identity == c.identity)
+      ++copies[c.identity];
+  }
+  return copies;
+}
+
 /// Analyses every process of the run that made OpenCL calls, each profile under its own identity
 /// (once per identity: forked workers of one program share it); the main trace alone when none
 /// did. When the traced command is not itself the one program that made them (a wrapper script,
@@ -130,6 +151,7 @@ void analyzeProcesses(const std::vector<std::string>& program,
             static_cast<unsigned long long>(first->second), p.file.c_str());
   }
   const bool anyCalls = !chosen.empty();
+  std::map<std::string, uint64_t> forkedCopies = forkedCopiesCallingOpenCL(processes);
   if (!anyCalls) chosen.push_back(&processes.front());  // its own report says why not eligible
   analyzer::LauncherRecord record;
   for (size_t i = 0; i < chosen.size(); ++i) {
@@ -142,8 +164,7 @@ void analyzeProcesses(const std::vector<std::string>& program,
     request.tracePath = p.file;
     request.dbPath = dbPath;
     request.salvage = !p.t.complete;
-    for (const ProcessTrace& c : processes)
-      request.forkedChildren += c.readable && c.t.header.parentPid == p.t.header.pid && c.identity == p.identity;
+    request.forkedChildren = forkedCopies[p.identity];
     if (!profileName.empty())
       request.profileName = i == 0 ? profileName : profileName + "." + std::to_string(i + 1);
     analyzer::AnalyzeResult result;

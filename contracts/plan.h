@@ -34,8 +34,9 @@
  *                                          program still reads and computes its input
  *   driver late                            optional: the shim touches the OpenCL driver only
  *                                          once the program made its first OpenCL call (it
- *                                          forks copies of itself, which cannot use a driver
- *                                          their parent initialized)
+ *                                          forks copies of itself, or can: they cannot use a
+ *                                          driver their parent initialized); before it, it
+ *                                          only loads the driver's libraries
  *   register-cost <latency-ns> <ns-per-MiB> what registering a block in place costs here (the
  *                                          register curve): a transfer registers a block itself
  *                                          when that is cheaper than waiting

@@ -18,14 +18,24 @@
 namespace hetopt::shim {
 
 // A fork() before the program's first OpenCL call, while hetopt's thread is inside the driver
-// (enumerating, making the early context, or the pool in a context of its own): the child would
-// inherit the loader or the driver in the middle of it, with no thread to finish it; ocl-icd 2.3's
-// clGetPlatformIDs then spins for ever in the child on the "initializing" flag the parent's
-// thread had set. Natively the program's child would start a driver of its own, so fork() waits
-// until that thread is out of the driver (bounded: a driver thread forking while the pool thread
-// waits for it must not stop both). After the program's first call the driver is the program's.
+// (enumerating, making the early context, or the pool in a context of its own) or loading its
+// libraries: the child would inherit the loader, the driver or the dynamic loader's lock in the
+// middle of it, with no thread to finish it; ocl-icd 2.3's clGetPlatformIDs then spins for ever
+// in the child on the "initializing" flag the parent's thread had set. Natively the program's
+// child would start a driver of its own, so fork() waits until that thread is out (bounded: a
+// driver thread forking while the pool thread waits for it must not stop both). A fork() before
+// that thread began calls its start-up off: the driver is left to the program in this process
+// (driver_start.h). After the program's first call the driver is the program's.
 void OptimizeInterceptor::beforeFork() {
-  if (!m_plan.driverLate && !m_programCalledOpenCL.load(std::memory_order_relaxed)) waitOutOfDriver("fork()");
+  if (m_programCalledOpenCL.load(std::memory_order_relaxed)) return;
+  std::unique_lock<std::mutex> lock(m_stateMutex);
+  if (m_programCalledOpenCL.load(std::memory_order_relaxed)) return;
+  const bool wasLate = m_driver.late();
+  if (m_driver.forkMustWait()) return waitOutOfDriver(lock, "fork()");
+  lock.unlock();
+  if (wasLate == m_driver.late()) return;
+  m_stateChanged.notify_all();  // a call waiting for the early driver starts the late one
+  debug("fork() before hetopt's thread started the driver: the driver is left to the program");
 }
 
 // The fork protocol's order (shim/core/state.cpp): state, pool, registry, heap blocks, direct
@@ -87,8 +97,11 @@ void OptimizeInterceptor::noteForkedCopyCallsOpenCL() {
 }
 
 void OptimizeInterceptor::forkChild() {
-  m_markAtFirstCall.store(!m_plan.driverLate && !m_forkMarker.empty(), std::memory_order_relaxed);
-  m_forkedBeforeProgramsFirstCall = !m_plan.driverLate && !m_programCalledOpenCL.load(std::memory_order_relaxed);
+  // forkPrepare holds m_stateMutex: m_driver is read under it.
+  m_markAtFirstCall.store(m_driver.driverStarted() && !m_forkMarker.empty(),
+                          std::memory_order_relaxed);
+  m_forkedBeforeProgramsFirstCall =
+      m_driver.driverStarted() && !m_programCalledOpenCL.load(std::memory_order_relaxed);
   const bool placed = m_forkCopies.placeInChild();
   m_poolShared = m_region.ptr && os::needsCopyForChild(m_regionInheritance) && !(m_regionCopied && placed);
   if (m_registry) m_registry->forkChild();
@@ -102,7 +115,7 @@ void OptimizeInterceptor::forkChild() {
   m_state.store(static_cast<int>(PoolState::Failed), std::memory_order_release);
   snprintf(m_failure, sizeof m_failure, "forked child");
   m_enumerated.store(true, std::memory_order_release);
-  m_poolThreadInDriver = false;
+  m_driver.forkChild();
   m_contextChosen = true;  // a context the child creates is not offered
   if (m_direct) m_direct->forkChild();
   unlockAfterFork();

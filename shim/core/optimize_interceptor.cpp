@@ -13,6 +13,7 @@
 #include <string>
 
 #include "common/cl_select.h"
+#include "common/elf_imports.h"
 #include "common/log.h"
 #include "common/options.h"
 #include "contracts/run_record.h"
@@ -139,12 +140,18 @@ OptimizeInterceptor* OptimizeInterceptor::create() {
     self->m_direct = std::make_unique<policies::DirectAllocator>(maxLive);
   }
   if (self->m_plan.hasRegistrations()) self->m_registry = new InplaceRegistry(self->m_plan);
-  // Prepared off the critical path; the thread ends when the pool is ready (or failed). With
-  // `driver late` it starts at the program's first OpenCL call (callBegin), not before.
-  if (!self->m_plan.driverLate) {
-    self->m_poolThreadInDriver = true;  // from now: a fork() before the thread runs waits for it too
-    std::thread([self] { self->preparePool(); }).detach();
-  }
+  // Prepared off the critical path; the thread ends when the pool is ready (or failed). In a
+  // process that may fork it starts at the program's first OpenCL call (callBegin), and only the
+  // driver's libraries are loaded now (driver_start.h).
+  const double checkStart = nowMs();
+  const bool planLate = self->m_plan.driverLate;
+  self->m_driver.decide(planLate, planLate ? std::string() : loadedModuleImporting(kForkFunctions));
+  debug("driver start: %s (decided in %.0f us)", self->m_driver.describe().c_str(),
+        (nowMs() - checkStart) * 1e3);
+  if (!self->m_driver.late())
+    std::thread([self] { self->preparePool(true); }).detach();
+  else if (optionFlag(Option::DRIVER_PRELOAD))
+    std::thread([self] { self->loadDriverLibraries(); }).detach();
   return self;
 }
 
@@ -173,14 +180,14 @@ void OptimizeInterceptor::failPool(const char* why) {
 void OptimizeInterceptor::setPoolThreadInDriver(bool inDriver) {
   {
     std::lock_guard<std::mutex> lock(m_stateMutex);
-    m_poolThreadInDriver = inDriver;
+    m_driver.setInDriver(inDriver);
   }
   if (!inDriver) m_stateChanged.notify_all();
 }
 
-void OptimizeInterceptor::waitOutOfDriver(const char* what) {
-  std::unique_lock<std::mutex> lock(m_stateMutex);
-  if (!m_stateChanged.wait_for(lock, std::chrono::milliseconds(kDriverWaitMs), [this] { return !m_poolThreadInDriver; }))
+void OptimizeInterceptor::waitOutOfDriver(std::unique_lock<std::mutex>& lock, const char* what) {
+  if (!m_stateChanged.wait_for(lock, std::chrono::milliseconds(kDriverWaitMs),
+                               [this] { return !m_driver.busy(); }))
     debug("%s went ahead after %d ms with hetopt's thread still inside the driver", what, kDriverWaitMs);
 }
 
@@ -193,16 +200,42 @@ void OptimizeInterceptor::waitOutOfDriver(const char* what) {
 // never starts that much of the driver. Once it made a context, exits during the pool's making
 // did not crash (0 of 200).
 void OptimizeInterceptor::beforeExit() {
-  if (!m_programMadeContext.load(std::memory_order_relaxed)) waitOutOfDriver("exit()");
+  if (m_programMadeContext.load(std::memory_order_relaxed)) return;
+  std::unique_lock<std::mutex> lock(m_stateMutex);
+  waitOutOfDriver(lock, "exit()");
 }
 
-void OptimizeInterceptor::preparePool() {
+void OptimizeInterceptor::loadDriverLibraries() {
+  ScopedInternal internal;  // what the libraries' constructors allocate is not the program's
+  {
+    std::lock_guard<std::mutex> lock(m_stateMutex);
+    // A fork() came first, or the program's own first call is loading them already.
+    if (m_programCalledOpenCL.load(std::memory_order_relaxed) || !m_driver.beginLoading()) return;
+  }
+  const double start = nowMs();
+  const unsigned loaded = loadVendorLibraries();
+  {
+    std::lock_guard<std::mutex> lock(m_stateMutex);
+    m_driver.endLoading();
+  }
+  m_stateChanged.notify_all();
+  debug("%u OpenCL implementation(s) loaded early in %.0f ms, none called", loaded,
+        nowMs() - start);
+}
+
+void OptimizeInterceptor::preparePool(bool early) {
   ScopedInternal internal;  // this thread's OpenCL calls and allocations are the shim's own
+  {
+    std::lock_guard<std::mutex> lock(m_stateMutex);
+    // A fork() before this thread began: the driver is the program's, and its first OpenCL call
+    // starts this again as the late driver's thread (callBegin).
+    if (early && !m_driver.enterDriver()) return;
+    m_driver.setInDriver(true);
+  }
   struct InDriver {  // on every way out of here (fork and exit wait for it)
     OptimizeInterceptor* self;
     ~InDriver() { self->setPoolThreadInDriver(false); }
   } inDriver{this};
-  setPoolThreadInDriver(true);  // `driver late` starts it here
   double start = nowMs();
   ClQueryFunctions query{realClFunction<decltype(&clGetPlatformIDs)>(api::ApiId::clGetPlatformIDs),
                          realClFunction<decltype(&clGetPlatformInfo)>(api::ApiId::clGetPlatformInfo),
@@ -299,7 +332,7 @@ cl_context OptimizeInterceptor::awaitContext() {
   std::unique_lock<std::mutex> lock(m_stateMutex);
   if (!m_ownContextOnly)
     m_stateChanged.wait(lock, [this] { return m_programContext || m_ownContextWanted; });
-  m_poolThreadInDriver = true;  // a context, a queue and the pinned memory next
+  m_driver.setInDriver(true);  // a context, a queue and the pinned memory next
   m_contextChosen = true;
   return m_programContext;
 }
@@ -326,8 +359,11 @@ bool OptimizeInterceptor::waitForPool() {
   if (st == static_cast<int>(PoolState::Failed)) return false;
   static const uint64_t waitMs = optionUnsigned(Option::POOL_WAIT_MS, 0, 600000);
   std::unique_lock<std::mutex> lock(m_stateMutex);
+  // Never for a pool whose thread waits for the program's first OpenCL call (a late driver): the
+  // program would wait here instead of making that call, each allocation the whole wait.
   m_stateChanged.wait_for(lock, std::chrono::milliseconds(waitMs), [this] {
-    return m_state.load(std::memory_order_acquire) != static_cast<int>(PoolState::Preparing);
+    return m_state.load(std::memory_order_acquire) != static_cast<int>(PoolState::Preparing) ||
+           (m_driver.late() && !m_lateStarted);
   });
   return m_state.load(std::memory_order_acquire) == static_cast<int>(PoolState::Ready);
 }
@@ -517,11 +553,14 @@ void OptimizeInterceptor::callBegin(CallRecord& call) {
     m_programCalledOpenCL.store(true, std::memory_order_relaxed);
   if (HETOPT_UNLIKELY(!m_enumerated.load(std::memory_order_acquire))) {
     std::unique_lock<std::mutex> lock(m_stateMutex);
-    if (m_plan.driverLate && !m_lateStarted) {
-      m_lateStarted = true;
-      std::thread([this] { preparePool(); }).detach();
+    // In a loop: a fork() on another thread may make the driver late while this call waits.
+    while (!m_enumerated.load(std::memory_order_acquire)) {
+      if (m_driver.late() && !m_lateStarted) {
+        m_lateStarted = true;
+        std::thread([this] { preparePool(false); }).detach();
+      }
+      m_stateChanged.wait(lock);
     }
-    m_stateChanged.wait(lock, [this] { return m_enumerated.load(std::memory_order_acquire); });
   }
   if (HETOPT_UNLIKELY(m_plan.earlyContext) &&
       (call.id == api::ApiId::clCreateContext || call.id == api::ApiId::clCreateContextFromType))

@@ -8,6 +8,8 @@
  * OpenCL context (a hybrid pool's pages, mlock'ed), then waits for the program's first context on
  * the plan's device (offered from `callEnd` of `clCreateContext[FromType]`, retained) and pins in
  * it: in-place registrations first (BlockRegistration's worker, InplaceRegistry), then the pool.
+ * In a process that may fork (driver_start.h) that thread starts at the program's first OpenCL
+ * call instead, and only the driver's libraries are loaded at start-up.
  * A `register` site's blocks come from the system allocator and are registered where they are
  * (block_registration.h); so is a pool site's block that comes before its pool is ready or finds
  * it full, when registering it costs less than one of its transfers saves: real programs allocate
@@ -45,6 +47,7 @@
 #include "policies/pool.h"
 #include "shim/core/block_registration.h"
 #include "shim/core/conformance.h"
+#include "shim/core/driver_start.h"
 #include "shim/core/inplace_registry.h"
 #include "shim/core/interceptor.h"
 #include "shim/core/site_ledger.h"
@@ -87,7 +90,11 @@ class OptimizeInterceptor final : public Interceptor {
   enum class PoolState : int { Preparing, Ready, Failed };
 
   OptimizeInterceptor(Plan plan, std::string planPath);
-  void preparePool();
+  /// hetopt's driver thread: enumeration, the early context, then the pool. `early`: started at
+  /// start-up (it does nothing when a fork() came first), else at the program's first OpenCL call.
+  void preparePool(bool early);
+  /// The late driver's fork-safe part, on a thread of its own at start-up (driver_start.h).
+  void loadDriverLibraries();
   /// The pool thread's wait for a context: the program's (retained), or null when one of our own
   /// must be made (a candidate allocation came first, or HETOPT_POOL_CONTEXT=own).
   cl_context awaitContext();
@@ -113,11 +120,12 @@ class OptimizeInterceptor final : public Interceptor {
   bool waitForPool();
   void failPool(const char* why);
   void markEnumerated();
-  /// Whether the pool thread is inside the driver (under m_stateMutex; fork and exit wait it out).
+  /// Whether the pool thread is inside the driver (m_driver, under m_stateMutex; fork and exit
+  /// wait it out).
   void setPoolThreadInDriver(bool inDriver);
-  /// Before the program's fork() or exit(): waits (at most kDriverWaitMs) while the pool thread
-  /// is inside the driver. `what` names the event for the log.
-  void waitOutOfDriver(const char* what);
+  /// Before the program's fork() or exit(): waits (at most kDriverWaitMs) while hetopt's threads
+  /// are inside the driver or loading it (m_driver.busy()). `what` names the event for the log.
+  void waitOutOfDriver(std::unique_lock<std::mutex>& lock, const char* what);
   /// callBegin of a call with host-range arguments: each transfer classified (and, from a block
   /// not pinned yet, registered or waited for) into the call's TransferState, counted by
   /// countTransfers() in callEnd; a CL_MEM_USE_HOST_PTR buffer over memory registered in place
@@ -186,13 +194,14 @@ class OptimizeInterceptor final : public Interceptor {
   char m_failure[256] = {};
   // Which context the pool is made in (under m_stateMutex): see the file comment.
   bool m_ownContextOnly = false;           ///< HETOPT_POOL_CONTEXT=own
-  bool m_lateStarted = false;  ///< `driver late`: the pool thread was started (under m_stateMutex)
-  /// The pool thread is starting the driver or making pinned memory, not waiting for a context
-  /// (under m_stateMutex).
-  bool m_poolThreadInDriver = false;
-  /// How long a fork() or exit() waits for it: a driver's start-up with a context, ~1 s on a cold
-  /// NVIDIA GPU, and pinned memory for the pool. Past it the fork goes ahead (the child is warned
-  /// when it calls OpenCL), and so does the exit.
+  /// When the driver may be started by hetopt's thread, and whether that thread is inside it now
+  /// (starting the driver or making pinned memory, or loading the driver's libraries; under
+  /// m_stateMutex).
+  DriverStart m_driver;
+  bool m_lateStarted = false;  ///< late driver: the pool thread was started (under m_stateMutex)
+  /// How long a fork() or exit() waits for m_driver.busy(): a driver's start-up with a context,
+  /// ~1 s on a cold NVIDIA GPU, and pinned memory for the pool. Past it the fork goes ahead (the
+  /// child is warned when it calls OpenCL), and so does the exit.
   static constexpr int kDriverWaitMs = 5000;
   cl_device_id m_device = nullptr;         ///< the plan's device (set before m_enumerated)
   cl_platform_id m_platform = nullptr;     ///< its platform (likewise)

@@ -221,42 +221,86 @@ TEST(RunPlan, TheStartUpAnOptimizedRunOverlapsCountsOncePinningPays) {
   EXPECT_FALSE(::plan(p, {}, &plan, &why, &curves, &d));
 }
 
-// A program that forked copies of itself when traced: the driver stays untouched until its own
-// first OpenCL call (forked children hang on a driver their parent initialized), so no early
-// context and no start-up overlap; the plan line round-trips.
-TEST(RunPlan, AProgramThatForksGetsTheDriverLate) {
+// One context on one device, start-up times known: a plan would start the driver early and
+// make the context then, unless the program forks.
+analyzer::AppProfile oneContextProfile() {
   analyzer::AppProfile p = eligibleProfile();
   p.breakdown.totalNs = 2.4e9;
   p.candidates = {traced(0x71, 1, 64 << 20, 1, 14e6)};
   p.contextsCreated = 1;
   p.firstContextDevices = 1;
   p.startup = {600'000'000, 970'000'000, 365'000'000, 276'000'000};
-  p.forkedChildren = 3;
-  LineGain curves;
+  return p;
+}
+
+/// A forced plan for `p` (curves as lines) and what --dry-run says of it.
+struct ForcedPlan {
   Plan plan;
-  PlanDecision d;
+  PlanDecision decision;
+  std::string dryRun;
+};
+ForcedPlan forcedPlan(const analyzer::AppProfile& p, PlanOptions options = {}) {
+  options.force = true;
+  LineGain curves;
+  ForcedPlan f;
   std::string why;
-  PlanOptions forced;
-  forced.force = true;
-  ASSERT_TRUE(::plan(p, forced, &plan, &why, &curves, &d)) << why;
-  EXPECT_TRUE(plan.driverLate);
-  EXPECT_FALSE(plan.earlyContext);
-  EXPECT_EQ(d.startupNs, 0);
-  EXPECT_NE(describeDecision(p, plan, d, true).find("driver:  left alone until the program's first OpenCL call: it forked 3"),
-            std::string::npos);
+  EXPECT_TRUE(::plan(p, options, &f.plan, &why, &curves, &f.decision)) << why;
+  f.dryRun = describeDecision(p, f.plan, f.decision, true);
+  return f;
+}
+
+// A program that forked copies of itself when traced: the driver stays untouched until its own
+// first OpenCL call (forked children hang on a driver their parent initialized), so no early
+// context and no start-up overlap; the plan line round-trips.
+TEST(RunPlan, AProgramThatForksGetsTheDriverLate) {
+  analyzer::AppProfile p = oneContextProfile();
+  p.forkedChildren = 3;
+  ForcedPlan f = forcedPlan(p);
+  EXPECT_TRUE(f.plan.driverLate);
+  EXPECT_FALSE(f.plan.earlyContext);
+  EXPECT_EQ(f.decision.startupNs, 0);
+  EXPECT_NE(f.dryRun.find("driver:  late: forked when traced (3 forked copies"), std::string::npos);
   Plan back;
-  ASSERT_TRUE(parsePlan(plan.serialize(), &back, &why)) << why;
+  std::string why;
+  ASSERT_TRUE(parsePlan(f.plan.serialize(), &back, &why)) << why;
   EXPECT_TRUE(back.driverLate);
   p.forkedChildren = 0;
-  ASSERT_TRUE(::plan(p, forced, &plan, &why, &curves, &d)) << why;
-  EXPECT_FALSE(plan.driverLate);
-  EXPECT_TRUE(plan.earlyContext);
+  f = forcedPlan(p);
+  EXPECT_FALSE(f.plan.driverLate);
+  EXPECT_TRUE(f.plan.earlyContext);
   // Not when traced, but an optimized run of it forked (the mark beside its plan).
-  forced.forkedWhenOptimized = true;
-  ASSERT_TRUE(::plan(p, forced, &plan, &why, &curves, &d)) << why;
-  EXPECT_TRUE(plan.driverLate);
-  EXPECT_FALSE(plan.earlyContext);
-  EXPECT_NE(describeDecision(p, plan, d, true).find("it forked in an optimized run"), std::string::npos);
+  PlanOptions marked;
+  marked.forkedWhenOptimized = true;
+  f = forcedPlan(p, marked);
+  EXPECT_TRUE(f.plan.driverLate);
+  EXPECT_FALSE(f.plan.earlyContext);
+  EXPECT_NE(f.dryRun.find("driver:  late: forked in an optimized run"), std::string::npos);
+}
+
+// Neither forked when traced nor optimized, but the executable or a library it needs imports fork
+// (the shim would find it at start-up too): late, and the dry run names the module; a program that
+// cannot fork gets the early driver, and the dry run says so.
+TEST(RunPlan, AProgramThatCanForkGetsTheDriverLate) {
+  analyzer::AppProfile p = oneContextProfile();
+  ForcedPlan f = forcedPlan(p);
+  EXPECT_FALSE(f.plan.driverLate);
+  EXPECT_GT(f.decision.startupNs, 0);
+  EXPECT_NE(f.dryRun.find("driver:  early: "), std::string::npos);
+  PlanOptions canFork;
+  canFork.forkImporter = "/usr/bin/python3.11";
+  f = forcedPlan(p, canFork);
+  EXPECT_TRUE(f.plan.driverLate);
+  EXPECT_FALSE(f.plan.earlyContext);
+  EXPECT_EQ(f.decision.startupNs, 0);
+  EXPECT_NE(f.dryRun.find("driver:  late: the program can fork (/usr/bin/python3.11 imports fork)"),
+            std::string::npos);
+  // Every reason there is, in one line.
+  p.forkedChildren = 2;
+  f = forcedPlan(p, canFork);
+  EXPECT_NE(
+      f.dryRun.find("driver:  late: forked when traced (2 forked copies of it called OpenCL); "
+                    "the program can fork ("),
+      std::string::npos);
 }
 
 TEST(RunPlan, RegistrationBeforeTheFirstTransferNeedsItIsOffTheCriticalPath) {

@@ -14,8 +14,9 @@
  *              (the shim's pool thread enumerates the devices, waits for a context, then makes
  *              its own and the pool), then with the program's context
  *   before-opencl  FORKS children first, before any OpenCL call of the program, each asking for
- *              the platforms (natively a child's first call starts a driver of its own; under an
- *              early-driver plan it meets the parent's: one warning, and the mark for next time);
+ *              the platforms (natively a child's first call starts a driver of its own; where
+ *              hetopt started the driver early before the first fork, it meets the parent's: one
+ *              warning, and the mark for next time);
  *              each child's call is bounded by alarm(), and what it got goes to stderr only (a
  *              child killed by the alarm is hetopt's known limit, not the program's failure);
  *              then the workers run as in `threads` with no more forks
@@ -27,6 +28,8 @@
  *   fork_app threads|callback|preparing|before-opencl FORKS [opencl-children]
  *   (FORKS 0: threads and callback only)
  * opencl-children: each child also calls clGetPlatformIDs (an OpenCL call in a forked copy).
+ * Built twice (fork_process.h): `fork_app` imports fork, so the shim leaves the driver to it;
+ * `fork_app_dlsym` does not, so the shim starts the driver early, as these modes were written for.
  */
 #include <sys/wait.h>
 #include <unistd.h>
@@ -40,6 +43,7 @@
 #include <vector>
 
 #include "tests/apps/app_common.h"
+#include "tests/integration/fork_process.h"
 
 using namespace hetopt::apps;
 
@@ -148,7 +152,7 @@ void forkFromMainThread(int forks, bool waitForBlock, bool runExitHandlers) {
   for (int i = 0; i < forks; ++i) {
     float* inherited = takeBlock(waitForBlock);
     fflush(nullptr);  // the child's exit() must not write the parent's buffered output again
-    pid_t pid = fork();
+    pid_t pid = forkProcess();
     if (pid == 0) childLife(inherited, runExitHandlers);
     reap(pid);
     checkUnchanged(inherited);
@@ -165,7 +169,7 @@ struct CallbackFork {
 
 void CL_CALLBACK forkInCallback(cl_event, cl_int, void* data) {
   auto* f = static_cast<CallbackFork*>(data);
-  pid_t pid = fork();
+  pid_t pid = forkProcess();
   if (pid == 0) childLife(f->inherited, false);  // a copy of the driver's thread
   f->pid = pid;
   f->done.store(true, std::memory_order_release);
@@ -198,7 +202,7 @@ void forkFromCallbacks(const ClEnv& env, int forks) {
 void forkBeforeOpenCL(int forks) {
   for (int i = 0; i < forks; ++i) {
     fflush(nullptr);
-    pid_t pid = fork();
+    pid_t pid = forkProcess();
     if (pid == 0) {
       alarm(10);  // a child that inherited a driver mid-start may never return from it
       cl_uint platforms = 0;
