@@ -41,7 +41,9 @@
 #                 baseline, nopool, declined; ROUNDS rounds, default 7) with EXPECT_DEVICE=NVIDIA,
 #                 into $OUT/realprogs. SELECT=REGEX picks configurations; MAX_EST (default 30) skips
 #                 those the manifest estimates longer (seconds per native run): one call is 10 minutes,
-#                 so split the suite with SELECT (docs: scripts/realprogs/programs.txt). Carry the
+#                 so split the suite with SELECT (docs: scripts/realprogs/programs.txt); RP_OUT names
+#                 the folder under $OUT (default realprogs); LOOP_RUNS and RUN_OPTIONS pass through
+#                 to real_programs.sh (the closed loop's runs; --verify=off for the rounds). Carry the
 #                 sources with the call: git -C <clone> archive --prefix=shoc/ HEAD | tar -x -C .carry
 #                 (same for polybench/), and name .carry/shoc and .carry/polybench in `carry`
 #
@@ -197,7 +199,8 @@ for s in "$@"; do
       [[ -d $root/.carry/shoc && -d $root/.carry/polybench ]] ||
         { echo "realprogs: carry .carry/shoc and .carry/polybench (see the step's comment)" >&2; exit 1; }
       rp=$build/realprogs-out
-      rm -rf "$rp" && mkdir -p "$rp" "$out/realprogs"
+      rpo=$out/${RP_OUT:-realprogs}  # RP_OUT: another folder, for a second realprogs step in one call
+      rm -rf "$rp" && mkdir -p "$rp" "$rpo"
       { POLYBENCH_DEVICE=GPU "$root/scripts/realprogs/build.sh" "$root/.carry/shoc" "$root/.carry/polybench" \
           "$build/realprogs" 2>&1 | grep -v '^    '
         # SHOC and PolyBench take platform 0 (SHOC's -p default, PolyBench's clGetPlatformIDs(1, ...)):
@@ -208,13 +211,13 @@ for s in "$@"; do
           { echo "realprogs: platform 0 is not ${EXPECT_DEVICE:-NVIDIA}: the programs would not run there" >&2; exit 1; }
         EXPECT_DEVICE=${EXPECT_DEVICE:-NVIDIA} MAX_EST=${MAX_EST:-30} CHAR_DB=$HETOPT_DB \
           "$root/scripts/bench/real_programs.sh" "$build" "$build/realprogs" "${ROUNDS:-7}" "$rp"
-      } 2>&1 | tee "$out/realprogs/realprogs.log"
+      } 2>&1 | tee "$rpo/realprogs.log"
       status=$?
-      cp "$rp"/real_programs.{txt,dat,png,svg} "$out/realprogs/" 2>/dev/null
+      cp "$rp"/real_programs.{txt,dat,png,svg} "$rpo/" 2>/dev/null
       cp "$build/realprogs/build.txt" "$rp/" 2>/dev/null
       # shellcheck disable=SC2046
-      tar -czf "$out/realprogs/runs.tar.gz" -C "$rp" $(cd "$rp" && ls -d runs build.txt platforms.txt 2>/dev/null)
-      ((status == 0)) || { echo "realprogs: failed (see $out/realprogs/realprogs.log)" >&2; exit 1; }
+      tar -czf "$rpo/runs.tar.gz" -C "$rp" $(cd "$rp" && ls -d runs build.txt platforms.txt 2>/dev/null)
+      ((status == 0)) || { echo "realprogs: failed (see $rpo/realprogs.log)" >&2; exit 1; }
       ;;
     *)
       echo "unknown step '$s'" >&2
