@@ -5,13 +5,15 @@
  * `closed_loop.h` forms the pairs from the run ledger and decides what the next run is.
  *
  * The test: each pair gives d = ln(control / optimized) (> 0: the optimized run was faster). Over
- * the newest kVerdictWindow pairs, a 90% two-sided Student-t interval of the mean of d. Kept when
- * the whole interval lies above 0, reverted when it lies below. The ratio's interval is exp() of
- * it. Why t on the logs: the pairs cancel the machine's drift; the logs make 0.8x and 1.25x
- * symmetric; at 3-5 pairs the t quantile (2.92 at 2 degrees of freedom) is wide enough that noise
- * of the kind measured on the GPU VMs (single whole-process runs +-10-25%) leaves a small effect
- * `exploring`, and one wild pair widens the interval instead of deciding: noise makes the loop
- * slower to decide, not wrong. docs/results.md replays GPU measurements through it.
+ * the newest kVerdictWindow pairs, Student-t bounds of the mean of d: kept when the one-sided 90%
+ * lower bound lies above 0, reverted when the one-sided 95% upper bound lies below (the ratio's
+ * bounds are exp() of them: `ci_low`, `ci_high`). Why t on the logs: the pairs cancel the
+ * machine's drift; the logs make 0.8x and 1.25x symmetric; at 3-5 pairs the t quantiles (1.89 and
+ * 2.92 at 2 degrees of freedom) are wide enough that noise of the kind measured on the GPU VMs
+ * (single whole-process runs +-5-25%) leaves a small effect `exploring`, and one wild pair widens
+ * the interval instead of deciding. Why the asymmetry: a wrong `kept` is watched (control runs go
+ * on and the window can overturn it), a wrong `reverted` gives up a gain for good; on the H200 a
+ * 1.1-1.3x program needed 5-6 pairs at 90% two-sided. docs/results.md has the measurements.
  */
 #pragma once
 #include <cstddef>
@@ -41,7 +43,8 @@ struct Verdict {
   size_t pairs = 0;          ///< every pair the plan has
   size_t windowPairs = 0;    ///< the newest ones the interval is over
   double pairedMedian = 0;   ///< median of control/optimized over the window (> 1: faster); 0: none
-  double ciLow = 0, ciHigh = 0;  ///< 90% interval of the ratio (0 below two pairs)
+  /// One-sided 90% lower and 95% upper bound of the ratio (0 below two pairs).
+  double ciLow = 0, ciHigh = 0;
   /// The estimate says optimized runs are not slower (the mean of the logs is >= 0). An
   /// inconclusive plan keeps optimizing when true and runs untouched when false.
   bool favourable = false;
@@ -57,7 +60,8 @@ struct Verdict {
 /// inconclusive unless its window decides.
 Verdict judgePairs(const std::vector<RunPair>& pairs);
 
-/// The two-sided 90% quantile of Student's t with `df` degrees of freedom (df >= 1).
+/// The one-sided 90% and 95% quantiles of Student's t with `df` degrees of freedom (df >= 1).
 double studentT90(size_t df);
+double studentT95(size_t df);
 
 }  // namespace hetopt::analyzer

@@ -655,7 +655,7 @@ int cmdRun(int argc, char** argv) {
         "                   program is timed and kept in its run ledger; while the plan has no\n"
         "                   verdict, runs alternate between optimized and control runs (untouched),\n"
         "                   and a paired test keeps the plan (faster with 90%% confidence), reverts\n"
-        "                   it (slower), or calls it inconclusive after %zu pairs (it keeps\n"
+        "                   it (slower with 95%%), or calls it inconclusive after %zu pairs (it keeps\n"
         "                   optimizing when the estimate is not slower); a reverted plan gives way\n"
         "                   to a smaller one (without the early driver start, then without the\n"
         "                   site that pins the most), an optimized run that ends unlike the control\n"

@@ -332,14 +332,16 @@ def check_agreement(argv):
     # sample counts 64 times. At 1000 iterations (~15 samples per key after the census) the
     # median of 5 runs ran to 1.52x in a CI run beside other tests and to 1.54x on an idle
     # 2-core VM (2 of 8); at 2000 (~31 samples), run alone, 8 of 8 stayed within 0.88-1.20
-    # (isolated samples run ~10% slower on PoCL than back-to-back timed ones).
+    # (isolated samples run ~10% slower on PoCL than back-to-back timed ones). PoCL's copies also
+    # run at one of two speeds for a whole run (48-60 or 107-125 ms of h2d in one suite run): the
+    # two variants of one round are compared (the median of the rounds' ratios), not the medians
+    # of each variant, which paired a fast run with a slow one (1.72x) in that suite run.
     for key in ('h2d_ns', 'd2h_ns', 'kernel_ns'):
-        all_timed = statistics.median(b[key] for b in got[1])
-        sampled = statistics.median(b[key] for b in got[None])
-        ratio = sampled / all_timed if all_timed > 0 else float('inf')
-        print(f'{key}: all timed {all_timed / 1e6:.3f} ms, sampled {sampled / 1e6:.3f} ms, ratio {ratio:.2f}')
+        ratios = [s[key] / a[key] if a[key] > 0 else float('inf') for a, s in zip(got[1], got[None])]
+        ratio = statistics.median(ratios)
+        print(f'{key}: sampled/all timed per round {", ".join(f"{r:.2f}" for r in ratios)}; median {ratio:.2f}')
         if not 1 / 1.5 <= ratio <= 1.5:
-            fail(f'{key}: sampled/all-timed median ratio {ratio:.2f} outside [0.67, 1.5]')
+            fail(f'{key}: the median of the rounds\' sampled/all-timed ratios, {ratio:.2f}, is outside [0.67, 1.5]')
 
 
 def check_kill(argv):
