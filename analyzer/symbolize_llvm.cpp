@@ -13,6 +13,7 @@
 #include <memory>
 
 #include "analyzer/symbolizer_backend.h"
+#include "common/compiler.h"
 
 namespace hetopt::analyzer {
 namespace {
@@ -153,7 +154,7 @@ class LlvmBackend final : public SymbolizerBackend {
 }  // namespace
 }  // namespace hetopt::analyzer
 
-extern "C" __attribute__((visibility("default"))) hetopt::analyzer::SymbolizerBackend*
+extern "C" HETOPT_EXPORT hetopt::analyzer::SymbolizerBackend*
 hetopt_symbolizer_backend_create(uint32_t abi) {
   if (abi != hetopt::analyzer::kSymbolizerBackendAbi) return nullptr;
   return new hetopt::analyzer::LlvmBackend();

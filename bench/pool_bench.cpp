@@ -104,7 +104,7 @@ void poolAllocFree(benchmark::State& state, size_t size) {
   PinnedPool& pool = poolHeap().pool;
   for (auto _ : state) {
     void* p = pool.allocate(size);
-    if (p == nullptr) [[unlikely]] {
+    if (HETOPT_UNLIKELY(p == nullptr)) {
       state.SkipWithError("pool exhausted");
       break;
     }
@@ -129,7 +129,7 @@ void poolMixed(benchmark::State& state) {
   size_t i = static_cast<size_t>(state.thread_index()) * 997;
   for (auto _ : state) {
     void* p = pool.allocate(sizes[i++ % kMixedSizes]);
-    if (p == nullptr) [[unlikely]] {
+    if (HETOPT_UNLIKELY(p == nullptr)) {
       state.SkipWithError("pool exhausted");
       break;
     }

@@ -21,6 +21,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "common/compiler.h"
+
 namespace hetopt::policies {
 
 template <typename Value>
@@ -146,14 +148,13 @@ class BlockTable {
   auto readConsistent(Fn fn) const {
     for (;;) {
       uint32_t seq = m_sequence.load(std::memory_order_acquire);
-      if (seq & 1) [[unlikely]] {
-        __builtin_ia32_pause();
+      if (HETOPT_UNLIKELY(seq & 1)) {
+        cpuRelax();
         continue;
       }
       auto result = fn(m_table.load(std::memory_order_acquire));
       std::atomic_thread_fence(std::memory_order_acquire);
-      if (m_sequence.load(std::memory_order_relaxed) == seq) [[likely]]
-        return result;
+      if (HETOPT_LIKELY(m_sequence.load(std::memory_order_relaxed) == seq)) return result;
     }
   }
   void rebuild() {

@@ -22,6 +22,8 @@
 #include <cstring>
 #include <thread>
 
+#include "common/compiler.h"
+
 #ifndef HETOPT_POOL_DEBUG
 #ifdef NDEBUG
 #define HETOPT_POOL_DEBUG 0
@@ -32,7 +34,7 @@
 
 #if HETOPT_POOL_DEBUG >= 1
 #define HETOPT_ASSERT(expr) \
-  (HETOPT_POOL_LIKELY(expr) ? (void)0 : poolAssertFailed(#expr, __FILE__, __LINE__))
+  (HETOPT_LIKELY(expr) ? (void)0 : poolAssertFailed(#expr, __FILE__, __LINE__))
 #else
 #define HETOPT_ASSERT(expr) ((void)0)
 #endif
@@ -41,7 +43,6 @@
 #else
 #define HETOPT_ASSERT_INTERNAL(expr) ((void)0)
 #endif
-#define HETOPT_POOL_LIKELY(x) __builtin_expect(!!(x), 1)
 
 namespace hetopt::policies {
 
@@ -152,7 +153,7 @@ inline bool isRed(const FreeChunk* n) { return n != nullptr && n->red != 0; }
 
 /// Chunk bytes for a request of `size` payload bytes; 0 when the request is too large.
 inline size_t chunkBytesFor(size_t size) {
-  if (size > kMaxRequest) [[unlikely]]
+  if (HETOPT_UNLIKELY(size > kMaxRequest))
     return 0;
   const size_t n = (size + PinnedPool::kHeaderBytes + PinnedPool::kMinAlignment - 1) &
                    ~(PinnedPool::kMinAlignment - 1);
@@ -207,11 +208,7 @@ void PoolLock::lockContended() noexcept {
         !m_locked.exchange(true, std::memory_order_acquire))
       return;
     if (spins < 100) {
-#if defined(__x86_64__) || defined(__i386__)
-      __builtin_ia32_pause();
-#elif defined(__aarch64__)
-      asm volatile("yield");
-#endif
+      cpuRelax();
     } else {
       std::this_thread::yield();  // the holder may be preempted: let it run
     }
@@ -409,7 +406,7 @@ bool PinnedPool::addRegion(void* base, size_t bytes) noexcept {
 
 PinnedPool::FreeChunk* PinnedPool::takeBestFit(size_t chunkBytes) noexcept {
   FreeChunk* c = lowerBound(m_root, chunkBytes);
-  if (c != nullptr) [[likely]]
+  if (HETOPT_LIKELY(c != nullptr))
     treeErase(c);
   return c;
 }
@@ -468,18 +465,18 @@ void* PinnedPool::allocationFailed() noexcept {
 }
 
 void* PinnedPool::allocate(size_t size, size_t alignment) noexcept {
-  if (alignment <= kMinAlignment && (alignment & (alignment - 1)) == 0) [[likely]] {
+  if (HETOPT_LIKELY(alignment <= kMinAlignment && (alignment & (alignment - 1)) == 0)) {
     alignment = kMinAlignment;
-  } else if ((alignment & (alignment - 1)) != 0 || alignment > kMaxAlignment) [[unlikely]] {
+  } else if (HETOPT_UNLIKELY((alignment & (alignment - 1)) != 0 || alignment > kMaxAlignment)) {
     return nullptr;  // posix_memalign's EINVAL: the caller's system allocator says so
   }
   const size_t chunkBytes = chunkBytesFor(size);
   m_lock.lock();
-  if (chunkBytes == 0) [[unlikely]]
+  if (HETOPT_UNLIKELY(chunkBytes == 0))
     return allocationFailed();
   FreeChunk* c =
       alignment == kMinAlignment ? takeBestFit(chunkBytes) : takeAligned(chunkBytes, alignment);
-  if (c == nullptr) [[unlikely]]
+  if (HETOPT_UNLIKELY(c == nullptr))
     return allocationFailed();
   void* p = carve(c, chunkBytes);
   checkAfterOperation();
@@ -490,7 +487,7 @@ void* PinnedPool::allocate(size_t size, size_t alignment) noexcept {
 
 void* PinnedPool::allocateZeroed(size_t count, size_t size) noexcept {
   size_t bytes;
-  if (__builtin_mul_overflow(count, size, &bytes)) [[unlikely]]
+  if (HETOPT_UNLIKELY(__builtin_mul_overflow(count, size, &bytes)))
     bytes = SIZE_MAX;  // fails in allocate(), counted there
   void* p = allocate(bytes);
   // Region memory is reused, so it is never known to be zero; the memset runs outside the lock.
@@ -741,7 +738,7 @@ bool PinnedPool::validateLocked(char* why, size_t whyBytes) const noexcept {
 void PinnedPool::checkAfterOperation() const noexcept {
 #if HETOPT_POOL_DEBUG >= 3
   char why[256];
-  if (!validateLocked(why, sizeof why)) [[unlikely]]
+  if (HETOPT_UNLIKELY(!validateLocked(why, sizeof why)))
     poolAbort("heap check failed (HETOPT_ASSERT_EXPENSIVE)", why);
 #endif
 }

@@ -35,6 +35,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "common/compiler.h"
+
 namespace hetopt::policies {
 
 /// A small test-and-test-and-set lock with a sched_yield fallback. Not std::mutex because this one is
@@ -46,8 +48,7 @@ class PoolLock {
  public:
   constexpr PoolLock() = default;
   void lock() noexcept {
-    if (!m_locked.exchange(true, std::memory_order_acquire)) [[likely]]
-      return;
+    if (HETOPT_LIKELY(!m_locked.exchange(true, std::memory_order_acquire))) return;
     lockContended();
   }
   void unlock() noexcept { m_locked.store(false, std::memory_order_release); }
@@ -160,15 +161,15 @@ class PinnedPool {
   };
 
   FreeChunk* takeBestFit(size_t chunkBytes) noexcept;
-  [[gnu::noinline]] FreeChunk* takeAligned(size_t chunkBytes, size_t alignment) noexcept;
+  HETOPT_NOINLINE FreeChunk* takeAligned(size_t chunkBytes, size_t alignment) noexcept;
   void* carve(FreeChunk* c, size_t chunkBytes) noexcept;
   void releaseChunk(uintptr_t chunk, size_t bytes) noexcept;
-  [[gnu::noinline, gnu::cold]] void* allocationFailed() noexcept;
+  HETOPT_NOINLINE HETOPT_COLD void* allocationFailed() noexcept;
   void treeInsert(FreeChunk* z) noexcept;
   void treeErase(FreeChunk* z) noexcept;
   [[gnu::always_inline]] inline void relink(FreeChunk* u, FreeChunk* v) noexcept;
   template <int Down>
-  [[gnu::noinline]] void rotate(FreeChunk* x) noexcept;
+  HETOPT_NOINLINE void rotate(FreeChunk* x) noexcept;
   template <int Side>
   [[gnu::always_inline]] inline FreeChunk* insertFixup(FreeChunk* z) noexcept;
   template <int Side>

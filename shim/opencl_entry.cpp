@@ -90,7 +90,7 @@ class CallScope {
 
 std::atomic<void*> s_preloadNext[api::kApiCount];
 
-__attribute__((noinline)) void* resolvePreloadNext(ApiId id) {
+HETOPT_NOINLINE HETOPT_COLD void* resolvePreloadNext(ApiId id) {
   ScopedInternal internal;
   const char* name = api::apiName(id);
   void* fn = dlsym(RTLD_NEXT, name);

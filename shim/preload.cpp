@@ -144,7 +144,7 @@ bool ensureResolved() {
 
 // ---- hooked paths (an interceptor is installed) -----------------------------------------------
 
-__attribute__((noinline)) void noteAllocation(AllocFn fn, void* ptr, size_t size, size_t alignment,
+HETOPT_NOINLINE void noteAllocation(AllocFn fn, void* ptr, size_t size, size_t alignment,
                                               void* oldPtr) {
   ScopedInternal internal;
   Interceptor* i = interceptor();
@@ -167,14 +167,14 @@ inline bool tracked(size_t size) {
   return HETOPT_UNLIKELY(interceptActive()) && size >= s_minTracked && t_depth == 0;
 }
 
-__attribute__((noinline)) void noteFree(void* ptr) {
+HETOPT_NOINLINE void noteFree(void* ptr) {
   ScopedInternal internal;
   Interceptor* i = interceptor();
   if (i && i->watchesAllocations()) i->freeing(ptr);
 }
 
 // Optimize mode: memory for a tracked application allocation from the interceptor, or null.
-__attribute__((noinline)) void* serveAllocation(AllocFn fn, size_t size, size_t alignment) {
+HETOPT_NOINLINE void* serveAllocation(AllocFn fn, size_t size, size_t alignment) {
   Interceptor* i = interceptor();
   if (!i || !i->servesSize(size)) return nullptr;
   ScopedInternal internal;

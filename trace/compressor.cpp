@@ -4,6 +4,8 @@
 
 #include <algorithm>
 
+#include "common/compiler.h"
+
 namespace hetopt::trace {
 namespace {
 
@@ -173,7 +175,7 @@ void Compressor::merge(NodeId x, NodeId y) {
     l.result.merge(o.result);
     // `o`'s calls came after `l`'s: the kept times stay a prefix of the calls. Past the first
     // calls (a long loop's usual case) this is one compare.
-    if (__builtin_expect(l.stamps.size() < m_stampsPerLeaf, 0)) keepStamps(l, o);
+    if (HETOPT_UNLIKELY(l.stamps.size() < m_stampsPerLeaf)) keepStamps(l, o);
     if (o.endNs > l.endNs) l.endNs = o.endNs;
     for (size_t i = 0; i < l.refs.size(); ++i) {
       Ref& r = l.refs[i];
@@ -341,3 +343,4 @@ void Compressor::release(const std::vector<NodeId>& roots) {
 }
 
 }  // namespace hetopt::trace
+

@@ -26,6 +26,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "common/compiler.h"
 #include "trace/format.h"
 #include "trace/objects.h"
 
@@ -265,7 +266,7 @@ class Compressor {
   /// Merges the statistics of `y` into `x` (equal structure) and retires `y`.
   void merge(NodeId x, NodeId y);
   /// `l` keeps the times of `o`'s calls while it has room (Stamp).
-  [[gnu::noinline]] void keepStamps(Leaf& l, const Leaf& o);
+  HETOPT_NOINLINE void keepStamps(Leaf& l, const Leaf& o);
   bool foldOnce();
   bool hasPending(NodeId id) const;
   /// A node leaving for the file: timings still pending on its leaves become `missing`.

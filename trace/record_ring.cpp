@@ -4,14 +4,11 @@
 
 #include <new>
 
+#include "common/compiler.h"
+
 namespace hetopt::trace {
 
 namespace {
-inline void cpuRelax() {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#endif
-}
 constexpr int kSpins = 64;  ///< busy tries before the stall function is called
 /// What a record of kMaxRecord bytes may run past the ring's end.
 constexpr size_t kSpillBytes = RecordRing::kMaxRecord;

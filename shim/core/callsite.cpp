@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "common/compiler.h"
 #include "contracts/site_key.h"
 
 namespace hetopt::shim {
@@ -185,7 +186,7 @@ std::vector<Module> ModuleMap::modules(uint64_t* generation) {
   return *m_current.load(std::memory_order_acquire);
 }
 
-__attribute__((noinline)) void captureCallSite(CallSite* site, unsigned depth) {
+HETOPT_NOINLINE void captureCallSite(CallSite* site, unsigned depth) {
   site->depth = 0;
   site->fromDriver = false;
   UnwindState st{site, std::min(std::max(depth, 1u), kMaxSiteDepth), &ModuleMap::instance(), 1};

@@ -7,6 +7,7 @@
 #include <cstdarg>
 #include <cstdio>
 
+#include "common/compiler.h"
 #include "common/log.h"
 #include "common/units.h"
 
@@ -44,7 +45,7 @@ void Conformance::diverge(const char* fmt, ...) noexcept {
 }
 
 bool Conformance::admit(const PlanSite& site, uint64_t size, const Usage& now) noexcept {
-  if (m_state.load(std::memory_order_relaxed) != kConformant) [[unlikely]]
+  if (HETOPT_UNLIKELY(m_state.load(std::memory_order_relaxed) != kConformant))
     return false;
   char a[kUnitTextSize], b[kUnitTextSize];  // no allocation: this runs in the malloc path
   const SiteProfile& p = site.profile;

@@ -9,11 +9,7 @@
 #pragma once
 #include <atomic>
 
-#define HETOPT_LIKELY(x) __builtin_expect(!!(x), 1)
-#define HETOPT_UNLIKELY(x) __builtin_expect(!!(x), 0)
-#define HETOPT_EXPORT __attribute__((visibility("default")))
-// Initial-exec TLS: no allocation on first access (a dynamic TLS block would call malloc).
-#define HETOPT_TLS __attribute__((tls_model("initial-exec"))) thread_local
+#include "common/compiler.h"
 
 namespace hetopt::shim {
 
