@@ -3,14 +3,10 @@
  * @file PinnedPool: best fit over an intrusive red-black tree of free chunks, boundary tags,
  * immediate coalescing (pool.h says why and what callers may rely on).
  *
- * Debug levels (HETOPT_POOL_DEBUG, default 1 without NDEBUG, else 0), after mimalloc's MI_DEBUG:
- *   1  HETOPT_ASSERT           cheap checks of arguments and of the block's own header (double
- *                              free, foreign pointer, trampled header)
- *   2  HETOPT_ASSERT_INTERNAL  the neighbours' tags and tree links touched by each operation
- *   3  (expensive)            validate() (full walk of every region and the tree) after every
- *                              operation; O(n log n) each, for tests only
- * A failed check writes one line to stderr without allocating and aborts: a corrupt heap inside
- * someone else's process must not be used further.
+ * Checks in tiers (common/check.h, HETOPT_DEBUG_LEVEL): HETOPT_ASSERT checks arguments and the
+ * block's own header (double free, foreign pointer, trampled header); HETOPT_ASSERT_INTERNAL the
+ * neighbours' tags and tree links each operation touches; level 3 runs validate() (a walk of every
+ * region and the tree, O(n log n)) after every operation, for tests only.
  */
 #include "policies/pool.h"
 
@@ -22,56 +18,11 @@
 #include <cstring>
 #include <thread>
 
-#include "common/compiler.h"
-
-#ifndef HETOPT_POOL_DEBUG
-#ifdef NDEBUG
-#define HETOPT_POOL_DEBUG 0
-#else
-#define HETOPT_POOL_DEBUG 1
-#endif
-#endif
-
-#if HETOPT_POOL_DEBUG >= 1
-#define HETOPT_ASSERT(expr) \
-  (HETOPT_LIKELY(expr) ? (void)0 : poolAssertFailed(#expr, __FILE__, __LINE__))
-#else
-#define HETOPT_ASSERT(expr) ((void)0)
-#endif
-#if HETOPT_POOL_DEBUG >= 2
-#define HETOPT_ASSERT_INTERNAL(expr) HETOPT_ASSERT(expr)
-#else
-#define HETOPT_ASSERT_INTERNAL(expr) ((void)0)
-#endif
+#include "common/check.h"
 
 namespace hetopt::policies {
 
 namespace {
-
-[[noreturn, gnu::noinline, gnu::cold]] void poolAbort(const char* what, const char* detail) {
-  // write(2) only: stdio may allocate, and we may be inside malloc.
-  const char* parts[] = {"hetopt: pool: ", what, ": ", detail, "\n"};
-  for (const char* s : parts) {
-    size_t left = strlen(s);
-    while (left > 0) {
-      ssize_t n = ::write(STDERR_FILENO, s, left);
-      if (n <= 0) break;
-      s += n;
-      left -= static_cast<size_t>(n);
-    }
-  }
-  abort();
-}
-
-[[maybe_unused, noreturn, gnu::noinline, gnu::cold]] void poolAssertFailed(const char* expr,
-                                                                            const char* file,
-                                                                            int line) {
-  char where[256];
-  snprintf(where, sizeof where, "%s:%d", file, line);  // %s/%d: glibc does not allocate
-  char what[512];
-  snprintf(what, sizeof what, "assertion failed at %s", where);
-  poolAbort(what, expr);
-}
 
 // Tag bits. Chunk sizes are multiples of 16, so the low 4 bits of a size word are free.
 constexpr size_t kInUse = 1;      // in ChunkHeader::head: this chunk is handed out (or a fence)
@@ -736,11 +687,10 @@ bool PinnedPool::validateLocked(char* why, size_t whyBytes) const noexcept {
 }
 
 void PinnedPool::checkAfterOperation() const noexcept {
-#if HETOPT_POOL_DEBUG >= 3
-  char why[256];
-  if (HETOPT_UNLIKELY(!validateLocked(why, sizeof why)))
-    poolAbort("heap check failed (HETOPT_ASSERT_EXPENSIVE)", why);
-#endif
+  if constexpr (kDebugLevel >= 3) {
+    char why[256];
+    if (HETOPT_UNLIKELY(!validateLocked(why, sizeof why))) checkFailed("pool: heap check failed", why);
+  }
 }
 
 }  // namespace hetopt::policies

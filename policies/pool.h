@@ -135,7 +135,7 @@ class PinnedPool {
 
   PoolStats stats() const noexcept;
 
-  /// Full-heap check (what HETOPT_POOL_DEBUG=3 runs after every operation): walks every region
+  /// Full-heap check (what HETOPT_DEBUG_LEVEL 3 runs after every operation): walks every region
   /// validating the boundary tags, that no two free chunks are adjacent, that the tree holds exactly
   /// the free chunks, in (size, address) order, with the red-black properties, and that the byte
   /// and block counts add up. False with a reason in `why` (may be null) when anything is off.

@@ -3,9 +3,9 @@
  * @file PinnedPool: best fit, coalescing, alignment, exhaustion, C-library semantics of the
  * malloc-family building blocks, and a multi-threaded stress with full-heap validation.
  *
- * Built twice (tests/policies/CMakeLists.txt): with HETOPT_POOL_DEBUG=3, so every operation is
- * followed by a full-heap check, and against the library as shipped (no checks), so the stress also
- * runs the code the shim runs. HETOPT_POOL_TEST_LEVEL tells which.
+ * Built twice (tests/policies/CMakeLists.txt): with HETOPT_DEBUG_LEVEL=3, so every operation is
+ * followed by a full-heap check, and against the library as shipped, so the stress also runs the
+ * code the shim runs. kDebugLevel (common/check.h) tells which.
  */
 #include "policies/pool.h"
 
@@ -22,9 +22,7 @@
 #include <thread>
 #include <vector>
 
-#ifndef HETOPT_POOL_TEST_LEVEL
-#define HETOPT_POOL_TEST_LEVEL 0
-#endif
+#include "common/check.h"
 
 using hetopt::policies::PinnedPool;
 using hetopt::policies::PoolStats;
@@ -426,7 +424,7 @@ TEST(PinnedPool, ValidateReportsATrampledHeader) {
   EXPECT_VALID(pool);
 }
 
-#if HETOPT_POOL_TEST_LEVEL >= 1
+#if HETOPT_DEBUG_LEVEL >= 1
 TEST(PinnedPoolDeathTest, DoubleFreeIsCaught) {
   GTEST_FLAG_SET(death_test_style, "threadsafe");
   Arena a(1 << 20);
@@ -435,12 +433,12 @@ TEST(PinnedPoolDeathTest, DoubleFreeIsCaught) {
   void* p = pool.allocate(100);
   void* guard = pool.allocate(100);
   pool.deallocate(p);
-  EXPECT_DEATH(pool.deallocate(p), "hetopt: pool: assertion failed");
+  EXPECT_DEATH(pool.deallocate(p), "hetopt: assertion failed at .*pool.cpp");
   (void)guard;
 }
 #endif
 
-#if HETOPT_POOL_TEST_LEVEL >= 3
+#if HETOPT_DEBUG_LEVEL >= 3
 TEST(PinnedPoolDeathTest, ExpensiveLevelChecksTheHeapAfterEveryOperation) {
   GTEST_FLAG_SET(death_test_style, "threadsafe");
   Arena a(1 << 20);
@@ -450,7 +448,7 @@ TEST(PinnedPoolDeathTest, ExpensiveLevelChecksTheHeapAfterEveryOperation) {
   void* q = pool.allocate(1000);
   // Overrun into q's header: q's own operations would not notice, the heap walk does.
   memset(p + pool.usableSize(p), 0, 8);
-  EXPECT_DEATH(pool.allocate(10), "heap check failed");
+  EXPECT_DEATH(pool.allocate(10), "hetopt: pool: heap check failed");
   (void)q;
 }
 #endif
@@ -459,7 +457,7 @@ TEST(PinnedPoolDeathTest, ExpensiveLevelChecksTheHeapAfterEveryOperation) {
 // watcher validates concurrently; at the end no two live blocks overlap and the heap is whole.
 TEST(PinnedPool, StressManyThreads) {
   constexpr int kThreads = 4;
-  constexpr int kOps = HETOPT_POOL_TEST_LEVEL >= 3 ? 8000 : 100000;
+  constexpr int kOps = HETOPT_DEBUG_LEVEL >= 3 ? 8000 : 100000;
   Arena a(16 << 20);  // small enough that some requests find no room (the fallback path)
   PinnedPool pool;
   ASSERT_TRUE(pool.addRegion(a.mem, a.size / 2));
