@@ -11,7 +11,7 @@
 #include "analyzer/profile_store.h"
 #include "analyzer/report.h"
 #include "analyzer/timeline.h"
-#include "common/db.h"
+#include "store/db.h"
 #include "common/log.h"
 #include "common/paths.h"
 #include "common/program_identity.h"

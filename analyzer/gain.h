@@ -22,7 +22,7 @@
 #include <string>
 
 #include "analyzer/profile.h"
-#include "common/db.h"
+#include "store/db.h"
 
 namespace hetopt::analyzer {
 

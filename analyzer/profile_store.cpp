@@ -4,7 +4,7 @@
 
 #include <cmath>
 
-#include "common/db_row.h"
+#include "store/db_row.h"
 #include "contracts/db_schema.h"
 
 namespace hetopt::analyzer {

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "analyzer/profile.h"
-#include "common/db.h"
+#include "store/db.h"
 #include "contracts/run_record.h"
 
 namespace hetopt::analyzer {

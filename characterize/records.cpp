@@ -7,7 +7,7 @@
 #include <cstdlib>
 #include <span>
 
-#include "common/db_row.h"
+#include "store/db_row.h"
 #include "contracts/db_schema.h"
 
 namespace hetopt::characterize {

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "characterize/model.h"
-#include "common/db.h"
+#include "store/db.h"
 
 namespace hetopt::characterize {
 

@@ -21,7 +21,7 @@
 #include "cli/icd_doctor.h"
 #include "cli/json_output.h"
 #include "common/cl_select.h"
-#include "common/db.h"
+#include "store/db.h"
 #include "common/log.h"
 #include "common/paths.h"
 

@@ -23,7 +23,7 @@
 #include "analyzer/profile_store.h"
 #include "cli/commands.h"
 #include "cli/launch.h"
-#include "common/db.h"
+#include "store/db.h"
 #include "common/log.h"
 #include "common/paths.h"
 #include "common/program_identity.h"

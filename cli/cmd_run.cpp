@@ -38,7 +38,7 @@
 #include "analyzer/gain.h"
 #include "analyzer/profile_store.h"
 #include "analyzer/planner.h"
-#include "common/db.h"
+#include "store/db.h"
 #endif
 
 namespace hetopt::cli {

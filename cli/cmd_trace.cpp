@@ -21,7 +21,7 @@
 #ifdef HETOPT_HAVE_ANALYZER
 #include "analyzer/analyze_file.h"
 #include "analyzer/profile_store.h"
-#include "common/db.h"
+#include "store/db.h"
 #endif
 #include "cli/launch.h"
 #include "cli/show.h"

@@ -6,10 +6,10 @@
  * CREATE TABLE, the INSERT (named parameters `:column`), the SELECT and each column's index are
  * generated, and the in-place upgrades too: a column added to an existing table carries the schema
  * version that added it (`since`), and upgrading a DB from version v adds the columns whose `since`
- * is v + 1. Adding a column is one line here plus the field that fills it (common/db_row.h: in
+ * is v + 1. Adding a column is one line here plus the field that fills it (store/db_row.h: in
  * characterize/records.cpp or analyzer/profile_store.cpp; every store fails, naming the column,
  * while it has none) and, when DBs of the previous version exist, a bump of kDbSchemaVersion with
- * `since` set. No SQLite here: common/db runs the SQL.
+ * `since` set. No SQLite here: store/db runs the SQL.
  */
 #pragma once
 #include <cstdint>

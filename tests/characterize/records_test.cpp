@@ -11,7 +11,7 @@
 #include "characterize/decide.h"
 #include "contracts/db_schema.h"
 #include "tests/characterize/test_util.h"
-#include "tests/common/db_describe.h"
+#include "tests/store/db_describe.h"
 
 namespace hetopt::characterize {
 namespace {

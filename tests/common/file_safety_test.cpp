@@ -15,7 +15,7 @@
 #include <iterator>
 #include <string>
 
-#include "common/db.h"
+#include "store/db.h"
 #include "common/paths.h"
 #include "common/private_file.h"
 #include "contracts/plan.h"

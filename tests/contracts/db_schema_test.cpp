@@ -2,7 +2,7 @@
 /**
  * @file The DB's tables as data (contracts/db_schema.h): the statements made from one column list,
  * and the rules that keep in-place upgrades possible. That the SQL runs and upgrades old DBs is
- * tests/common/db_test.cpp's; that the characterization's tables are those older hetopts made,
+ * tests/store/db_test.cpp's; that the characterization's tables are those older hetopts made,
  * tests/characterize/records_test.cpp's.
  */
 #include "contracts/db_schema.h"

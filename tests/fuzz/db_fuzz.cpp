@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /**
- * @file libFuzzer target for loading hetopt's DB: the file is opened (common/db), every
+ * @file libFuzzer target for loading hetopt's DB: the file is opened (store/db), every
  * characterization is loaded (characterize/records) and printed, the gain model is built from it
  * and asked about the profile's sites (analyzer/gain), the profile is loaded
  * (analyzer/profile_store), reported, and turned into a plan (analyzer/planner) that, when the writer

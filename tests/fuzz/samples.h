@@ -11,7 +11,7 @@
 #include "analyzer/profile_store.h"
 #include "characterize/decide.h"
 #include "characterize/records.h"
-#include "common/db.h"
+#include "store/db.h"
 #ifndef HETOPT_PYTHON3
 #define HETOPT_PYTHON3 "python3"  // test_util.h's JSON check, unused here
 #endif

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 # Concurrent writers of one hetopt DB (SQLite, rollback journal, BEGIN IMMEDIATE, 10 s busy
-# timeout: common/db.cpp). On a fresh DB, `hetopt characterize --quick` runs while rounds of three
+# timeout: store/db.cpp). On a fresh DB, `hetopt characterize --quick` runs while rounds of three
 # `hetopt trace` runs (two of the same program, one of another) finish together and store their
 # profiles; then two traces finish while another connection holds the write lock for 3 s (they
 # must wait), and one while it is held past the busy timeout (it must say the profile was not

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /** @file SQLite access with hetopt's file rules and schema versioning; see db.h. */
-#include "common/db.h"
+#include "store/db.h"
 
 #include <fcntl.h>
 #include <sqlite3.h>

@@ -7,7 +7,7 @@
 #include <span>
 #include <string>
 
-#include "common/db.h"
+#include "store/db.h"
 #include "contracts/db_schema.h"
 
 namespace hetopt::testing {

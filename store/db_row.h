@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "common/db.h"
+#include "store/db.h"
 #include "contracts/db_schema.h"
 
 namespace hetopt {

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /** @file hetopt's DB file: permissions, schema versions, foreign and corrupt files. */
-#include "common/db.h"
+#include "store/db.h"
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
@@ -12,7 +12,7 @@
 
 #include "contracts/db_schema.h"
 #include "hetopt/version.h"
-#include "tests/common/db_describe.h"
+#include "tests/store/db_describe.h"
 #include "tests/common/temp_dir.h"
 
 namespace hetopt {

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: MIT
 /**
- * @file Rows by column name (common/db_row.h): a column that no field fills, a field without a
+ * @file Rows by column name (store/db_row.h): a column that no field fills, a field without a
  * column and a stored value a member cannot hold each fail naming the column; UINT64_MAX as NULL.
  */
-#include "common/db_row.h"
+#include "store/db_row.h"
 
 #include <gtest/gtest.h>
 
