@@ -19,90 +19,6 @@ namespace hetopt::trace {
 
 uint64_t monotonicNs() { return clockNs(CLOCK_MONOTONIC); }
 
-// ---- AddressSet ---------------------------------------------------------------------------------
-
-namespace {
-constexpr uint64_t kEmpty = 0, kTombstone = 1;
-inline size_t slotOf(uint64_t p, size_t mask) {
-  return static_cast<size_t>(((p >> 4) * 0x9e3779b97f4a7c15ull) >> 20) & mask;
-}
-}  // namespace
-
-AddressSet::AddressSet() { m_table.store(makeTable(1024), std::memory_order_release); }
-
-AddressSet::Table* AddressSet::makeTable(size_t capacity) {
-  // Never freed: a lock-free reader may still be probing an old table (few, geometric sizes).
-  auto* t = new Table;
-  t->mask = capacity - 1;
-  t->slots = new std::atomic<uint64_t>[capacity];
-  for (size_t i = 0; i < capacity; ++i) t->slots[i].store(kEmpty, std::memory_order_relaxed);
-  return t;
-}
-
-bool AddressSet::mayContain(uint64_t p) const {
-  const Table* t = m_table.load(std::memory_order_acquire);
-  for (size_t i = slotOf(p, t->mask), n = 0; n <= t->mask; i = (i + 1) & t->mask, ++n) {
-    uint64_t v = t->slots[i].load(std::memory_order_acquire);
-    if (v == p) return true;
-    if (v == kEmpty) return false;
-  }
-  return true;  // full table of other keys: let the caller check under the lock
-}
-
-void AddressSet::rebuild(size_t capacity) {
-  Table* old = m_table.load(std::memory_order_relaxed);
-  Table* t = makeTable(capacity);
-  m_used = 0;
-  for (size_t i = 0; i <= old->mask; ++i) {
-    uint64_t v = old->slots[i].load(std::memory_order_relaxed);
-    if (v == kEmpty || v == kTombstone) continue;
-    size_t j = slotOf(v, t->mask);
-    while (t->slots[j].load(std::memory_order_relaxed) != kEmpty) j = (j + 1) & t->mask;
-    t->slots[j].store(v, std::memory_order_relaxed);
-    ++m_used;
-  }
-  m_table.store(t, std::memory_order_release);
-}
-
-void AddressSet::insert(uint64_t p) {
-  if (p <= kTombstone) return;
-  Table* t = m_table.load(std::memory_order_relaxed);
-  if ((m_used + 1) * 4 > (t->mask + 1) * 3) {
-    size_t cap = t->mask + 1;
-    while ((m_live + 1) * 4 > cap) cap *= 2;
-    rebuild(cap * 2);
-    t = m_table.load(std::memory_order_relaxed);
-  }
-  size_t reuse = SIZE_MAX;
-  size_t i = slotOf(p, t->mask);
-  for (;; i = (i + 1) & t->mask) {
-    uint64_t v = t->slots[i].load(std::memory_order_relaxed);
-    if (v == p) return;
-    if (v == kTombstone && reuse == SIZE_MAX) reuse = i;
-    if (v == kEmpty) break;
-  }
-  if (reuse != SIZE_MAX) {
-    i = reuse;
-  } else {
-    ++m_used;
-  }
-  t->slots[i].store(p, std::memory_order_release);
-  ++m_live;
-}
-
-void AddressSet::erase(uint64_t p) {
-  Table* t = m_table.load(std::memory_order_relaxed);
-  for (size_t i = slotOf(p, t->mask), n = 0; n <= t->mask; i = (i + 1) & t->mask, ++n) {
-    uint64_t v = t->slots[i].load(std::memory_order_relaxed);
-    if (v == kEmpty) return;
-    if (v == p) {
-      t->slots[i].store(kTombstone, std::memory_order_release);
-      --m_live;
-      return;
-    }
-  }
-}
-
 // ---- Recorder -----------------------------------------------------------------------------------
 
 namespace {
@@ -342,7 +258,6 @@ uint32_t Recorder::internSite(const uint64_t* pcs, unsigned depth) {
 ObjectId Recorder::createSegment(uint64_t ptr, uint64_t size, uint32_t site, uint8_t allocFn) {
   auto stale = m_segments.find(ptr);
   if (stale != m_segments.end()) {
-    m_segmentStarts.erase(ptr);
     m_segments.erase(stale);
   }
   ObjectId id = m_objects.create(ObjectKind::Segment);
@@ -353,7 +268,6 @@ ObjectId Recorder::createSegment(uint64_t ptr, uint64_t size, uint32_t site, uin
   info.site = site;
   info.allocFn = allocFn;
   m_segments[ptr] = Range{ptr + std::max<uint64_t>(size, 1), id};
-  m_segmentStarts.insert(ptr);
   return id;
 }
 
@@ -378,7 +292,6 @@ bool Recorder::recordFree(uint32_t thread, uint64_t ptr, uint64_t atNs) {
   auto it = m_segments.find(ptr);
   if (it == m_segments.end()) return false;
   ObjectId id = it->second.obj;
-  m_segmentStarts.erase(ptr);
   m_segments.erase(it);
   Leaf leaf;
   leaf.type = LeafType::Free;
@@ -397,7 +310,6 @@ void Recorder::recordRealloc(uint32_t thread, uint64_t oldPtr, uint64_t newPtr, 
     auto it = m_segments.find(oldPtr);
     if (it != m_segments.end()) {
       oldObj = it->second.obj;
-      m_segmentStarts.erase(oldPtr);
       m_segments.erase(it);
     }
   }

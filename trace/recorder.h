@@ -5,12 +5,10 @@
  * per thread, and the writer. The shim's trace mode drives it; tests drive it with synthetic
  * streams.
  *
- * Thread safety: every member function except mayBeSegment(), elapsedNs(), sinceStart() and
- * stamp() requires the caller to hold lock(). In the shim's trace mode one thread at a time
- * records (the recording thread, or a program thread helping it drain a full record stream:
- * shim/core/record_stream.h), so the lock is rarely contended; the program's threads never wait
- * for it per call. mayBeSegment() is lock-free: the recorder's own view of live block starts
- * (the shim keeps its own, updated on the program's threads in program order).
+ * Thread safety: every member function except elapsedNs(), sinceStart() and stamp() requires the
+ * caller to hold lock(). In the shim's trace mode one thread at a time records (the recording
+ * thread, or a program thread helping it drain a full record stream: shim/core/record_stream.h),
+ * so the lock is rarely contended; the program's threads never wait for it per call.
  */
 #pragma once
 #include <atomic>
@@ -35,27 +33,6 @@ struct ModuleRecord {
 };
 /// Looks up the module holding `address`; false when none.
 using ModuleLookup = bool (*)(uint64_t address, ModuleRecord* out);
-
-/// Lock-free "may this address be a tracked block?" filter: open addressing over block starts.
-/// Inserts and erases are serialized by the owner's lock; lookups from any thread without it.
-class AddressSet {
- public:
-  AddressSet();
-  bool mayContain(uint64_t p) const;
-  void insert(uint64_t p);
-  void erase(uint64_t p);
-
- private:
-  struct Table {
-    size_t mask;
-    std::atomic<uint64_t>* slots;
-  };
-  Table* makeTable(size_t capacity);
-  void rebuild(size_t capacity);
-  std::atomic<Table*> m_table{nullptr};
-  size_t m_used = 0;  ///< keys + tombstones
-  size_t m_live = 0;
-};
 
 struct RecorderConfig {
   std::string path;
@@ -112,7 +89,6 @@ class Recorder {
   /// Resolves [ptr, ptr+len) to a live tracked segment, an SVM allocation or an untracked region
   /// (created or widened here). ptr == 0 gives kNoObject.
   HostTarget resolveHost(uint64_t ptr, uint64_t len);
-  bool mayBeSegment(uint64_t p) const { return m_segmentStarts.mayContain(p); }
   /// Interns an allocation site (return addresses, innermost first); returns id + 1.
   uint32_t internSite(const uint64_t* pcs, unsigned depth);
   /// Records an allocation of a tracked block: a new Segment object created by an Alloc leaf.
@@ -230,7 +206,6 @@ class Recorder {
   std::map<uint64_t, Range> m_segments;   ///< live tracked blocks by start
   std::map<uint64_t, Range> m_svm;        ///< live SVM allocations by start
   std::map<uint64_t, Range> m_untracked;  ///< untracked regions by start
-  AddressSet m_segmentStarts;
   std::map<std::vector<uint64_t>, uint32_t> m_sites;
   std::map<std::pair<uint64_t, std::string>, uint32_t> m_modules;  ///< (start, path) -> id + 1
   std::vector<ModuleRecord> m_moduleRecords;                        ///< by id - 1

@@ -27,6 +27,7 @@
 #include "shim/core/record_stream.h"
 #include "shim/core/trace_records.h"
 #include "shim/core/twin_queues.h"
+#include "trace/address_set.h"
 #include "trace/call_model.h"
 #include "trace/recorder.h"
 
