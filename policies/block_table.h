@@ -10,9 +10,15 @@
  * is being made or freed. Retired slots (tombstones) are swept by rebuilding the table into its
  * twin array; readers notice through a sequence counter (odd while switching) and retry.
  *
- * Invariants: live blocks fill at most half the slots and tombstones at most a quarter (then the
- * table is rebuilt), so every probe meets an empty slot soon. The table never grows: insert()
- * fails when full and the caller falls back to the system allocator.
+ * The table never grows: insert() fails when full and the caller falls back to the system
+ * allocator. Invariants (validate() checks them under the owner's lock; at HETOPT_DEBUG_LEVEL 3
+ * after every insert and erase):
+ *   T1  m_live and m_tombstones count the current table's live and retired slots
+ *   T2  live blocks fill at most half the slots, tombstones at most a quarter (then the table is
+ *       rebuilt), so every probe meets an empty slot soon
+ *   T3  every live key is reached from its home slot without crossing an empty slot, once
+ *   T4  every live block is non-empty and inside the filter [m_low, m_high)
+ *   T5  the sequence counter is even: no rebuild is half done
  *
  * `Value` is copied into the twin on a rebuild: keep it small (an index, an Allocation).
  */
@@ -20,8 +26,9 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
 
-#include "common/compiler.h"
+#include "common/check.h"
 
 namespace hetopt::policies {
 
@@ -104,6 +111,7 @@ class BlockTable {
       m_high.store(p + size, std::memory_order_relaxed);
     t[i].key.store(p, std::memory_order_release);
     ++m_live;
+    HETOPT_VALIDATE(*this, "block table check failed");
     return true;
   }
   /// The value of the live block starting at `start`, or null.
@@ -119,8 +127,43 @@ class BlockTable {
     if (!s) return false;
     if (out) *out = s->value;
     s->key.store(kTombstone, std::memory_order_release);
+    HETOPT_ASSERT(m_live > 0);
     --m_live;
     if (++m_tombstones > (m_mask + 1) / 4) rebuild();
+    HETOPT_VALIDATE(*this, "block table check failed");
+    return true;
+  }
+
+  /// Checks T1-T5 (under the owner's lock); false with the first broken one in `why`.
+  bool validate(char* why = nullptr, size_t whyBytes = 0) const {
+    auto broken = [&](const char* what, unsigned long long a, unsigned long long b) {
+      if (why && whyBytes) snprintf(why, whyBytes, "%s (%llu, %llu)", what, a, b);
+      return false;
+    };
+    if (m_sequence.load(std::memory_order_relaxed) & 1) return broken("rebuild half done (T5)", 0, 0);
+    const Slot* t = m_table.load(std::memory_order_relaxed);
+    const uintptr_t low = m_low.load(std::memory_order_relaxed);
+    const uintptr_t high = m_high.load(std::memory_order_relaxed);
+    size_t live = 0, tombstones = 0;
+    for (size_t i = 0; i <= m_mask; ++i) {
+      const uintptr_t k = t[i].key.load(std::memory_order_relaxed);
+      if (k == kEmpty) continue;
+      if (k == kTombstone) {
+        ++tombstones;
+        continue;
+      }
+      ++live;
+      const size_t size = t[i].size.load(std::memory_order_relaxed);
+      if (size == 0 || k < low || k + size > high) return broken("block outside the filter (T4)", k, size);
+      for (size_t j = slotOf(k); j != i; j = (j + 1) & m_mask) {
+        const uintptr_t w = t[j].key.load(std::memory_order_relaxed);
+        if (w == kEmpty) return broken("key behind an empty slot (T3)", k, j);
+        if (w == k) return broken("key in two slots (T3)", k, j);
+      }
+    }
+    if (live != m_live || tombstones != m_tombstones)
+      return broken("counts differ from the table (T1)", live, tombstones);
+    if (live > m_maxLive || tombstones > (m_mask + 1) / 4) return broken("too full (T2)", live, tombstones);
     return true;
   }
 

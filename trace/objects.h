@@ -11,6 +11,7 @@
  */
 #pragma once
 #include <cstdint>
+#include <cstdio>
 #include <string>
 #include <vector>
 
@@ -62,6 +63,18 @@ class ObjectTable {
   /// Forget what was written (a forked child starts a new file).
   void resetEmitted() {
     for (Record& r : m_objects) r.emitted = 0;
+  }
+  /// Id 0 is the null record, and no object's written stamp is ahead of its info. False with the
+  /// first violation in `why`.
+  bool validate(char* why = nullptr, size_t whyBytes = 0) const {
+    auto broken = [&](const char* what, size_t id) {
+      if (why && whyBytes) snprintf(why, whyBytes, "object %zu: %s", id, what);
+      return false;
+    };
+    if (m_objects.empty() || m_objects[0].version != 0) return broken("the null record changed", 0);
+    for (size_t id = 1; id < m_objects.size(); ++id)
+      if (m_objects[id].emitted > m_objects[id].stamp) return broken("written ahead of its info", id);
+    return true;
   }
 
  private:

@@ -2,9 +2,11 @@
 /** @file The record ring; see record_ring.h. */
 #include "trace/record_ring.h"
 
+#include <cstdarg>
+#include <cstdio>
 #include <new>
 
-#include "common/compiler.h"
+#include "common/check.h"
 
 namespace hetopt::trace {
 
@@ -42,6 +44,7 @@ RecordRing::~RecordRing() {
 }
 
 RecordRing::Reservation RecordRing::reserve(size_t bytes, Stall stall, void* context) {
+  HETOPT_ASSERT(bytes <= kMaxRecord);
   const uint32_t n = cellsFor(bytes);
   uint64_t h = m_head.load(std::memory_order_relaxed);
   for (int spin = 0;;) {
@@ -79,10 +82,12 @@ const unsigned char* RecordRing::front(size_t* bytes) const {
 
 void RecordRing::release() {
   const uint64_t t = m_tail.load(std::memory_order_relaxed);
+  HETOPT_ASSERT(m_seq[t & m_mask].load(std::memory_order_relaxed) == t + 1);  // front() had it
   const uint32_t n = cellsFor(m_length[t & m_mask]);
   // In ticket order (reserve relies on it), each free for its ticket's next lap.
   for (uint32_t i = 0; i < n; ++i) m_seq[(t + i) & m_mask].store(t + i + m_mask + 1, std::memory_order_release);
   m_tail.store(t + n, std::memory_order_release);
+  HETOPT_VALIDATE(*this, "record ring check failed");
 }
 
 size_t RecordRing::pop(void* out) {
@@ -100,6 +105,55 @@ void RecordRing::reset() {
   for (uint64_t i = 0; i <= m_mask; ++i) m_seq[(h + i) & m_mask].store(h + i, std::memory_order_relaxed);
   m_tail.store(h, std::memory_order_relaxed);
   m_head.store(h, std::memory_order_release);
+  HETOPT_VALIDATE(*this, "record ring check failed");
+}
+
+namespace {
+bool broken(char* why, size_t whyBytes, const char* fmt, ...) __attribute__((format(printf, 3, 4)));
+bool broken(char* why, size_t whyBytes, const char* fmt, ...) {
+  if (why && whyBytes) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(why, whyBytes, fmt, ap);
+    va_end(ap);
+  }
+  return false;
+}
+}  // namespace
+
+bool RecordRing::validate(char* why, size_t whyBytes) const {
+  const uint64_t t0 = m_tail.load(std::memory_order_acquire);
+  const uint64_t cells = m_mask + 1;
+  // R2 and R3, read before the head: producers only ever claim more.
+  bool walking = true;  // along whole published records from the tail
+  uint64_t next = t0;   // the next record's first cell while walking
+  for (uint64_t t = t0; t < t0 + cells; ++t) {
+    const uint64_t seq = m_seq[t & m_mask].load(std::memory_order_acquire);
+    if (seq != t && seq != t + 1)
+      return broken(why, whyBytes, "ticket %llu: sequence word %llu (R2)",
+                    static_cast<unsigned long long>(t), static_cast<unsigned long long>(seq));
+    if (!walking) continue;
+    if (t < next) {
+      if (seq == t + 1)
+        return broken(why, whyBytes, "ticket %llu inside a record is published (R3)",
+                      static_cast<unsigned long long>(t));
+      continue;
+    }
+    if (seq != t + 1) {  // not published yet: what follows may still be written
+      walking = false;
+      continue;
+    }
+    const uint32_t bytes = m_length[t & m_mask];
+    if (bytes == 0 || bytes > kMaxRecord)
+      return broken(why, whyBytes, "record at ticket %llu has %u bytes (R3)",
+                    static_cast<unsigned long long>(t), bytes);
+    next = t + cellsFor(bytes);
+  }
+  const uint64_t head = this->head();
+  if (t0 > head)
+    return broken(why, whyBytes, "tail %llu is past the head %llu (R1)",
+                  static_cast<unsigned long long>(t0), static_cast<unsigned long long>(head));
+  return true;
 }
 
 }  // namespace hetopt::trace

@@ -22,14 +22,23 @@
  * The gate (close/open): while closed, new reservations wait; records already claimed complete.
  * The fork protocol closes it, drains to the head it returned, and forks with the ring empty.
  *
- * Consumer functions (front, release, pop) must be called by one thread at a time (the caller's
- * lock).
+ * Consumer functions (front, release, pop, validate) must be called by one thread at a time (the
+ * caller's lock).
+ *
+ * Invariants (validate() checks them, against any number of producers running; at
+ * HETOPT_DEBUG_LEVEL 3 after every release and reset):
+ *   R1  tail <= head: the consumer never passes a ticket no producer claimed
+ *   R2  for every ticket t in [tail, tail + cells): its cell's sequence word is t (free for t, or
+ *       claimed and not yet published) or t + 1 (t is a published record's first cell)
+ *   R3  a published record is 1..kMaxRecord bytes, and every other cell it covers is unpublished
  */
 #pragma once
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+
+#include "common/check.h"
 
 namespace hetopt::trace {
 
@@ -58,6 +67,7 @@ class RecordRing {
   Reservation reserve(size_t bytes, Stall stall, void* context);
   /// The record written at the reservation's `data` is whole: the consumer may take it.
   void publish(const Reservation& r) {
+    HETOPT_ASSERT(r.data != nullptr && r.bytes <= kMaxRecord);
     m_length[r.ticket & m_mask] = r.bytes;
     m_seq[r.ticket & m_mask].store(r.ticket + 1, std::memory_order_release);
   }
@@ -89,6 +99,8 @@ class RecordRing {
   void open() { m_head.fetch_and(~kClosed, std::memory_order_acq_rel); }
   /// Only thread left (a forked child): drops whatever is queued or half-written and opens.
   void reset();
+  /// Consumer: checks R1-R3; false with the first broken one in `why`.
+  bool validate(char* why = nullptr, size_t whyBytes = 0) const;
 
  private:
   static constexpr uint64_t kClosed = 1ull << 63;

@@ -167,6 +167,13 @@ class Recorder {
   /// Changes when a forked child restarts: thread indices cached by callers become stale.
   uint32_t generation() const { return m_generation; }
 
+  /// Checks the object model (lock held): every live segment, SVM allocation and untracked region
+  /// names an object of its kind that starts where the map says; every handle names an object;
+  /// every reference in the threads' windows names an object at a version it has reached (SSA:
+  /// vFirst <= vLast <= the object's current version). False with the first violation in `why`.
+  /// At HETOPT_DEBUG_LEVEL 3 after every event appended.
+  bool validate(char* why = nullptr, size_t whyBytes = 0) const;
+
  private:
   struct ThreadState {
     uint64_t tid = 0;
@@ -195,6 +202,7 @@ class Recorder {
                     const std::vector<NodeId>& roots, bool persistent);
   void writeClocks();
   void classify(uint64_t address, ObjectInfo* info);
+  bool validateNode(const Compressor& c, NodeId id, char* why, size_t whyBytes) const;
 
   std::mutex m_mutex;
   RecorderConfig m_config;
