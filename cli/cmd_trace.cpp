@@ -24,11 +24,11 @@
 #include "store/db.h"
 #endif
 #include "cli/launch.h"
-#include "cli/show.h"
 #include "common/log.h"
 #include "common/paths.h"
 #include "common/private_file.h"
 #include "common/program_identity.h"
+#include "trace/dump.h"
 #include "trace/format.h"
 #include "trace/reader.h"
 
@@ -61,7 +61,7 @@ void printSummary(const trace::Trace& t) {
   char* buf = nullptr;
   size_t len = 0;
   if (FILE* mem = open_memstream(&buf, &len)) {
-    printTraceSummary(t, mem);
+    trace::dumpSummary(t, mem);
     fclose(mem);
     text.assign(buf, len);
     free(buf);
