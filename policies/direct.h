@@ -72,7 +72,7 @@ class DirectAllocator {
   /// Between lockForFork() and fork(): a private copy of every live block for the child, when
   /// fork() would share the policy's memory or leave it out (fork_copies.h).
   void copyForChild(ForkCopies& copies);
-  /// The fork protocol (shim/core/state.cpp): the table lock is held across fork(), so that the
+  /// The fork protocol (shim/core/lifecycle.cpp): the table lock is held across fork(), so that the
   /// child's table is whole (a rebuild half done would make every lookup there wait forever) and
   /// its stats() can lock. Not the policy's lock: it is held across OpenCL calls that may wait for
   /// the thread that forks, and the child never takes it.

@@ -142,7 +142,7 @@ class PinnedPool {
   /// Takes the lock; O(n log n).
   bool validate(char* why = nullptr, size_t whyBytes = 0) const noexcept;
 
-  /// For the shim's fork protocol (shim/core/state.cpp): the lock is held across fork() so that
+  /// For the shim's fork protocol (shim/core/lifecycle.cpp): the lock is held across fork() so that
   /// the child never inherits it locked by a thread that does not exist there.
   void lockForFork() noexcept { m_lock.lock(); }
   void unlockAfterFork() noexcept { m_lock.unlock(); }

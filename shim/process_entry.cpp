@@ -15,6 +15,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "shim/core/lifecycle.h"
 #include "shim/core/state.h"
 
 namespace {

@@ -87,7 +87,7 @@ class BlockRegistration {
   /// when the memory is here, pinned or not, else kNoSite.
   bool transfer(const void* host, uint64_t bytes, bool h2d, unsigned* site = nullptr);
 
-  /// The fork protocol (shim/core/state.cpp): the mutex is held across fork(), so that the
+  /// The fork protocol (shim/core/lifecycle.cpp): the mutex is held across fork(), so that the
   /// child's table and entries are whole. It is never held across an OpenCL call or a wait.
   void lockForFork() { m_mutex.lock(); }
   void unlockAfterFork() { m_mutex.unlock(); }

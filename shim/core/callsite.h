@@ -51,7 +51,7 @@ class ModuleMap {
   uint64_t generation() const { return m_generation.load(std::memory_order_acquire); }
   /// Rebuilds when libraries were loaded or unloaded since the last snapshot.
   void refresh();
-  /// The fork protocol (state.cpp): fork() waits for a rebuild in progress, so that a child never
+  /// The fork protocol (lifecycle.cpp): fork() waits for a rebuild in progress, so that a child never
   /// inherits the mutex held (alloc_torture's forked child hung in optimize mode).
   void lockForFork() { m_refreshMutex.lock(); }
   void unlockAfterFork() { m_refreshMutex.unlock(); }

@@ -12,6 +12,7 @@
 #include "common/options.h"
 #include "common/private_file.h"
 #include "common/sigxfsz_block.h"
+#include "shim/core/modes.h"
 
 namespace hetopt::shim {
 
@@ -81,5 +82,7 @@ void CountInterceptor::processExit() {
   (void)w;
   if (fd != 2) close(fd);
 }
+
+Interceptor* makeCountInterceptor() { return new CountInterceptor(); }
 
 }  // namespace hetopt::shim

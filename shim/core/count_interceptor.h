@@ -20,7 +20,7 @@ class CountInterceptor final : public Interceptor {
   void allocated(const AllocEvent& event) override;
   void freeing(void* ptr) override;
   void processExit() override;
-  /// The fork protocol (state.cpp): the site table's mutex is held across fork().
+  /// The fork protocol (lifecycle.cpp): the site table's mutex is held across fork().
   void forkPrepare() override { m_sitesMutex.lock(); }
   void forkParent() override { m_sitesMutex.unlock(); }
   void forkChild() override { m_sitesMutex.unlock(); }

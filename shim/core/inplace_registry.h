@@ -75,7 +75,7 @@ class InplaceRegistry {
   /// may refuse a second registration of the same pages (CUDA does), so ours over it is released
   /// first and not made again (the program's own buffer pins it anyway).
   void yieldTo(const void* host, size_t bytes);
-  /// The fork protocol (shim/core/state.cpp): the table's mutex is held across fork(), so that the
+  /// The fork protocol (shim/core/lifecycle.cpp): the table's mutex is held across fork(), so that the
   /// child's copy is whole and unlocked.
   void lockForFork() { m_mutex.lock(); }
   void unlockAfterFork() { m_mutex.unlock(); }

@@ -125,7 +125,7 @@ class Interceptor {
   /// `discard` true). True when it overlapped a mapping the interceptor tracks.
   virtual bool unmapping(void* addr, size_t len, bool discard) { return false; }
 
-  // ---- fork (the shim's one set of atfork handlers, state.cpp, documents the lock order) ------
+  // ---- fork, exec and exit (lifecycle.cpp documents the fork protocol's lock order) ------------
   /// In the program's fork(), before glibc's fork machinery and any atfork handler, with no lock
   /// held: the one place where fork() may wait for another thread (bounded).
   virtual void beforeFork() {}
@@ -143,6 +143,10 @@ class Interceptor {
   virtual void forkChild() {}
   /// At normal process exit (atexit); the interceptor is uninstalled right after.
   virtual void processExit() {}
+  /// _exit/_Exit: the process ends without its exit handlers.
+  virtual void quickExit() {}
+  /// exec: the process image is about to be replaced (no exit handlers run).
+  virtual void beforeExec() {}
 };
 
 }  // namespace hetopt::shim

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /**
  * @file Optimize mode's part of the shim's fork protocol (see optimize_interceptor.h and
- * shim/core/state.cpp): its locks around fork(), the child's own copy of pinned memory fork()
+ * shim/core/lifecycle.cpp): its locks around fork(), the child's own copy of pinned memory fork()
  * would share (policies/fork_copies.h), what the child keeps and serves, and the mark a forked
  * copy's first OpenCL call leaves beside the plan.
  */
@@ -38,7 +38,7 @@ void OptimizeInterceptor::beforeFork() {
   debug("fork() before hetopt's thread started the driver: the driver is left to the program");
 }
 
-// The fork protocol's order (shim/core/state.cpp): state, pool, registry, heap blocks, direct
+// The fork protocol's order (shim/core/lifecycle.cpp): state, pool, registry, heap blocks, direct
 // table, ledger. None of them is held while another is taken, nor across a wait for another thread.
 void OptimizeInterceptor::forkPrepare() {
   m_stateMutex.lock();

@@ -20,6 +20,7 @@
 #include "contracts/site_key.h"
 #include "shim/core/callsite.h"
 #include "shim/core/host_ranges.h"
+#include "shim/core/modes.h"
 #include "shim/core/self_identity.h"
 #include "shim/core/state.h"
 #include "shim/core/stats_text.h"
@@ -659,5 +660,7 @@ void OptimizeInterceptor::mapped(void* addr, size_t len, int flags, uintptr_t ca
   if (m && m->driver) return;
   m_registry->mapped(addr, len, flags);
 }
+
+Interceptor* makeOptimizeInterceptor() { return OptimizeInterceptor::create(); }
 
 }  // namespace hetopt::shim

@@ -51,7 +51,7 @@ class SiteLedger {
   /// Fills the record's totals and its sites (keys from `plan`, in its order).
   void fill(const Plan& plan, RunRecord* record) const;
 
-  /// The fork protocol (shim/core/state.cpp): held across fork() so the child's table is whole.
+  /// The fork protocol (shim/core/lifecycle.cpp): held across fork() so the child's table is whole.
   void lockForFork() { m_lock.lock(); }
   void unlockAfterFork() { m_lock.unlock(); }
 

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /**
- * @file Process-wide shim state: the active interceptor and the per-thread nesting depth.
+ * @file What every part of the shim reads: the installed interceptor and the thread's nesting
+ * depth. Activation, the fork protocol and exit are lifecycle.h's.
  *
  * The depth is how one call is never seen twice and how the shim's own work stays invisible: it is
  * raised while an intercepted OpenCL call runs (so the OpenCL layer route, driver-internal mallocs
@@ -14,8 +15,6 @@
 namespace hetopt::shim {
 
 class Interceptor;
-
-enum class Mode : unsigned char { Off, Count, Trace, Optimize };
 
 /// Null in pass-through mode: every entry point then forwards at once.
 extern std::atomic<Interceptor*> g_interceptor;
@@ -42,32 +41,5 @@ class ScopedInternal {
   ScopedInternal(const ScopedInternal&) = delete;
   ScopedInternal& operator=(const ScopedInternal&) = delete;
 };
-
-/// Parsed HETOPT_MODE; Off for unknown values (with one warning).
-Mode modeFromEnvironment();
-const char* modeName(Mode mode);
-
-/// Creates and installs the interceptor for `mode` (no-op for Off). Called once from the shim's
-/// constructor; tests call it directly.
-void activate(Mode mode);
-/// Uninstalls and tears down (atexit, or tests).
-void deactivate();
-
-/// The process ends without its exit handlers (_exit, _Exit) or replaces itself (exec): trace
-/// mode writes its trace out first (finished, or a snapshot before exec). No-op in other modes.
-void processQuickExit();
-void processExec();
-/// The program calls fork(): the installed interceptor's beforeFork() (not for the shim's own
-/// threads, nor while the shim is inside a call).
-void processFork();
-
-/// On the main thread: the program's exit() (or main's return) calls the installed interceptor's
-/// beforeExit() first, before any exit handler. Other threads' exit() calls are not seen.
-void installExitGuard();
-
-/// Registers the shim's fork protocol, once (the shim's start-up does; tests may): atfork
-/// handlers that run the installed interceptor's forkPrepare/forkParent/forkChild and hold the
-/// module map across fork(). The lock order is documented in state.cpp.
-void installForkProtocol();
 
 }  // namespace hetopt::shim

@@ -18,6 +18,7 @@
 #include "shim/core/callsite.h"
 #include "shim/core/fatal_signals.h"
 #include "shim/core/host_ranges.h"
+#include "shim/core/modes.h"
 #include "shim/core/self_identity.h"
 #include "shim/core/state.h"
 
@@ -572,5 +573,7 @@ void TraceInterceptor::beforeExec() {
   m_stream.drainLocked(100000000ull);
   m_recorder.snapshot();
 }
+
+Interceptor* makeTraceInterceptor() { return TraceInterceptor::create(); }
 
 }  // namespace hetopt::shim

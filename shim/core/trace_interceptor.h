@@ -46,15 +46,15 @@ class TraceInterceptor final : public Interceptor, private DeviceTiming::Sink, p
   /// _exit/_Exit: the recording thread finishes the trace (this thread only waits, ~2 s at most:
   /// it may be a signal handler); not after a fatal signal's snapshot (that trace stays
   /// incomplete, as the program was killed).
-  void quickExit();
+  void quickExit() override;
   /// Trace mode watches unmapping only to record what is queued first: an untracked region is
   /// classified (/proc/self/maps) while its mapping is still there.
   bool watchesMappings() const override { return true; }
   bool unmapping(void* addr, size_t len, bool discard) override;
   /// Before exec (the process image is replaced, no exit handlers run): what is queued is
   /// recorded and a snapshot written.
-  void beforeExec();
-  /// The fork protocol (state.cpp): the stream is drained and the recorder's mutex held across
+  void beforeExec() override;
+  /// The fork protocol (lifecycle.cpp): the stream is drained and the recorder's mutex held across
   /// fork(); a forked child then starts its own trace file and recording thread.
   void forkPrepare() override;
   void forkParent() override;

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /**
- * @file The fork protocol (shim/core/state.cpp) on the shim's parts, linked directly: fork() while
+ * @file The fork protocol (shim/core/lifecycle.cpp) on the shim's parts, linked directly: fork() while
  * another thread holds the lock of each part (pinned pool, in-place registry, direct allocator,
  * trace recorder, module map), and while threads use all of them at once. Every child must find
  * every part usable (allocate, free what it inherited, record, look modules up) and exit in time,
@@ -29,6 +29,7 @@
 #include "shim/core/callsite.h"
 #include "shim/core/inplace_registry.h"
 #include "shim/core/interceptor.h"
+#include "shim/core/lifecycle.h"
 #include "shim/core/state.h"
 #include "trace/reader.h"
 #include "trace/recorder.h"

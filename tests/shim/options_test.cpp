@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "shim/core/lifecycle.h"
 #include "shim/core/state.h"
 
 using namespace hetopt;

@@ -29,6 +29,7 @@
 
 #include "shim/core/callsite.h"
 #include "shim/core/interceptor.h"
+#include "shim/core/lifecycle.h"
 #include "shim/core/state.h"
 #include "shim/core/trace_interceptor.h"
 #include "trace/reader.h"
