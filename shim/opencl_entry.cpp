@@ -25,6 +25,7 @@
 #include "api_table.h"
 #include "shim/core/interceptor.h"
 #include "shim/core/state.h"
+#include "shim/entry_points.h"
 
 namespace hetopt::shim {
 namespace {
@@ -173,19 +174,13 @@ void* wrapExtensionAddress(const char* name, cl_platform_id platform, void* real
 // Outside the anonymous namespace: the extern "C" exports must be the header's global functions.
 #include "shim_wrappers.inc"
 
-namespace {
-
-// The real function behind an id for the shim's own calls: the layer's next table when the loader
-// initialized the layer (it reaches programs that dlopen() libOpenCL), else the preload route.
-void* nextFunction(ApiId id) {
+void* nextOpenCLFunction(ApiId id) {
   if (s_layerReady.load(std::memory_order_acquire))
     if (void* fn = layerNextOf(id)) return fn;
   return preloadNext(id);
 }
-// Registered by a prioritized constructor: it must precede the shim's own constructor (preload.cpp),
-// which may start optimize mode's pool thread; a dynamic initializer here ran after it (link order),
-// so that thread could find no OpenCL functions ("no OpenCL loader in this process").
-__attribute__((constructor(101))) void registerNextFunction() { g_nextFunction = &nextFunction; }
+
+namespace {
 
 void* wrapExtensionAddress(const char* name, cl_platform_id platform, void* real) {
   if (!real || !name) return real;

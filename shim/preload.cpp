@@ -1,15 +1,18 @@
 // SPDX-License-Identifier: MIT
 /**
- * @file The malloc-family and mmap-family entry points of the preloaded shim, and its constructor. Only entry
- * points and dlsym(RTLD_NEXT) live here (style habit 3); what a mode does with an allocation lives
- * behind the Interceptor in shim/core.
+ * @file The malloc-family and mmap-family entry points of the preloaded shim, the signal entry
+ * points, and its constructor. Only entry points and what lies below them (shim/core/below.h,
+ * resolved here) live here; what a mode does with an allocation lives behind the Interceptor in
+ * shim/core.
  *
- * Hot path (pass-through or untracked size): one byte load, one indirect call. No lock, no
- * allocation, no syscall.
+ * Hot path (pass-through, or a size the mode does not watch): a load and compare of the resolution
+ * state, a relaxed load of the installed interceptor, one indirect call. No lock, no allocation,
+ * no syscall. What a mode watches is published once at activation (state.h: g_watch), so no
+ * allocation asks the interceptor by virtual call whether it wants to hear of it.
  * Bootstrap: dlsym() itself allocates, so until the real functions are known, requests are served
  * from a static buffer that free() recognises and ignores (heaptrack's DummyPool). The same buffer
  * is the reserve of a thread that writes the trace out from a fatal signal's handler
- * (kSignalDepth): it never enters the allocator the signal may have interrupted.
+ * (t_inSignalSnapshot): it never enters the allocator the signal may have interrupted.
  * Signals: sigaction() and signal() for the signals trace mode watches go to
  * shim/core/fatal_signals, which keeps them as the program's actions.
  */
@@ -28,12 +31,15 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "common/compiler.h"
 #include "common/log.h"
 #include "common/options.h"
+#include "shim/core/below.h"
 #include "shim/core/callsite.h"
 #include "shim/core/fatal_signals.h"
 #include "shim/core/interceptor.h"
 #include "shim/core/state.h"
+#include "shim/entry_points.h"
 
 extern "C" void hetopt_shim_init(const char* selfPath);
 
@@ -42,28 +48,11 @@ namespace {
 using namespace hetopt::shim;
 using hetopt::AllocFn;
 
-// The system allocator: what shim_core uses too (g_systemAllocator points at its base), and the
-// entry points only the preloaded library forwards.
-struct RealAllocator : SystemAllocator {
-  void* (*aligned_alloc)(size_t, size_t);
-  void* (*memalign)(size_t, size_t);
-  void* (*valloc)(size_t);
-  void* (*pvalloc)(size_t);
-};
-RealAllocator s_real;
-
-// The mmap family: watched in optimize mode so that memory registered in place is released before
-// the program gives it back (shim/core/inplace_registry.h). Until resolved, the raw system calls.
-struct RealMapping {
-  void* (*mmap)(void*, size_t, int, int, int, off_t);
-  int (*munmap)(void*, size_t);
-  void* (*mremap)(void*, size_t, size_t, int, ...);
-  int (*madvise)(void*, size_t, int);
-};
-RealMapping s_realMap;
+/// Everything below the shim, filled by resolveSlow() and then published through g_below.
+Below s_below;
 
 /// kSignal: a thread writes the trace from a signal handler (hetopt_shim_signal_allocations):
-/// every allocation looks at its thread's depth.
+/// every allocation looks at its thread's t_inSignalSnapshot.
 enum : unsigned char { kUnresolved, kResolving, kReady, kSignal };
 std::atomic<unsigned char> s_state{kUnresolved};
 size_t s_minTracked = 4096;
@@ -88,7 +77,7 @@ void* bootstrapAlloc(size_t size, size_t alignment = 16) {
     uintptr_t aligned = (base + alignment - 1) & ~(alignment - 1);
     size_t end = aligned + size - reinterpret_cast<uintptr_t>(s_bootstrap);
     if (end > kBootstrapBytes) {
-      if (t_depth >= kSignalDepth) return nullptr;  // a signal's snapshot gives up, the program goes on
+      if (t_inSignalSnapshot) return nullptr;  // a signal's snapshot gives up, the program goes on
       static const char msg[] = "hetopt: bootstrap allocation buffer exhausted\n";
       ssize_t w = write(2, msg, sizeof msg - 1);
       (void)w;
@@ -103,11 +92,18 @@ void* bootstrapAlloc(size_t size, size_t alignment = 16) {
 
 inline size_t bootstrapSize(const void* p) { return static_cast<const size_t*>(p)[-1]; }
 
+// ---- what lies below: resolved once, in one place ------------------------------------------------
+
 template <typename Fn>
-void resolveOne(Fn*& slot, const char* name) {
-  slot = reinterpret_cast<Fn*>(dlsym(RTLD_NEXT, name));
+Fn* findNext(const char* name) {
+  return reinterpret_cast<Fn*>(dlsym(RTLD_NEXT, name));
+}
+
+/// A function the shim cannot run without: its absence is fatal, said without malloc.
+template <typename Fn>
+void require(Fn*& slot, const char* name) {
+  slot = findNext<Fn>(name);
   if (!slot) {
-    // Style habit 4: a missing required symbol is fatal, with a message that needs no malloc.
     static const char msg[] = "hetopt: cannot find the system allocator (dlsym RTLD_NEXT)\n";
     ssize_t w = write(2, msg, sizeof msg - 1);
     (void)w;
@@ -115,78 +111,119 @@ void resolveOne(Fn*& slot, const char* name) {
   }
 }
 
-// Returns true when the real allocator is usable; false while this thread is resolving it.
-bool ensureResolved() {
-  unsigned char st = s_state.load(std::memory_order_acquire);
-  if (HETOPT_LIKELY(st == kReady)) return true;
-  if (st == kSignal) return t_depth < kSignalDepth;
+void fillBelow() {
+  SystemAllocator& a = s_below.allocator;
+  require(a.malloc, "malloc");
+  require(a.free, "free");
+  require(a.calloc, "calloc");
+  require(a.realloc, "realloc");
+  require(a.posixMemalign, "posix_memalign");
+  require(a.alignedAlloc, "aligned_alloc");
+  require(a.memalign, "memalign");
+  require(a.valloc, "valloc");
+  require(a.pvalloc, "pvalloc");
+  require(a.usableSize, "malloc_usable_size");
+  SystemMappings& m = s_below.mappings;
+  require(m.mmap, "mmap");
+  require(m.munmap, "munmap");
+  require(m.mremap, "mremap");
+  require(m.madvise, "madvise");
+  // The next sigaction: a sanitizer's, else libc's (glibc's own when dlsym finds none).
+  s_below.sigaction = findNext<int(int, const struct sigaction*, struct sigaction*)>("sigaction");
+  if (!s_below.sigaction) s_below.sigaction = g_below->sigaction;
+  s_below.signal = findNext<sighandler_t(int, sighandler_t)>("signal");
+  SystemProcess& p = s_below.process;
+  p.exit = findNext<void(int)>("_exit");
+  p.Exit = findNext<void(int)>("_Exit");
+  p.fork = findNext<pid_t()>("fork");
+  p.execve = findNext<int(const char*, char* const[], char* const[])>("execve");
+  p.execv = findNext<int(const char*, char* const[])>("execv");
+  p.execvp = findNext<int(const char*, char* const[])>("execvp");
+  p.execvpe = findNext<int(const char*, char* const[], char* const[])>("execvpe");
+  s_below.nextFunction = &nextOpenCLFunction;
+}
+
+/// The resolution state, as every entry point tests it first: one load and compare.
+inline bool ready() { return s_state.load(std::memory_order_acquire) == kReady; }
+
+/// The slow side of that test, out of line: resolves what lies below on the first call (this
+/// thread's allocations meanwhile come from the bootstrap buffer), or answers for a thread writing
+/// a signal snapshot. False: serve this one from the bootstrap buffer.
+HETOPT_NOINLINE HETOPT_COLD bool resolveSlow() {
+  const unsigned char st = s_state.load(std::memory_order_acquire);
+  if (st == kReady) return true;
+  if (st == kSignal) return !t_inSignalSnapshot;
   unsigned char expected = kUnresolved;
   if (!s_state.compare_exchange_strong(expected, kResolving, std::memory_order_acq_rel))
     return s_state.load(std::memory_order_acquire) == kReady;  // another thread is resolving
-  resolveOne(s_real.malloc, "malloc");
-  resolveOne(s_real.free, "free");
-  resolveOne(s_real.calloc, "calloc");
-  resolveOne(s_real.realloc, "realloc");
-  resolveOne(s_real.posixMemalign, "posix_memalign");
-  resolveOne(s_real.aligned_alloc, "aligned_alloc");
-  resolveOne(s_real.memalign, "memalign");
-  resolveOne(s_real.valloc, "valloc");
-  resolveOne(s_real.pvalloc, "pvalloc");
-  resolveOne(s_real.usableSize, "malloc_usable_size");
-  resolveOne(s_realMap.mmap, "mmap");
-  resolveOne(s_realMap.munmap, "munmap");
-  resolveOne(s_realMap.mremap, "mremap");
-  resolveOne(s_realMap.madvise, "madvise");
-  g_systemAllocator = &s_real;
+  fillBelow();
+  g_below = &s_below;
   s_state.store(kReady, std::memory_order_release);
   return true;
 }
 
 // ---- hooked paths (an interceptor is installed) -----------------------------------------------
 
-HETOPT_NOINLINE void noteAllocation(AllocFn fn, void* ptr, size_t size, size_t alignment,
-                                              void* oldPtr) {
-  ScopedInternal internal;
-  Interceptor* i = interceptor();
-  if (!i || !i->watchesAllocations()) return;
-  CallSite site;
-  const CallSite* sitePtr = nullptr;
-  if (size >= s_minTracked) {
-    captureCallSite(&site, s_siteDepth);
-    // The driver's own memory, or the runtime's (no frame outside libc/libstdc++/ld.so, e.g.
-    // libstdc++'s exception pool at start-up): not an application allocation.
-    bool foreign = site.fromDriver || site.depth == 0;
-    if (foreign && fn != AllocFn::Realloc) return;
-    sitePtr = foreign ? nullptr : &site;
-  }
-  i->allocated(AllocEvent{fn, ptr, size, alignment, oldPtr, sitePtr});
-}
-
 // Tracked: the application's own (not the shim's, not inside an OpenCL call) and large enough.
 inline bool tracked(size_t size) {
   return HETOPT_UNLIKELY(interceptActive()) && size >= s_minTracked && t_depth == 0;
 }
 
-HETOPT_NOINLINE void noteFree(void* ptr) {
-  ScopedInternal internal;
-  Interceptor* i = interceptor();
-  if (i && i->watchesAllocations()) i->freeing(ptr);
+/// The application's call site (this thread's depth raised), or null for the driver's own memory
+/// or the runtime's (no frame outside libc/libstdc++/ld.so, e.g. libstdc++'s exception pool).
+const CallSite* applicationSite(CallSite* site) {
+  captureCallSite(site, s_siteDepth);
+  return site->fromDriver || site->depth == 0 ? nullptr : site;
 }
 
-// Optimize mode: memory for a tracked application allocation from the interceptor, or null.
-HETOPT_NOINLINE void* serveAllocation(AllocFn fn, size_t size, size_t alignment) {
+HETOPT_NOINLINE void recordAllocation(AllocFn fn, void* ptr, size_t size, size_t alignment,
+                                      void* oldPtr) {
+  ScopedInternal internal;
   Interceptor* i = interceptor();
-  if (!i || !i->servesSize(size)) return nullptr;
+  if (!i) return;
+  CallSite site;
+  const CallSite* sitePtr = nullptr;
+  if (size >= s_minTracked) {
+    sitePtr = applicationSite(&site);
+    if (!sitePtr && fn != AllocFn::Realloc) return;
+  }
+  i->allocated(AllocEvent{fn, ptr, size, alignment, oldPtr, sitePtr});
+}
+
+/// A completed application allocation, for a mode that watches them.
+inline void noteAllocation(AllocFn fn, void* ptr, size_t size, size_t alignment, void* oldPtr) {
+  if (g_watch.allocations.load(std::memory_order_relaxed))
+    recordAllocation(fn, ptr, size, alignment, oldPtr);
+}
+
+HETOPT_NOINLINE void recordFree(void* ptr) {
+  ScopedInternal internal;
+  if (Interceptor* i = interceptor()) i->freeing(ptr);
+}
+
+inline void noteFree(void* ptr) {
+  if (g_watch.allocations.load(std::memory_order_relaxed)) recordFree(ptr);
+}
+
+HETOPT_NOINLINE void* serveAt(AllocFn fn, size_t size, size_t alignment) {
+  Interceptor* i = interceptor();
+  if (!i) return nullptr;
   ScopedInternal internal;
   CallSite site;
-  captureCallSite(&site, s_siteDepth);
-  if (site.fromDriver || site.depth == 0) return nullptr;
-  return i->serve(fn, size, alignment, site);
+  const CallSite* where = applicationSite(&site);
+  return where ? i->serve(fn, size, alignment, *where) : nullptr;
 }
 
-// The interceptor that handed out `ptr`, or null (system memory). Every free() asks this while an
-// interceptor is installed; count/trace interceptors answer with one inline-able virtual call.
-inline Interceptor* ownerOf(const void* ptr) {
+/// Optimize mode: memory for a tracked application allocation from the interceptor, or null.
+inline void* serveAllocation(AllocFn fn, size_t size, size_t alignment) {
+  if (HETOPT_LIKELY(!g_watch.servesSize(size))) return nullptr;
+  return serveAt(fn, size, alignment);
+}
+
+/// The interceptor that handed out `ptr`, or null (system memory): asked by every free() while a
+/// mode that serves memory is installed; the others never own a block.
+inline Interceptor* servingOwner(const void* ptr) {
+  if (HETOPT_LIKELY(!g_watch.serves())) return nullptr;
   Interceptor* i = interceptor();
   return (i && i->owns(ptr)) ? i : nullptr;
 }
@@ -194,8 +231,8 @@ inline Interceptor* ownerOf(const void* ptr) {
 // The interceptor when it watches mappings (optimize mode with registrations), else null.
 inline Interceptor* mappingWatcher() {
   if (HETOPT_LIKELY(!interceptActive())) return nullptr;
-  Interceptor* i = interceptor();
-  return i && i->watchesMappings() ? i : nullptr;
+  if (!g_watch.mappings.load(std::memory_order_relaxed)) return nullptr;
+  return interceptor();
 }
 
 bool unmapping(Interceptor* i, void* addr, size_t len, bool discard) {
@@ -209,18 +246,47 @@ void mapped(Interceptor* i, void* addr, size_t len, int flags, void* caller) {
   i->mapped(addr, len, flags, reinterpret_cast<uintptr_t>(caller));
 }
 
-inline bool resolved() { return s_state.load(std::memory_order_acquire) == kReady; }
+// ---- realloc's slow paths ----------------------------------------------------------------------
 
-// The next sigaction (a sanitizer's, else libc's), resolved on first use.
-SigactionFn realSigaction() {
-  static std::atomic<SigactionFn> real{nullptr};
-  SigactionFn fn = real.load(std::memory_order_acquire);
-  if (HETOPT_UNLIKELY(!fn)) {
-    fn = reinterpret_cast<SigactionFn>(dlsym(RTLD_NEXT, "sigaction"));
-    if (!fn) fn = g_realSigaction;
-    real.store(fn, std::memory_order_release);
+/// realloc of a bootstrap block: into a real one (or another bootstrap block).
+HETOPT_NOINLINE HETOPT_COLD void* reallocBootstrapBlock(void* ptr, size_t size) {
+  void* p = malloc(size);
+  if (p) memcpy(p, ptr, std::min(size, bootstrapSize(ptr)));
+  return p;
+}
+
+/// realloc before resolution (or in a signal snapshot): into the bootstrap buffer. A system block
+/// (only in a signal handler's snapshot: bootstrap knows no other) is copied.
+HETOPT_NOINLINE HETOPT_COLD void* reallocIntoBootstrap(void* ptr, size_t size) {
+  void* p = bootstrapAlloc(size);
+  if (p && ptr) memcpy(p, ptr, std::min(size, s_below.allocator.usableSize(ptr)));
+  return p;
+}
+
+/// realloc while an interceptor is installed. Where a block goes when serving is at stake (a
+/// block the mode handed out, or an application block growing at a site it serves) is the
+/// interceptor's decision (Interceptor::reallocate); the rest is the system's realloc, reported.
+HETOPT_NOINLINE void* reallocIntercepted(void* ptr, size_t size) {
+  Interceptor* i = interceptor();
+  if (i && g_watch.serves()) {
+    const bool owned = ptr && i->owns(ptr);
+    if (owned || (t_depth == 0 && size >= s_minTracked && g_watch.servesSize(size))) {
+      ScopedInternal internal;
+      CallSite site;
+      const CallSite* where = owned ? nullptr : applicationSite(&site);
+      void* result = nullptr;
+      if ((owned || where) && i->reallocate(ptr, size, where, &result)) return result;
+    }
   }
-  return fn;
+  if (t_depth != 0) return s_below.allocator.realloc(ptr, size);
+  if (ptr && size == 0) {  // glibc frees the block and returns null
+    noteFree(ptr);
+    return s_below.allocator.realloc(ptr, 0);
+  }
+  void* p = s_below.allocator.realloc(ptr, size);
+  // Every application realloc is reported (a tracked block may shrink below the tracked size).
+  if (p) noteAllocation(AllocFn::Realloc, p, size, 0, ptr);
+  return p;
 }
 
 // Advice that replaces a range's pages: pinned pages would no longer be the program's.
@@ -234,16 +300,22 @@ inline bool discardsContents(int advice) {
 
 }  // namespace
 
+namespace hetopt::shim {
+
+const Below& belowNow() { return ready() || resolveSlow() ? s_below : *g_below; }
+
+}  // namespace hetopt::shim
+
 // ---- exported entry points ---------------------------------------------------------------------
 
 extern "C" {
 
 HETOPT_EXPORT void* malloc(size_t size) {
-  if (HETOPT_UNLIKELY(!ensureResolved())) return bootstrapAlloc(size);
+  if (HETOPT_UNLIKELY(!ready()) && !resolveSlow()) return bootstrapAlloc(size);
   if (tracked(size)) {
     if (void* served = serveAllocation(AllocFn::Malloc, size, 0)) return served;
   }
-  void* p = s_real.malloc(size);
+  void* p = s_below.allocator.malloc(size);
   if (tracked(size) && p) noteAllocation(AllocFn::Malloc, p, size, 0, nullptr);
   return p;
 }
@@ -251,7 +323,7 @@ HETOPT_EXPORT void* malloc(size_t size) {
 HETOPT_EXPORT void free(void* ptr) {
   if (HETOPT_UNLIKELY(ptr == nullptr || inBootstrap(ptr))) return;
   if (HETOPT_UNLIKELY(interceptActive())) {
-    if (Interceptor* owner = ownerOf(ptr)) {
+    if (Interceptor* owner = servingOwner(ptr)) {
       ScopedInternal internal;
       owner->release(ptr);
       return;
@@ -259,14 +331,14 @@ HETOPT_EXPORT void free(void* ptr) {
     // Recorded before the real free: no other thread can reuse the address in between.
     if (t_depth == 0)
       noteFree(ptr);
-    else if (HETOPT_UNLIKELY(t_depth >= kSignalDepth))
+    else if (HETOPT_UNLIKELY(t_inSignalSnapshot))
       return;  // a signal handler's snapshot: the allocator may be the code it interrupted
   }
-  s_real.free(ptr);
+  s_below.allocator.free(ptr);
 }
 
 HETOPT_EXPORT void* calloc(size_t count, size_t size) {
-  if (HETOPT_UNLIKELY(!ensureResolved())) {
+  if (HETOPT_UNLIKELY(!ready()) && !resolveSlow()) {
     size_t bytes;
     if (__builtin_mul_overflow(count, size, &bytes)) return nullptr;
     return bootstrapAlloc(bytes);
@@ -275,62 +347,21 @@ HETOPT_EXPORT void* calloc(size_t count, size_t size) {
   if (tracked(count) && !__builtin_mul_overflow(count, size, &bytes) && tracked(bytes)) {
     if (void* served = serveAllocation(AllocFn::Calloc, bytes, 0)) return served;
   }
-  void* p = s_real.calloc(count, size);
+  void* p = s_below.allocator.calloc(count, size);
   bytes = count * size;  // no overflow: calloc succeeded
   if (p && tracked(bytes)) noteAllocation(AllocFn::Calloc, p, bytes, 0, nullptr);
   return p;
 }
 
 HETOPT_EXPORT void* realloc(void* ptr, size_t size) {
-  if (HETOPT_UNLIKELY(inBootstrap(ptr))) {
-    void* p = malloc(size);
-    if (p) memcpy(p, ptr, std::min(size, bootstrapSize(ptr)));
-    return p;
-  }
-  if (HETOPT_UNLIKELY(!ensureResolved())) {
-    void* p = bootstrapAlloc(size);
-    // A system block (only in a signal handler's snapshot: bootstrap knows no other) is copied.
-    if (p && ptr) memcpy(p, ptr, std::min(size, s_real.usableSize(ptr)));
-    return p;
-  }
-  if (HETOPT_LIKELY(!interceptActive())) return s_real.realloc(ptr, size);
-  if (Interceptor* owner = ptr ? ownerOf(ptr) : nullptr) {
-    ScopedInternal internal;
-    if (size == 0) {
-      owner->release(ptr);
-      return nullptr;
-    }
-    if (void* kept = owner->resize(ptr, size)) return kept;
-    void* moved = s_real.malloc(size);  // the pool is full: move the block to the system
-    if (!moved) return nullptr;          // C semantics: ptr stays valid
-    memcpy(moved, ptr, std::min(size, owner->usableSize(ptr)));
-    owner->release(ptr);
-    return moved;
-  }
-  if (t_depth != 0) return s_real.realloc(ptr, size);
-  if (tracked(size)) {
-    // A candidate site growing a system block (or realloc(NULL)): move it into served memory.
-    if (void* served = serveAllocation(AllocFn::Realloc, size, 0)) {
-      if (ptr) {
-        memcpy(served, ptr, std::min(size, s_real.usableSize(ptr)));
-        noteFree(ptr);
-        s_real.free(ptr);
-      }
-      return served;
-    }
-  }
-  if (ptr && size == 0) {  // glibc frees the block and returns null
-    noteFree(ptr);
-    return s_real.realloc(ptr, 0);
-  }
-  void* p = s_real.realloc(ptr, size);
-  // Every application realloc is reported (a tracked block may shrink below the tracked size).
-  if (p) noteAllocation(AllocFn::Realloc, p, size, 0, ptr);
-  return p;
+  if (HETOPT_UNLIKELY(inBootstrap(ptr))) return reallocBootstrapBlock(ptr, size);
+  if (HETOPT_UNLIKELY(!ready()) && !resolveSlow()) return reallocIntoBootstrap(ptr, size);
+  if (HETOPT_UNLIKELY(interceptActive())) return reallocIntercepted(ptr, size);
+  return s_below.allocator.realloc(ptr, size);
 }
 
 HETOPT_EXPORT int posix_memalign(void** out, size_t alignment, size_t size) {
-  if (HETOPT_UNLIKELY(!ensureResolved())) {
+  if (HETOPT_UNLIKELY(!ready()) && !resolveSlow()) {
     *out = bootstrapAlloc(size, alignment);
     return *out ? 0 : ENOMEM;
   }
@@ -340,44 +371,45 @@ HETOPT_EXPORT int posix_memalign(void** out, size_t alignment, size_t size) {
       return 0;
     }
   }
-  int rc = s_real.posixMemalign(out, alignment, size);
+  int rc = s_below.allocator.posixMemalign(out, alignment, size);
   if (rc == 0 && tracked(size)) noteAllocation(AllocFn::PosixMemalign, *out, size, alignment, nullptr);
   return rc;
 }
 
 HETOPT_EXPORT void* aligned_alloc(size_t alignment, size_t size) {
-  if (HETOPT_UNLIKELY(!ensureResolved())) return bootstrapAlloc(size, alignment);
+  if (HETOPT_UNLIKELY(!ready()) && !resolveSlow()) return bootstrapAlloc(size, alignment);
   if (tracked(size) && alignment && !(alignment & (alignment - 1))) {
     if (void* served = serveAllocation(AllocFn::AlignedAlloc, size, alignment)) return served;
   }
-  void* p = s_real.aligned_alloc(alignment, size);
+  void* p = s_below.allocator.alignedAlloc(alignment, size);
   if (p && tracked(size)) noteAllocation(AllocFn::AlignedAlloc, p, size, alignment, nullptr);
   return p;
 }
 
 HETOPT_EXPORT void* memalign(size_t alignment, size_t size) {
-  if (HETOPT_UNLIKELY(!ensureResolved())) return bootstrapAlloc(size, alignment);
+  if (HETOPT_UNLIKELY(!ready()) && !resolveSlow()) return bootstrapAlloc(size, alignment);
   if (tracked(size) && alignment && !(alignment & (alignment - 1))) {
     if (void* served = serveAllocation(AllocFn::Memalign, size, alignment)) return served;
   }
-  void* p = s_real.memalign(alignment, size);
+  void* p = s_below.allocator.memalign(alignment, size);
   if (p && tracked(size)) noteAllocation(AllocFn::Memalign, p, size, alignment, nullptr);
   return p;
 }
 
 HETOPT_EXPORT void* valloc(size_t size) {
-  if (HETOPT_UNLIKELY(!ensureResolved())) return bootstrapAlloc(size, 4096);
+  if (HETOPT_UNLIKELY(!ready()) && !resolveSlow()) return bootstrapAlloc(size, 4096);
   if (tracked(size)) {
     if (void* served = serveAllocation(AllocFn::Valloc, size, 4096)) return served;
   }
-  void* p = s_real.valloc(size);
+  void* p = s_below.allocator.valloc(size);
   if (p && tracked(size)) noteAllocation(AllocFn::Valloc, p, size, 4096, nullptr);
   return p;
 }
 
 HETOPT_EXPORT void* pvalloc(size_t size) {
-  if (HETOPT_UNLIKELY(!ensureResolved())) return bootstrapAlloc((size + 4095) & ~size_t{4095}, 4096);
-  void* p = s_real.pvalloc(size);
+  if (HETOPT_UNLIKELY(!ready()) && !resolveSlow())
+    return bootstrapAlloc((size + 4095) & ~size_t{4095}, 4096);
+  void* p = s_below.allocator.pvalloc(size);
   if (p && tracked(size)) noteAllocation(AllocFn::Pvalloc, p, size, 4096, nullptr);
   return p;
 }
@@ -385,19 +417,19 @@ HETOPT_EXPORT void* pvalloc(size_t size) {
 HETOPT_EXPORT size_t malloc_usable_size(void* ptr) {
   if (ptr == nullptr) return 0;
   if (inBootstrap(ptr)) return bootstrapSize(ptr);
-  if (HETOPT_UNLIKELY(!ensureResolved())) return 0;
+  if (HETOPT_UNLIKELY(!ready()) && !resolveSlow()) return 0;
   if (HETOPT_UNLIKELY(interceptActive())) {
-    if (Interceptor* owner = ownerOf(ptr)) return owner->usableSize(ptr);
+    if (Interceptor* owner = servingOwner(ptr)) return owner->usableSize(ptr);
   }
-  return s_real.usableSize(ptr);
+  return s_below.allocator.usableSize(ptr);
 }
 
 HETOPT_EXPORT void* mmap(void* addr, size_t len, int prot, int flags, int fd, off_t offset) {
-  if (HETOPT_UNLIKELY(!resolved()))
+  if (HETOPT_UNLIKELY(!ready()))
     return reinterpret_cast<void*>(syscall(SYS_mmap, addr, len, prot, flags, fd, offset));
   Interceptor* i = mappingWatcher();
   if (HETOPT_UNLIKELY(i != nullptr) && (flags & MAP_FIXED)) unmapping(i, addr, len, false);
-  void* p = s_realMap.mmap(addr, len, prot, flags, fd, offset);
+  void* p = s_below.mappings.mmap(addr, len, prot, flags, fd, offset);
   if (HETOPT_UNLIKELY(i != nullptr) && p != MAP_FAILED)
     mapped(i, p, len, flags, __builtin_return_address(0));
   return p;
@@ -408,9 +440,9 @@ HETOPT_EXPORT void* mmap64(void* addr, size_t len, int prot, int flags, int fd, 
 }
 
 HETOPT_EXPORT int munmap(void* addr, size_t len) {
-  if (HETOPT_UNLIKELY(!resolved())) return static_cast<int>(syscall(SYS_munmap, addr, len));
+  if (HETOPT_UNLIKELY(!ready())) return static_cast<int>(syscall(SYS_munmap, addr, len));
   if (Interceptor* i = mappingWatcher()) unmapping(i, addr, len, false);
-  return s_realMap.munmap(addr, len);
+  return s_below.mappings.munmap(addr, len);
 }
 
 HETOPT_EXPORT void* mremap(void* old, size_t oldLen, size_t newLen, int flags, ...) {
@@ -421,7 +453,7 @@ HETOPT_EXPORT void* mremap(void* old, size_t oldLen, size_t newLen, int flags, .
     newAddr = va_arg(ap, void*);
     va_end(ap);
   }
-  if (HETOPT_UNLIKELY(!resolved()))
+  if (HETOPT_UNLIKELY(!ready()))
     return reinterpret_cast<void*>(syscall(SYS_mremap, old, oldLen, newLen, flags, newAddr));
   Interceptor* i = mappingWatcher();
   bool tracked = false;
@@ -429,7 +461,7 @@ HETOPT_EXPORT void* mremap(void* old, size_t oldLen, size_t newLen, int flags, .
     tracked = unmapping(i, old, oldLen, false);
     if (flags & MREMAP_FIXED) unmapping(i, newAddr, newLen, false);
   }
-  void* p = s_realMap.mremap(old, oldLen, newLen, flags, newAddr);
+  void* p = s_below.mappings.mremap(old, oldLen, newLen, flags, newAddr);
   // A tracked mapping that moved or grew is tracked again where it is now.
   if (HETOPT_UNLIKELY(tracked) && p != MAP_FAILED)
     mapped(i, p, newLen, MAP_PRIVATE | MAP_ANONYMOUS, __builtin_return_address(0));
@@ -437,11 +469,11 @@ HETOPT_EXPORT void* mremap(void* old, size_t oldLen, size_t newLen, int flags, .
 }
 
 HETOPT_EXPORT int madvise(void* addr, size_t len, int advice) {
-  if (HETOPT_UNLIKELY(!resolved())) return static_cast<int>(syscall(SYS_madvise, addr, len, advice));
+  if (HETOPT_UNLIKELY(!ready())) return static_cast<int>(syscall(SYS_madvise, addr, len, advice));
   if (discardsContents(advice)) {
     if (Interceptor* i = mappingWatcher()) unmapping(i, addr, len, true);
   }
-  return s_realMap.madvise(addr, len, advice);
+  return s_below.mappings.madvise(addr, len, advice);
 }
 
 // ---- signals ------------------------------------------------------------------------------------
@@ -449,7 +481,7 @@ HETOPT_EXPORT int madvise(void* addr, size_t len, int advice) {
 HETOPT_EXPORT int sigaction(int sig, const struct sigaction* act, struct sigaction* old) {
   int rc;
   if (HETOPT_UNLIKELY(programSigaction(sig, act, old, &rc))) return rc;
-  return realSigaction()(sig, act, old);
+  return belowNow().sigaction(sig, act, old);
 }
 
 HETOPT_EXPORT sighandler_t signal(int sig, sighandler_t handler) {
@@ -461,16 +493,15 @@ HETOPT_EXPORT sighandler_t signal(int sig, sighandler_t handler) {
   act.sa_flags = SA_RESTART;
   int rc;
   if (HETOPT_UNLIKELY(programSigaction(sig, &act, &old, &rc))) return rc == 0 ? old.sa_handler : SIG_ERR;
-  using SignalFn = sighandler_t (*)(int, sighandler_t);
-  static auto real = reinterpret_cast<SignalFn>(dlsym(RTLD_NEXT, "signal"));
-  if (!real) {
-    rc = realSigaction()(sig, &act, &old);
+  const Below& below = belowNow();
+  if (!below.signal) {
+    rc = below.sigaction(sig, &act, &old);
     return rc == 0 ? old.sa_handler : SIG_ERR;
   }
-  return real(sig, handler);
+  return below.signal(sig, handler);
 }
 
-// Between the two states of kSignal (shim/core/state.h).
+// Between the two states of kSignal (shim/core/state.h: t_inSignalSnapshot).
 HETOPT_EXPORT void hetopt_shim_signal_allocations(bool on) {
   unsigned char from = on ? kReady : kSignal;
   s_state.compare_exchange_strong(from, on ? kSignal : kReady, std::memory_order_acq_rel);
@@ -481,8 +512,7 @@ HETOPT_EXPORT void hetopt_shim_signal_allocations(bool on) {
 namespace {
 
 __attribute__((constructor)) void shimConstructor() {
-  ensureResolved();
-  g_realSigaction = realSigaction();
+  if (!ready()) resolveSlow();  // what lies below first, before any mode exists
   bool sizeOk = true, depthOk = true;
   s_minTracked = hetopt::optionUnsigned(hetopt::Option::MIN_TRACKED_SIZE, 1, ~0ull >> 1, &sizeOk);
   s_siteDepth = static_cast<unsigned>(

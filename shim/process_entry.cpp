@@ -17,18 +17,21 @@
 
 #include "shim/core/lifecycle.h"
 #include "shim/core/state.h"
+#include "shim/entry_points.h"
 
 namespace {
 
+using hetopt::shim::belowNow;
+
+/// `fn` as resolved below, else found now (another thread is resolving what lies below).
 template <typename Fn>
-Fn next(const char* name) {
-  return reinterpret_cast<Fn>(dlsym(RTLD_NEXT, name));
+Fn* orNext(Fn* fn, const char* name) {
+  return fn ? fn : reinterpret_cast<Fn*>(dlsym(RTLD_NEXT, name));
 }
 
-[[noreturn]] void endProcess(const char* name, int status) {
+[[noreturn]] void endProcess(void (*real)(int), const char* name, int status) {
   hetopt::shim::processQuickExit();
-  using ExitFn = void (*)(int);
-  if (auto real = next<ExitFn>(name)) real(status);
+  if (auto fn = orNext(real, name)) fn(status);
   for (;;) syscall(SYS_exit_group, status);
 }
 
@@ -36,42 +39,34 @@ Fn next(const char* name) {
 
 extern "C" {
 
-HETOPT_EXPORT void _exit(int status) { endProcess("_exit", status); }
-HETOPT_EXPORT void _Exit(int status) { endProcess("_Exit", status); }
+HETOPT_EXPORT void _exit(int status) { endProcess(belowNow().process.exit, "_exit", status); }
+HETOPT_EXPORT void _Exit(int status) { endProcess(belowNow().process.Exit, "_Exit", status); }
 
 HETOPT_EXPORT pid_t fork(void) {
   hetopt::shim::processFork();
-  using Fn = pid_t (*)();
-  static const auto real = next<Fn>("fork");
-  return real();
+  return orNext(belowNow().process.fork, "fork")();
 }
 
 HETOPT_EXPORT int execve(const char* path, char* const argv[], char* const envp[]) {
   hetopt::shim::processExec();
-  using Fn = int (*)(const char*, char* const[], char* const[]);
-  static const auto real = next<Fn>("execve");
+  const auto real = orNext(belowNow().process.execve, "execve");
   return real ? real(path, argv, envp) : static_cast<int>(syscall(SYS_execve, path, argv, envp));
 }
 
 HETOPT_EXPORT int execv(const char* path, char* const argv[]) {
   hetopt::shim::processExec();
-  using Fn = int (*)(const char*, char* const[]);
-  static const auto real = next<Fn>("execv");
+  const auto real = orNext(belowNow().process.execv, "execv");
   return real ? real(path, argv) : static_cast<int>(syscall(SYS_execve, path, argv, environ));
 }
 
 HETOPT_EXPORT int execvp(const char* file, char* const argv[]) {
   hetopt::shim::processExec();
-  using Fn = int (*)(const char*, char* const[]);
-  static const auto real = next<Fn>("execvp");
-  return real(file, argv);
+  return orNext(belowNow().process.execvp, "execvp")(file, argv);
 }
 
 HETOPT_EXPORT int execvpe(const char* file, char* const argv[], char* const envp[]) {
   hetopt::shim::processExec();
-  using Fn = int (*)(const char*, char* const[], char* const[]);
-  static const auto real = next<Fn>("execvpe");
-  return real(file, argv, envp);
+  return orNext(belowNow().process.execvpe, "execvpe")(file, argv, envp);
 }
 
 }  // extern "C"

@@ -8,10 +8,9 @@
 #include <atomic>
 #include <cerrno>
 
-namespace hetopt::shim {
+#include "shim/core/below.h"
 
-extern "C" int __sigaction(int, const struct sigaction*, struct sigaction*);
-SigactionFn g_realSigaction = __sigaction;
+namespace hetopt::shim {
 
 namespace {
 
@@ -47,7 +46,7 @@ int installOurs(int sig, const struct sigaction& program) {
   ours.sa_sigaction = onSignal;
   sigemptyset(&ours.sa_mask);
   ours.sa_flags = SA_SIGINFO | SA_ONSTACK | (program.sa_flags & SA_RESTART);
-  return g_realSigaction(sig, &ours, nullptr);
+  return g_below->sigaction(sig, &ours, nullptr);
 }
 
 void setProgramAction(int sig, const struct sigaction& a) {
@@ -67,7 +66,7 @@ void dieByDefault(int sig, const siginfo_t* info) {
   struct sigaction dfl = {};
   dfl.sa_handler = SIG_DFL;
   sigemptyset(&dfl.sa_mask);
-  g_realSigaction(sig, &dfl, nullptr);
+  g_below->sigaction(sig, &dfl, nullptr);
   sigset_t set;
   sigemptyset(&set);
   sigaddset(&set, sig);
@@ -125,7 +124,7 @@ void installFatalSignalHandlers(void (*flush)(int sig)) {
     Slot& s = s_slots[sig];
     if (s.watched.load(std::memory_order_relaxed)) continue;
     struct sigaction current = {};
-    if (g_realSigaction(sig, nullptr, &current) != 0 || isIgnore(current)) continue;
+    if (g_below->sigaction(sig, nullptr, &current) != 0 || isIgnore(current)) continue;
     setProgramAction(sig, current);
     if (installOurs(sig, current) == 0) s.watched.store(true, std::memory_order_release);
   }
@@ -147,7 +146,7 @@ bool programSigaction(int sig, const struct sigaction* act, struct sigaction* ol
   *rc = 0;
   if (act) {
     // SIG_IGN for real: an ignored signal must not interrupt the program's system calls.
-    *rc = isIgnore(*act) ? g_realSigaction(sig, act, nullptr) : installOurs(sig, *act);
+    *rc = isIgnore(*act) ? g_below->sigaction(sig, act, nullptr) : installOurs(sig, *act);
     if (*rc == 0) setProgramAction(sig, *act);
   }
   s_updating.clear(std::memory_order_release);

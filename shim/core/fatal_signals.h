@@ -26,9 +26,4 @@ void installFatalSignalHandlers(void (*flush)(int sig));
 /// action it keeps for the program; false: the caller makes the real call.
 bool programSigaction(int sig, const struct sigaction* act, struct sigaction* old, int* rc);
 
-/// The real sigaction (the next one after the shim's export). Set by the shim's entry points;
-/// glibc's own where shim_core is linked alone (tests).
-using SigactionFn = int (*)(int, const struct sigaction*, struct sigaction*);
-extern SigactionFn g_realSigaction;
-
 }  // namespace hetopt::shim

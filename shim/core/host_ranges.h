@@ -27,7 +27,7 @@ struct HostRange {
 /// The range argument `i` of `call` moves; false when it moves none (not a host-range role:
 /// api::isHostRangeRole, a null pointer, a size the call does not give, a buffer made without a
 /// host pointer flag). Image element sizes are asked of the driver (clGetImageInfo through
-/// g_nextFunction) or read from the image format.
+/// g_below->nextFunction) or read from the image format.
 bool hostRange(const CallRecord& call, const api::ApiInfo& info, unsigned i, HostRange* out);
 
 }  // namespace hetopt::shim

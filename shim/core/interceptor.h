@@ -13,6 +13,8 @@
 
 #include "api_table.h"
 #include "contracts/alloc_fn.h"
+#include "shim/core/below.h"
+#include "shim/core/state.h"
 
 namespace hetopt::shim {
 
@@ -49,54 +51,24 @@ struct AllocEvent {
   const CallSite* site;  ///< where it came from; null when size < HETOPT_MIN_TRACKED_SIZE
 };
 
-/// The real OpenCL function for `id` (the next layer's or the loader's), never the shim's own
-/// export: for a mode's own OpenCL calls, made inside ScopedInternal so that no route records
-/// them. Set by the shim's entry points; null where shim_core is linked alone (unit tests).
-using NextFunctionLookup = void* (*)(api::ApiId id);
-extern NextFunctionLookup g_nextFunction;
-
-/// g_nextFunction typed: `auto fn = realClFunction<decltype(&clFinish)>(api::ApiId::clFinish);`
-template <typename Fn>
-Fn realClFunction(api::ApiId id) {
-  return reinterpret_cast<Fn>(g_nextFunction ? g_nextFunction(id) : nullptr);
-}
-
-/// The allocator the program would have had without the shim (dlsym RTLD_NEXT), for memory a
-/// mode hands out from it but keeps track of (blocks registered in place). Set by the shim's
-/// entry points before any interceptor exists; glibc's own functions where shim_core is linked
-/// alone (unit tests).
-struct SystemAllocator {
-  void* (*malloc)(size_t);
-  void (*free)(void*);
-  void* (*calloc)(size_t, size_t);
-  void* (*realloc)(void*, size_t);
-  int (*posixMemalign)(void**, size_t, size_t);
-  size_t (*usableSize)(void*);
-};
-extern const SystemAllocator* g_systemAllocator;
-
 class Interceptor {
  public:
   virtual ~Interceptor() = default;
   virtual void callBegin(CallRecord& call) {}
   virtual void callEnd(CallRecord& call) {}
-  /// Whether allocated()/freeing() are wanted; fixed for the interceptor's lifetime. When not,
-  /// the malloc family skips the call-site capture (an unwind) they would need.
-  virtual bool watchesAllocations() const { return true; }
+  /// What the malloc and mmap families must tell it (state.h), asked once at activation: a
+  /// capability fixed for the interceptor's lifetime is data, not a virtual call per allocation.
+  virtual Wants wants() const { return Wants{}; }
   /// Every application allocation of at least the tracked size, and every realloc of any size
   /// (so that a tracked block that shrinks is seen leaving).
   virtual void allocated(const AllocEvent& event) {}
   /// Every application free of a non-null pointer, before the memory is returned.
   virtual void freeing(void* ptr) {}
   // ---- serving (optimize mode) ---------------------------------------------------------------
-  // The malloc entry points ask serve() before the system allocator, but only when servesSize()
-  // and only for application allocations of at least the tracked size (so only those pay for the
-  // call-site capture). Every free/realloc/malloc_usable_size asks owns() first.
-
-  /// Whether serve() can return memory for a block of `size` bytes from some site: false lets
-  /// the allocation skip the call-site capture (an unwind). Cheap, lock-free, and fixed for the
-  /// interceptor's lifetime for any one size.
-  virtual bool servesSize(size_t size) const { return false; }
+  // The malloc entry points ask serve() before the system allocator, but only for sizes in the
+  // Wants' serve range and only for application allocations of at least the tracked size (so only
+  // those pay for the call-site capture). While a mode serves, every free/realloc/
+  // malloc_usable_size asks owns() first.
   /// Memory for an allocation at `site`, honouring `alignment` (0: malloc's) and zeroing it for
   /// calloc; null lets the system allocator serve it.
   virtual void* serve(AllocFn fn, size_t size, size_t alignment, const CallSite& site) {
@@ -108,17 +80,19 @@ class Interceptor {
   virtual void release(void* ptr) {}
   /// malloc_usable_size() of owned memory.
   virtual size_t usableSize(const void* ptr) const { return 0; }
-  /// realloc() of owned memory to `size` (> 0) where the interceptor can keep it; null when it
-  /// cannot (ptr is then unchanged and the caller moves it to the system allocator).
-  virtual void* resize(void* ptr, size_t size) { return nullptr; }
+  /// realloc() where serving is at stake: `ptr` is memory owns() claims (`site` null), or an
+  /// application block (or null) growing to a size in the serve range at `site`. Whether the block
+  /// stays, moves between served memory and the system allocator, or goes (size 0) is the
+  /// interceptor's decision: true with the result (C semantics: null leaves `ptr` valid, but for
+  /// size 0), false when it takes no part and the system's realloc handles it.
+  virtual bool reallocate(void* ptr, size_t size, const CallSite* site, void** result) {
+    return false;
+  }
 
   // ---- mappings (optimize mode: memory registered in place) -----------------------------------
-  // The mmap family's entry points call these only when watchesMappings(): mapped() after an
+  // The mmap family's entry points call these only when the Wants say mappings: mapped() after an
   // application's mmap succeeded, unmapping() before munmap, mremap, a MAP_FIXED mmap or a
   // discarding madvise reaches the kernel (from any thread, the driver's too).
-
-  /// Whether mapped()/unmapping() are wanted; fixed for the interceptor's lifetime.
-  virtual bool watchesMappings() const { return false; }
   /// An application mapping [addr, addr+len) with mmap `flags`; `caller` is its return address.
   virtual void mapped(void* addr, size_t len, int flags, uintptr_t caller) {}
   /// [addr, addr+len) is about to go away (`discard` false) or lose its contents (madvise,

@@ -147,6 +147,7 @@ void activate(Mode mode) {
   // first use (static initialization, first snapshot) would leave the child waiting forever.
   ModuleMap::instance().refresh();
   s_mode = mode;
+  g_watch.publish(created->wants());  // before the interceptor: the entry points read it after
   g_interceptor.store(created, std::memory_order_release);
   debug("shim active in %s mode", modeName(mode));
 }

@@ -417,7 +417,7 @@ void* OptimizeInterceptor::serve(AllocFn fn, size_t size, size_t alignment, cons
 
 void* OptimizeInterceptor::serveInPlace(AllocFn fn, size_t size, size_t alignment,
                                         const PlanSite& site) {
-  const SystemAllocator& sys = *g_systemAllocator;
+  const SystemAllocator& sys = g_below->allocator;
   void* p = nullptr;
   if (fn == AllocFn::Calloc)
     p = sys.calloc(1, size);
@@ -440,7 +440,7 @@ size_t OptimizeInterceptor::usableSize(const void* ptr) const {
   if (m_pool.owns(ptr)) return m_pool.usableSize(ptr);
   if (m_direct && m_direct->owns(ptr)) return m_direct->usableSize(ptr);
   if (size_t n = m_blocks.usableSize(ptr)) return n;
-  return g_systemAllocator->usableSize(const_cast<void*>(ptr));
+  return g_below->allocator.usableSize(const_cast<void*>(ptr));
 }
 
 void OptimizeInterceptor::release(void* ptr) {
@@ -453,8 +453,38 @@ void OptimizeInterceptor::release(void* ptr) {
     m_ledger.released(ptr);
     m_direct->deallocate(ptr);
   } else {
-    m_blocks.release(ptr, g_systemAllocator->free);  // unregistered before the allocator gets it
+    m_blocks.release(ptr, g_below->allocator.free);  // unregistered before the allocator gets it
   }
+}
+
+bool OptimizeInterceptor::reallocate(void* ptr, size_t size, const CallSite* site, void** result) {
+  const SystemAllocator& sys = g_below->allocator;
+  if (!site) {  // a block served here
+    *result = nullptr;
+    if (size == 0) {
+      release(ptr);
+      return true;
+    }
+    if (void* kept = resize(ptr, size)) {
+      *result = kept;
+      return true;
+    }
+    void* moved = sys.malloc(size);  // the pool is full: the block moves to the system
+    if (!moved) return true;         // C semantics: ptr stays valid
+    memcpy(moved, ptr, std::min(size, usableSize(ptr)));
+    release(ptr);
+    *result = moved;
+    return true;
+  }
+  // A candidate site growing a system block (or realloc(NULL)): moved into served memory.
+  void* served = serve(AllocFn::Realloc, size, 0, *site);
+  if (!served) return false;
+  if (ptr) {
+    memcpy(served, ptr, std::min(size, sys.usableSize(ptr)));
+    sys.free(ptr);
+  }
+  *result = served;
+  return true;
 }
 
 void* OptimizeInterceptor::resize(void* ptr, size_t size) {
@@ -480,7 +510,7 @@ void* OptimizeInterceptor::resize(void* ptr, size_t size) {
 }
 
 void* OptimizeInterceptor::resizeInPlace(void* ptr, size_t size) {
-  const SystemAllocator& sys = *g_systemAllocator;
+  const SystemAllocator& sys = g_below->allocator;
   unsigned site = BlockRegistration::kNoSite;
   const uint64_t wait = m_blocks.waitOf(ptr, &site);
   const size_t old = m_blocks.usableSize(ptr);

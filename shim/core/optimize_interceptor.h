@@ -62,19 +62,23 @@ class OptimizeInterceptor final : public Interceptor {
   static OptimizeInterceptor* create();
 
   /// Only sizes some plan site takes (Plan::find) are worth an unwind: the union of their ranges.
-  bool servesSize(size_t size) const override { return size >= m_serveMin && size <= m_serveMax; }
-  bool watchesAllocations() const override { return false; }  // serve() sees what it needs
+  /// No allocated()/freeing(): serve() sees what it needs. Mappings with in-place registrations.
+  Wants wants() const override {
+    return Wants{.allocations = false, .mappings = m_registry != nullptr, .serveMin = m_serveMin,
+                 .serveMax = m_serveMax};
+  }
   void* serve(AllocFn fn, size_t size, size_t alignment, const CallSite& site) override;
   bool owns(const void* ptr) const override {
     return m_pool.owns(ptr) || (m_direct && m_direct->owns(ptr)) || m_blocks.owns(ptr);
   }
   void release(void* ptr) override;
   size_t usableSize(const void* ptr) const override;
-  void* resize(void* ptr, size_t size) override;
+  /// Owned blocks are kept, resized or moved out to the system allocator (the pool is full); a
+  /// system block growing at a candidate site moves into served memory.
+  bool reallocate(void* ptr, size_t size, const CallSite* site, void** result) override;
   void callBegin(CallRecord& call) override;
   void callEnd(CallRecord& call) override;
   // In-place registration of the plan's static ranges and mappings (inplace_registry.h).
-  bool watchesMappings() const override { return m_registry != nullptr; }
   void mapped(void* addr, size_t len, int flags, uintptr_t caller) override;
   bool unmapping(void* addr, size_t len, bool discard) override {
     return m_registry && m_registry->unmapping(addr, len, discard);
@@ -135,6 +139,9 @@ class OptimizeInterceptor final : public Interceptor {
   /// The register strategy: system memory, adopted by m_blocks to be pinned where it is.
   void* serveInPlace(AllocFn fn, size_t size, size_t alignment, const PlanSite& site);
   void* resizeInPlace(void* ptr, size_t size);
+  /// realloc() of owned memory to `size` (> 0) where it can stay served; null when it cannot
+  /// (ptr is then unchanged).
+  void* resize(void* ptr, size_t size);
   // The naive variant (plan `pool-mode direct`, `hetopt run --no-pool`) and trace conformance.
   void markReady(double startMs);
   void startDirect(std::unique_ptr<AllocationPolicy> policy, double startMs);

@@ -282,7 +282,8 @@ void TraceInterceptor::signalSnapshot() {
     locked = mutex.try_lock();
   }
   if (locked) {
-    t_depth += kSignalDepth;
+    ++t_depth;
+    t_inSignalSnapshot = true;
     if (hetopt_shim_signal_allocations) hetopt_shim_signal_allocations(true);
     if (m_active) {
       try {
@@ -291,7 +292,8 @@ void TraceInterceptor::signalSnapshot() {
       }
     }
     if (hetopt_shim_signal_allocations) hetopt_shim_signal_allocations(false);
-    t_depth -= kSignalDepth;
+    t_inSignalSnapshot = false;
+    --t_depth;
     mutex.unlock();
   }
   s_busy.store(false);

@@ -47,9 +47,9 @@ class TraceInterceptor final : public Interceptor, private DeviceTiming::Sink, p
   /// it may be a signal handler); not after a fatal signal's snapshot (that trace stays
   /// incomplete, as the program was killed).
   void quickExit() override;
-  /// Trace mode watches unmapping only to record what is queued first: an untracked region is
-  /// classified (/proc/self/maps) while its mapping is still there.
-  bool watchesMappings() const override { return true; }
+  /// Every tracked allocation and free; and unmapping, only to record what is queued first: an
+  /// untracked region is classified (/proc/self/maps) while its mapping is still there.
+  Wants wants() const override { return Wants{.allocations = true, .mappings = true}; }
   bool unmapping(void* addr, size_t len, bool discard) override;
   /// Before exec (the process image is replaced, no exit handlers run): what is queued is
   /// recorded and a snapshot written.
