@@ -26,9 +26,11 @@
 #   thread, which ASan then tries to munmap at thread exit (a CHECK failure, ASan's and LLVM's).
 # tsan: build-tsan with -fsanitize=thread, the tests labelled tsan (hetopt_discover_tests in
 #   tests/CMakeLists.txt; a new suite in those binaries is in by its label): the multi-threaded
-#   code that can be linked into a test binary: the pinned pool and the direct (no pool) allocator
-#   (stress tests with several threads), the trace recorder and the shim core's unit tests
-#   (conformance, in-place registry, heap-block registration), and the fork protocol on all of
+#   code that can be linked into a test binary: the pinned pool, the block table and the direct
+#   (no pool) allocator (stress tests with several threads), the trace library (also at
+#   HETOPT_DEBUG_LEVEL 3, where the record ring validates itself beside its producers) and the shim
+#   core's unit tests (conformance, in-place registry, heap-block registration, optimize mode's
+#   preparation, context choice and the mode on a fake OpenCL), and the fork protocol on all of
 #   them (ForkProtocol: fork() while other threads hold or use their locks) (same
 #   malloc-interposition reason as above for the preloaded shim).
 #   Excluded: ModuleMap.FindsTheTestExecutableAndSkipsLibc, which takes &abort as a libc address:
@@ -67,7 +69,8 @@ for kind in "${kinds[@]}"; do
     tsan)
       configure build-tsan thread || { status=1; continue; }
       cmake --build build-tsan -j"$jobs" --target pool_test pool_test_release direct_test \
-        trace_unit_tests shim_unit_tests fork_protocol_test trace_stream_test || { status=1; continue; }
+        block_table_test trace_unit_tests trace_unit_tests_checked shim_unit_tests fork_protocol_test \
+        trace_stream_test || { status=1; continue; }
       # halt_on_error: a data race fails the test instead of only printing.
       TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
         ctest --test-dir build-tsan -j"$jobs" --output-on-failure --timeout 300 \

@@ -28,7 +28,8 @@ namespace {
 // fork() and releases them after it, in the parent and in the child. The order, outermost first
 // (prepare takes them in this order; parent and child release them in reverse):
 //   1. the installed interceptor's, in its forkPrepare():
-//        optimize: its pool state mutex, the pinned pool (policies::PinnedPool), the in-place
+//        optimize: its preparation's mutex (Preparation), its context choice's (ContextChoice),
+//                  the pinned pool (policies::PinnedPool), the in-place
 //                  registry (InplaceRegistry), the heap blocks (BlockRegistration), the
 //                  direct allocator's table (policies::DirectAllocator), the run's ledger
 //                  (SiteLedger)

@@ -11,11 +11,13 @@
 #include <cstdio>
 #include <cstring>
 #include <string>
+#include <thread>
 
 #include "common/cl_select.h"
 #include "common/elf_imports.h"
 #include "common/log.h"
 #include "common/options.h"
+#include "common/sigxfsz_block.h"
 #include "contracts/run_record.h"
 #include "contracts/site_key.h"
 #include "shim/core/callsite.h"
@@ -80,10 +82,11 @@ bool findPlan(const char* files, Plan* out, std::string* usedPath) {
 
 }  // namespace
 
+// ---- the plan -------------------------------------------------------------------------------
+
 OptimizeInterceptor::OptimizeInterceptor(Plan plan, std::string planPath)
-    : m_plan(std::move(plan)), m_planPath(std::move(planPath)), m_ledger(m_plan.sites.size()),
-      m_blocks(m_plan) {
-  startRunClock();
+    : m_plan(std::move(plan)), m_planPath(std::move(planPath)), m_clock(RunClock::start()),
+      m_ledger(m_plan.sites.size()), m_blocks(m_plan) {
   if (!m_planPath.empty()) m_forkMarker = forkMarkerPath(m_planPath);
   if (m_plan.sites.empty()) return;
   m_serveMin = UINT64_MAX;
@@ -102,6 +105,10 @@ OptimizeInterceptor* OptimizeInterceptor::create() {
   Plan plan;
   std::string planPath;
   if (!findPlan(path, &plan, &planPath)) return nullptr;
+  return createFor(std::move(plan), std::move(planPath));
+}
+
+OptimizeInterceptor* OptimizeInterceptor::createFor(Plan plan, std::string planPath) {
   if (plan.sites.empty() && !plan.hasRegistrations()) {
     debug("the plan has no candidate sites; running unoptimized");
     return nullptr;
@@ -119,294 +126,80 @@ OptimizeInterceptor* OptimizeInterceptor::create() {
     warn("ignoring invalid HETOPT_POOL_WAIT_MS (0-600000); using %s",
          optionInfo(Option::POOL_WAIT_MS).defaultValue);
   auto* self = new OptimizeInterceptor(std::move(plan), std::move(planPath));
+  const Plan& p = self->m_plan;
   const std::string contextOption = optionString(Option::POOL_CONTEXT);
   if (contextOption != "program" && contextOption != "own")
     warn("ignoring invalid HETOPT_POOL_CONTEXT '%s' (program or own); using program",
          contextOption.c_str());
-  self->m_ownContextOnly = contextOption == "own";
-  // Nothing to wait for unless the pool thread will make the early context.
-  if (!self->m_plan.earlyContext || self->m_plan.directAllocation || self->m_ownContextOnly)
-    self->m_earlyState = EarlyState::Failed;
-  self->m_conformance.expect(self->m_plan);
-  if (self->m_plan.directAllocation) {
+  const bool ownOnly = contextOption == "own";
+  // The early context only where the driver thread will make it.
+  self->m_context.configure(ownOnly, p.earlyContext && !p.directAllocation && !ownOnly);
+  self->m_conformance.expect(p);
+  if (p.directAllocation) {
     // Room for what the conformance check lets live (4x the profiled peak) with a margin.
     uint64_t peak = 0;
     bool profiled = true;
-    for (const PlanSite& s : self->m_plan.sites) {
+    for (const PlanSite& s : p.sites) {
       peak += s.profile.peakLiveBlocks;
       profiled = profiled && s.profiled;
     }
-    unsigned maxLive = profiled ? static_cast<unsigned>(std::clamp<uint64_t>(8 * peak, 256, 1 << 16))
-                                : 4096;
+    unsigned maxLive =
+        profiled ? static_cast<unsigned>(std::clamp<uint64_t>(8 * peak, 256, 1 << 16)) : 4096;
     self->m_direct = std::make_unique<policies::DirectAllocator>(maxLive);
   }
-  if (self->m_plan.hasRegistrations()) self->m_registry = new InplaceRegistry(self->m_plan);
+  if (p.hasRegistrations()) self->m_registry = new InplaceRegistry(p);
   // Prepared off the critical path; the thread ends when the pool is ready (or failed). In a
   // process that may fork it starts at the program's first OpenCL call (callBegin), and only the
   // driver's libraries are loaded now (driver_start.h).
   const double checkStart = nowMs();
-  const bool planLate = self->m_plan.driverLate;
-  self->m_driver.decide(planLate, planLate ? std::string() : loadedModuleImporting(kForkFunctions));
-  debug("driver start: %s (decided in %.0f us)", self->m_driver.describe().c_str(),
+  self->m_prep.decide(p.driverLate, p.driverLate ? std::string() : loadedModuleImporting(kForkFunctions));
+  debug("driver start: %s (decided in %.0f us)", self->m_prep.describeDriver().c_str(),
         (nowMs() - checkStart) * 1e3);
-  if (!self->m_driver.late())
-    std::thread([self] { self->preparePool(true); }).detach();
+  if (!self->m_prep.late())
+    std::thread([self] { self->prepare(true); }).detach();
   else if (optionFlag(Option::DRIVER_PRELOAD))
     std::thread([self] { self->loadDriverLibraries(); }).detach();
   return self;
 }
 
-void OptimizeInterceptor::markEnumerated() {
-  {
-    std::lock_guard<std::mutex> lock(m_stateMutex);
-    m_enumerated.store(true, std::memory_order_release);
-  }
-  m_stateChanged.notify_all();
-}
-
-void OptimizeInterceptor::failPool(const char* why) {
-  snprintf(m_failure, sizeof m_failure, "%s", why);
-  // Said before the state is published: a program woken by it may exit at once, and exit ends
-  // this thread wherever it is (the warning was lost now and then).
-  warn("pinned pool unavailable (%s); candidate allocations use ordinary memory", why);
-  {
-    std::lock_guard<std::mutex> lock(m_stateMutex);
-    m_state.store(static_cast<int>(PoolState::Failed), std::memory_order_release);
-    m_enumerated.store(true, std::memory_order_release);
-    if (m_earlyState == EarlyState::Making) m_earlyState = EarlyState::Failed;
-  }
-  m_stateChanged.notify_all();
-}
-
-void OptimizeInterceptor::setPoolThreadInDriver(bool inDriver) {
-  {
-    std::lock_guard<std::mutex> lock(m_stateMutex);
-    m_driver.setInDriver(inDriver);
-  }
-  if (!inDriver) m_stateChanged.notify_all();
-}
-
-void OptimizeInterceptor::waitOutOfDriver(std::unique_lock<std::mutex>& lock, const char* what) {
-  if (!m_stateChanged.wait_for(lock, std::chrono::milliseconds(kDriverWaitMs),
-                               [this] { return !m_driver.busy(); }))
-    debug("%s went ahead after %d ms with hetopt's thread still inside the driver", what, kDriverWaitMs);
-}
-
-// A program that ends before it made a context (a usage error, --help, a launcher, a platform
-// query) while hetopt's thread is loading the driver or making a context: exit's handlers, among
-// them the destructors that the driver's libraries registered as they loaded (LLVM's, under PoCL),
-// run while that thread is still inside their constructors or their lazy start-up. On PoCL 14
-// immediate exits in 100 died of SIGSEGV or SIGABRT that way, and 14 in 100 exits right after
-// clGetPlatformIDs under an early-context plan (faults.exit_while_loading). Natively the program
-// never starts that much of the driver. Once it made a context, exits during the pool's making
-// did not crash (0 of 200).
-void OptimizeInterceptor::beforeExit() {
-  if (m_programMadeContext.load(std::memory_order_relaxed)) return;
-  std::unique_lock<std::mutex> lock(m_stateMutex);
-  waitOutOfDriver(lock, "exit()");
-}
-
-void OptimizeInterceptor::loadDriverLibraries() {
-  ScopedInternal internal;  // what the libraries' constructors allocate is not the program's
-  {
-    std::lock_guard<std::mutex> lock(m_stateMutex);
-    // A fork() came first, or the program's own first call is loading them already.
-    if (m_programCalledOpenCL.load(std::memory_order_relaxed) || !m_driver.beginLoading()) return;
-  }
-  const double start = nowMs();
-  const unsigned loaded = loadVendorLibraries();
-  {
-    std::lock_guard<std::mutex> lock(m_stateMutex);
-    m_driver.endLoading();
-  }
-  m_stateChanged.notify_all();
-  debug("%u OpenCL implementation(s) loaded early in %.0f ms, none called", loaded,
-        nowMs() - start);
-}
-
-void OptimizeInterceptor::preparePool(bool early) {
-  ScopedInternal internal;  // this thread's OpenCL calls and allocations are the shim's own
-  {
-    std::lock_guard<std::mutex> lock(m_stateMutex);
-    // A fork() before this thread began: the driver is the program's, and its first OpenCL call
-    // starts this again as the late driver's thread (callBegin).
-    if (early && !m_driver.enterDriver()) return;
-    m_driver.setInDriver(true);
-  }
-  struct InDriver {  // on every way out of here (fork and exit wait for it)
-    OptimizeInterceptor* self;
-    ~InDriver() { self->setPoolThreadInDriver(false); }
-  } inDriver{this};
-  double start = nowMs();
-  ClQueryFunctions query{realClFunction<decltype(&clGetPlatformIDs)>(api::ApiId::clGetPlatformIDs),
-                         realClFunction<decltype(&clGetPlatformInfo)>(api::ApiId::clGetPlatformInfo),
-                         realClFunction<decltype(&clGetDeviceIDs)>(api::ApiId::clGetDeviceIDs),
-                         realClFunction<decltype(&clGetDeviceInfo)>(api::ApiId::clGetDeviceInfo)};
-  auto createContext = realClFunction<decltype(&clCreateContext)>(api::ApiId::clCreateContext);
-  auto createQueue = realClFunction<decltype(&clCreateCommandQueueWithProperties)>(
-      api::ApiId::clCreateCommandQueueWithProperties);
-  auto releaseContext = realClFunction<decltype(&clReleaseContext)>(api::ApiId::clReleaseContext);
-  auto releaseQueue =
-      realClFunction<decltype(&clReleaseCommandQueue)>(api::ApiId::clReleaseCommandQueue);
-  PolicyEnv env = policyEnv(nullptr);
-  if (!query.getPlatformIDs || !query.getPlatformInfo || !query.getDeviceIDs ||
-      !query.getDeviceInfo || !createContext || !createQueue || !env.cl.createBuffer ||
-      !env.cl.releaseMemObject || !env.cl.enqueueMapBuffer || !env.cl.enqueueUnmapMemObject ||
-      !env.cl.finish)
-    return failPool("no OpenCL loader in this process");
-
-  ClDevice dev;
-  std::string error;
-  if (!selectClDevice(m_plan.device, &dev, &error, query)) return failPool(error.c_str());
-  m_device = dev.device;
-  m_platform = dev.platform;
-  m_maxAllocBytes = dev.maxAllocBytes;
-  markEnumerated();
-  if (m_earlyState == EarlyState::Making) makeEarlyContext(createContext);
-  setPoolThreadInDriver(false);  // out of the driver until awaitContext (a hybrid pool's pages)
-  PolicyKind kind = PolicyKind::OpenCL;
-  policyFromName(m_plan.poolPolicy.c_str(), &kind);
-  const bool pooled = m_plan.hasPoolSites() && !m_direct;
-  // What needs no context is done while the program creates its own: a hybrid pool's pages and
-  // their mlock, its expensive half.
-  if (pooled && kind == PolicyKind::Hybrid) {
-    PolicyStatus st = prepareHybridHost(m_plan.poolBytes, &m_region);
-    if (!st) {
-      makePolicy(kind, env)->release(&m_region);  // pages only: no OpenCL involved
-      return failPool(st.reason);
-    }
-  }
-  auto releaseRegion = [&] {
-    if (m_region.base || m_region.buffer) makePolicy(kind, env)->release(&m_region);
-  };
-  cl_int err = CL_SUCCESS;
-  char why[96];
-  env.context = awaitContext();
-  if (!env.context) {
-    cl_context_properties props[] = {CL_CONTEXT_PLATFORM,
-                                     reinterpret_cast<cl_context_properties>(dev.platform), 0};
-    env.context = createContext(props, 1, &dev.device, nullptr, nullptr, &err);
-    if (err != CL_SUCCESS) {
-      // Not released: PoCL's dummy context from a failed call aborts when released (see callEnd).
-      releaseRegion();
-      snprintf(why, sizeof why, "clCreateContext failed (OpenCL status %d)", err);
-      return failPool(why);
-    }
-  }
-  // Blocks adopted so far (allocated before the context, as real programs do) are registered now,
-  // on a thread of their own, while the pool below is still being made (already started when the
-  // program's context was offered).
-  if (!m_direct) m_blocks.start(env, dev.maxAllocBytes);
-  env.queue = createQueue(env.context, dev.device, nullptr, &err);
-  if (err != CL_SUCCESS) {
-    releaseRegion();
-    if (releaseContext) releaseContext(env.context);
-    snprintf(why, sizeof why, "clCreateCommandQueueWithProperties failed (OpenCL status %d)", err);
-    return failPool(why);
-  }
-  if (m_registry) m_registry->contextReady(env, dev.maxAllocBytes);  // ~5 ms per 64 MiB (design notes)
-  if (!pooled && !m_direct) return markReady(start);  // registrations only: no pool
-
-  std::unique_ptr<AllocationPolicy> policy = makePolicy(kind, env);
-  if (m_direct) return startDirect(std::move(policy), start);
-  PolicyStatus st = m_region.base ? finishHybrid(env, &m_region)
-                                  : policy->allocate(m_plan.poolBytes, &m_region);
-  if (!st) {
-    failPool(st.reason);
-    policy->release(&m_region);  // what a failed allocate left (nothing) or the prepared pages
-    policy.reset();
-    if (releaseQueue) releaseQueue(env.queue);
-    if (releaseContext) releaseContext(env.context);
-    return;
-  }
-  if (!m_pool.addRegion(m_region.ptr, m_region.size)) return failPool("pool rejected its region");
-  m_regionInheritance = os::forkInheritance(m_region.ptr);  // published by markReady
-  // The context, queue and policy stay alive with the region (released at exit by the driver).
-  policy.release();
-  markReady(start);
-  debug("pinned pool ready: %s %s on %s in %s after %.0f ms; fork() would give a child its pages %s",
-        m_plan.poolPolicy.c_str(), mib(m_plan.poolBytes).c_str(), dev.deviceName.c_str(), contextOrigin(),
-        m_readyAfterMs, os::forkInheritanceName(m_regionInheritance));
-}
-
-cl_context OptimizeInterceptor::awaitContext() {
-  std::unique_lock<std::mutex> lock(m_stateMutex);
-  if (!m_ownContextOnly)
-    m_stateChanged.wait(lock, [this] { return m_programContext || m_ownContextWanted; });
-  m_driver.setInDriver(true);  // a context, a queue and the pinned memory next
-  m_contextChosen = true;
-  return m_programContext;
-}
-
-const char* OptimizeInterceptor::contextOrigin() {
-  std::lock_guard<std::mutex> lock(m_stateMutex);
-  if (!m_programContext) return m_contextChosen ? "its own context" : "no context yet";
-  if (m_programContext != m_earlyContext) return "the program's context";
-  return m_earlyHandedOut ? "the early context (the program's)" : "the early context (not the program's)";
-}
-
-void OptimizeInterceptor::markReady(double startMs) {
-  m_readyAfterMs = nowMs() - startMs;
-  {
-    std::lock_guard<std::mutex> lock(m_stateMutex);
-    m_state.store(static_cast<int>(PoolState::Ready), std::memory_order_release);
-  }
-  m_stateChanged.notify_all();
-}
-
-bool OptimizeInterceptor::waitForPool() {
-  int st = m_state.load(std::memory_order_acquire);
-  if (HETOPT_LIKELY(st == static_cast<int>(PoolState::Ready))) return true;
-  if (st == static_cast<int>(PoolState::Failed)) return false;
-  static const uint64_t waitMs = optionUnsigned(Option::POOL_WAIT_MS, 0, 600000);
-  std::unique_lock<std::mutex> lock(m_stateMutex);
-  // Never for a pool whose thread waits for the program's first OpenCL call (a late driver): the
-  // program would wait here instead of making that call, each allocation the whole wait.
-  m_stateChanged.wait_for(lock, std::chrono::milliseconds(waitMs), [this] {
-    return m_state.load(std::memory_order_acquire) != static_cast<int>(PoolState::Preparing) ||
-           (m_driver.late() && !m_lateStarted);
-  });
-  return m_state.load(std::memory_order_acquire) == static_cast<int>(PoolState::Ready);
-}
+// ---- serving ------------------------------------------------------------------------------------
 
 void* OptimizeInterceptor::serve(AllocFn fn, size_t size, size_t alignment, const CallSite& site) {
   const PlanSite* planned = m_plan.find(siteKey(site), size);
   if (!planned) return nullptr;
   if (!m_conformance.admit(*planned, size, usage())) {
-    m_afterDivergence.fetch_add(1, std::memory_order_relaxed);
+    OptimizeCounters::bump(m_counters.afterDivergence);
     return nullptr;
   }
-  const int state = m_state.load(std::memory_order_acquire);
+  const Preparation::Pool state = m_prep.pool();
   if (m_direct) {
     // The naive variant as it was measured: a context of its own when the program has none yet.
-    if (HETOPT_UNLIKELY(state == static_cast<int>(PoolState::Preparing))) requestOwnContext();
-    if (!waitForPool()) {
-      m_noPool.fetch_add(1, std::memory_order_relaxed);
+    if (HETOPT_UNLIKELY(state == Preparation::Pool::Preparing)) m_context.requestOwn();
+    if (!m_prep.waitReady()) {
+      OptimizeCounters::bump(m_counters.noPool);
       return nullptr;
     }
     return serveDirect(fn, size, alignment, siteIndex(*planned));
   }
-  if (state == static_cast<int>(PoolState::Failed)) {
-    m_noPool.fetch_add(1, std::memory_order_relaxed);
+  if (state == Preparation::Pool::Failed) {
+    OptimizeCounters::bump(m_counters.noPool);
     return nullptr;
   }
   if (planned->strategy == SiteStrategy::Register) return serveInPlace(fn, size, alignment, *planned);
   // A pool site: waits for a pool in preparation only as long as HETOPT_POOL_WAIT_MS says (by
   // default not at all), and never for a context the program has not made yet.
-  const bool ready = state == static_cast<int>(PoolState::Ready) ||
-                     ((m_ownContextOnly || contextExists()) && waitForPool());
+  const bool ready = state == Preparation::Pool::Ready ||
+                     ((m_context.ownOnly() || m_context.exists()) && m_prep.waitReady());
   if (ready) {
     void* p = fn == AllocFn::Calloc ? m_pool.allocateZeroed(1, size) : m_pool.allocate(size, alignment);
     if (p) {
-      m_served.fetch_add(1, std::memory_order_relaxed);
-      m_servedBytes.fetch_add(size, std::memory_order_relaxed);
-      m_liveBytes.fetch_add(m_pool.usableSize(p), std::memory_order_relaxed);
+      m_counters.servedBlock(size, m_pool.usableSize(p));
       m_ledger.served(p, m_pool.usableSize(p), siteIndex(*planned));
       return p;
     }
-    m_poolFull.fetch_add(1, std::memory_order_relaxed);
+    OptimizeCounters::bump(m_counters.poolFull);
   } else {
-    m_noPool.fetch_add(1, std::memory_order_relaxed);
+    OptimizeCounters::bump(m_counters.noPool);
   }
   // No pool memory now: registered where it is when that costs less than one transfer saves.
   const uint64_t registerNs = m_plan.registerNs(size);
@@ -428,11 +221,9 @@ void* OptimizeInterceptor::serveInPlace(AllocFn fn, size_t size, size_t alignmen
   if (!p) return nullptr;
   // A full table leaves it an ordinary block; it is the program's either way.
   if (!m_blocks.adopt(p, size, sys.usableSize(p), site.waitNsPerMiB, siteIndex(site))) return p;
-  m_served.fetch_add(1, std::memory_order_relaxed);
-  m_servedBytes.fetch_add(size, std::memory_order_relaxed);
-  m_inPlace.fetch_add(1, std::memory_order_relaxed);
-  m_inPlaceBytes.fetch_add(size, std::memory_order_relaxed);
-  m_liveBytes.fetch_add(m_blocks.usableSize(p), std::memory_order_relaxed);
+  m_counters.servedBlock(size, m_blocks.usableSize(p));
+  OptimizeCounters::bump(m_counters.inPlace);
+  OptimizeCounters::bump(m_counters.inPlaceBytes, size);
   return p;
 }
 
@@ -444,8 +235,8 @@ size_t OptimizeInterceptor::usableSize(const void* ptr) const {
 }
 
 void OptimizeInterceptor::release(void* ptr) {
-  m_released.fetch_add(1, std::memory_order_relaxed);
-  m_liveBytes.fetch_sub(usableSize(ptr), std::memory_order_relaxed);
+  OptimizeCounters::bump(m_counters.released);
+  m_counters.liveBytes.fetch_sub(usableSize(ptr), std::memory_order_relaxed);
   if (m_pool.owns(ptr)) {
     m_ledger.released(ptr);
     if (!m_poolShared) m_pool.deallocate(ptr);
@@ -499,13 +290,13 @@ void* OptimizeInterceptor::resize(void* ptr, size_t size) {
   else
     p = m_pool.owns(ptr) ? m_pool.reallocate(ptr, size) : m_direct->reallocate(ptr, size);
   if (!p) {
-    m_movedOut.fetch_add(1, std::memory_order_relaxed);
+    OptimizeCounters::bump(m_counters.movedOut);
     return nullptr;
   }
   const unsigned site = m_ledger.siteOf(ptr);
   m_ledger.released(ptr);
   m_ledger.served(p, usableSize(p), site);
-  m_liveBytes.fetch_add(usableSize(p) - old, std::memory_order_relaxed);  // modulo 2^64
+  m_counters.liveBytes.fetch_add(usableSize(p) - old, std::memory_order_relaxed);  // modulo 2^64
   return p;
 }
 
@@ -519,40 +310,24 @@ void* OptimizeInterceptor::resizeInPlace(void* ptr, size_t size) {
   void* p = sys.realloc(ptr, size);
   void* block = p ? p : ptr;  // a failed realloc leaves the block as it was
   const size_t usable = sys.usableSize(block);
-  m_liveBytes.fetch_add(usable - old, std::memory_order_relaxed);  // modulo 2^64
+  m_counters.liveBytes.fetch_add(usable - old, std::memory_order_relaxed);  // modulo 2^64
   // Kept in place unless the program diverged from its profile (then it is ordinary memory; its
   // free still finds no owner and goes to the system).
   if (!m_conformance.diverged() && !m_blocks.adopt(block, p ? size : old, usable, wait, site)) {
-    m_liveBytes.fetch_sub(usable, std::memory_order_relaxed);
-    m_released.fetch_add(1, std::memory_order_relaxed);
+    m_counters.liveBytes.fetch_sub(usable, std::memory_order_relaxed);
+    OptimizeCounters::bump(m_counters.released);
   }
-  if (!p) m_movedOut.fetch_add(1, std::memory_order_relaxed);
+  if (!p) OptimizeCounters::bump(m_counters.movedOut);
   return p;
-}
-
-// ---- the naive variant and conformance -------------------------------------------------------
-
-void OptimizeInterceptor::startDirect(std::unique_ptr<AllocationPolicy> policy, double startMs) {
-  // One page made and released now: a policy that cannot work here fails once, in the background,
-  // not on every candidate allocation.
-  PolicyStatus st = probePolicy(*policy);
-  if (!st) return failPool(st.reason);
-  m_directPolicy = std::move(policy);
-  m_direct->setPolicy(m_directPolicy.get());
-  markReady(startMs);
-  debug("direct %s allocation (no pool) ready after %.0f ms", m_plan.poolPolicy.c_str(),
-        m_readyAfterMs);
 }
 
 void* OptimizeInterceptor::serveDirect(AllocFn fn, size_t size, size_t alignment, unsigned site) {
   void* p = m_direct->allocate(size, alignment, fn == AllocFn::Calloc);
   if (!p) {
-    m_directFailed.fetch_add(1, std::memory_order_relaxed);
+    OptimizeCounters::bump(m_counters.directFailed);
     return nullptr;
   }
-  m_served.fetch_add(1, std::memory_order_relaxed);
-  m_servedBytes.fetch_add(size, std::memory_order_relaxed);
-  m_liveBytes.fetch_add(m_direct->usableSize(p), std::memory_order_relaxed);
+  m_counters.servedBlock(size, m_direct->usableSize(p));
   m_ledger.served(p, m_direct->usableSize(p), site);
   return p;
 }
@@ -561,41 +336,52 @@ bool OptimizeInterceptor::isRedirectedMemory(const void* host) const {
   return m_pool.owns(host) || (m_direct && m_direct->contains(host));
 }
 
-Conformance::Usage OptimizeInterceptor::usage() const {
-  Conformance::Usage u;
-  u.served = m_served.load(std::memory_order_relaxed);
-  uint64_t released = m_released.load(std::memory_order_relaxed);
-  u.liveBlocks = u.served > released ? u.served - released : 0;
-  u.liveBytes = m_liveBytes.load(std::memory_order_relaxed);
-  u.transfers = m_pinnedH2d.load(std::memory_order_relaxed) +
-                m_pinnedD2h.load(std::memory_order_relaxed) + m_blocks.pinnedTransfers();
-  return u;
+// ---- exit --------------------------------------------------------------------------------------
+
+StatsFacts OptimizeInterceptor::statsFacts() {
+  PoolFacts pool;
+  pool.poolSites = m_plan.hasPoolSites();
+  pool.anySites = !m_plan.sites.empty();
+  pool.direct = m_direct != nullptr;
+  pool.state = m_prep.pool();
+  pool.failure = m_prep.failure();
+  pool.readyAfterMs = m_prep.readyAfterMs();
+  pool.contextExists = m_context.exists();
+  pool.contextOrigin = m_context.origin();
+  pool.policy = m_plan.poolPolicy;
+  pool.poolBytes = m_plan.poolBytes;
+  StatsFacts f;
+  f.plan = &m_plan;
+  f.planPath = m_planPath;
+  f.heading = poolHeading(pool);
+  f.pool = std::move(pool);
+  f.direct = m_direct != nullptr;
+  if (m_direct) f.directFirstFailure = m_direct->stats().firstFailure;
+  f.conformance = &m_conformance;
+  f.blocks = m_counters.inPlace.load(std::memory_order_relaxed) ? &m_blocks : nullptr;
+  f.registry = m_registry;
+  f.ledger = &m_ledger;
+  f.wallNs = m_clock.wallNs();
+  f.pid = getpid();
+  return f;
 }
 
-std::string OptimizeInterceptor::conformanceStats() const {
-  if (!m_conformance.diverged()) return "conformant";
-  return std::string("deactivated: ") + m_conformance.reason() + "\n  " +
-         std::to_string(m_afterDivergence.load()) + " allocations not redirected after deactivation";
+void OptimizeInterceptor::processExit() {
+  SigxfszBlock block;  // past a file size limit a record or the JSON is lost, not the program
+  writeRunRecord(m_plan, m_planPath, m_ledger, m_clock);
+  writeStats([this] { return statsFacts(); }, m_counters, m_clock);
 }
+
+// ---- calls --------------------------------------------------------------------------------------
 
 void OptimizeInterceptor::callBegin(CallRecord& call) {
   if (HETOPT_UNLIKELY(m_markAtFirstCall.load(std::memory_order_relaxed))) noteForkedCopyCallsOpenCL();
-  if (HETOPT_UNLIKELY(!m_programCalledOpenCL.load(std::memory_order_relaxed)))
-    m_programCalledOpenCL.store(true, std::memory_order_relaxed);
-  if (HETOPT_UNLIKELY(!m_enumerated.load(std::memory_order_acquire))) {
-    std::unique_lock<std::mutex> lock(m_stateMutex);
-    // In a loop: a fork() on another thread may make the driver late while this call waits.
-    while (!m_enumerated.load(std::memory_order_acquire)) {
-      if (m_driver.late() && !m_lateStarted) {
-        m_lateStarted = true;
-        std::thread([this] { preparePool(false); }).detach();
-      }
-      m_stateChanged.wait(lock);
-    }
-  }
+  m_prep.noteProgramCall();
+  // With a late driver the program's first call starts hetopt's driver thread.
+  m_prep.awaitEnumeration([this] { std::thread([this] { prepare(false); }).detach(); });
   if (HETOPT_UNLIKELY(m_plan.earlyContext) &&
       (call.id == api::ApiId::clCreateContext || call.id == api::ApiId::clCreateContextFromType))
-    handOutEarlyContext(call);
+    m_context.handOut(call);
   const api::ApiInfo& info = api::apiInfo(call.id);
   if (info.hostRanges) return noteHostRanges(call, info);
   if (HETOPT_UNLIKELY(info.kind == api::ApiKind::SvmFree))
@@ -646,13 +432,10 @@ void OptimizeInterceptor::countTransfers(CallRecord& call) {
   for (unsigned k = 0; k < st.count; ++k) {
     const TransferState::Moved& m = st.moved[k];
     const uint64_t bytes = ok ? m.bytes : 0;
-    if (m.fromPool) {
-      (m.h2d ? m_pinnedH2d : m_pinnedD2h).fetch_add(1, std::memory_order_relaxed);
-      (m.h2d ? m_pinnedH2dBytes : m_pinnedD2hBytes).fetch_add(bytes, std::memory_order_relaxed);
-    } else if (m.outcome != SiteLedger::Outcome::Pinned) {
-      (m.h2d ? m_otherH2d : m_otherD2h).fetch_add(1, std::memory_order_relaxed);
-      (m.h2d ? m_otherH2dBytes : m_otherD2hBytes).fetch_add(bytes, std::memory_order_relaxed);
-    }
+    if (m.fromPool)
+      m_counters.pinned.add(m.h2d, bytes);
+    else if (m.outcome != SiteLedger::Outcome::Pinned)
+      m_counters.other.add(m.h2d, bytes);
     m_ledger.count(m.site, bytes, m.outcome, m.h2d);
   }
 }
@@ -679,8 +462,11 @@ void OptimizeInterceptor::callEnd(CallRecord& call) {
     call.result = 0;
   }
   if (!call.result) return;
-  m_programMadeContext.store(true, std::memory_order_relaxed);
-  offerContext(call);
+  m_prep.noteProgramContext();
+  // Registration starts at once, from here: the program's first transfers often come before the
+  // driver thread has woken up.
+  if (cl_context taken = m_context.offer(call))
+    if (!m_direct) m_blocks.start(policyEnvIn(taken), m_maxAllocBytes);
 }
 
 void OptimizeInterceptor::mapped(void* addr, size_t len, int flags, uintptr_t caller) {

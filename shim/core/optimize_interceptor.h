@@ -15,29 +15,34 @@
  * it full, when registering it costs less than one of its transfers saves: real programs allocate
  * their buffers before they create a context, and a context of our own for the pool would cost
  * them 100-270 ms on NVIDIA. With HETOPT_POOL_CONTEXT=own the pool is made in a context of the
- * shim's own at start-up and a pool site's allocation waits up to HETOPT_POOL_WAIT_MS for it (the
- * way before 2026-11-24, kept to measure against).
+ * shim's own at start-up and a pool site's allocation waits up to HETOPT_POOL_WAIT_MS for it (kept
+ * to measure against: scripts/bench/pool_context.sh).
  * Everything else goes to the system allocator untouched. Nothing here is ever fatal: no plan, a
  * plan for another program, no device, a policy that fails, a full pool: the program runs with
  * ordinary memory, and HETOPT_STATS=1 says what happened.
  *
  * With `pool-mode direct` in the plan there is no pool: the policy makes every candidate block on
- * the calling thread (policies/direct.h), the source's naive variant, for comparison; the context
+ * the calling thread (policies/direct.h), the naive variant, for comparison; the context
  * is still prepared in the background (its own when a candidate allocation comes first). Either
  * way a Conformance check (conformance.h) stops redirecting new allocations once the program no
  * longer behaves like its profile.
  *
  * Memory malloc never made (static arrays, anonymous mappings) that the plan names is registered
  * in place by an InplaceRegistry on the same thread and context; a plan may hold only those.
+ *
+ * This class is glue over its parts, each with its own header and test: Preparation (how far the
+ * driver thread got, and the program's waits on it), ContextChoice (which context pinning happens
+ * in), BlockRegistration and InplaceRegistry (pinning in place), policies::PinnedPool and
+ * policies::DirectAllocator (served memory), Conformance, SiteLedger and OptimizeCounters (what the
+ * run did, written at exit by optimize_stats.h). Here: the plan, serving and freeing, and the
+ * transfers of each call; the driver thread's steps in order (optimize_prepare.cpp); the fork
+ * protocol's part (optimize_fork.cpp).
  */
 #pragma once
 #include <atomic>
-#include <condition_variable>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <string>
-#include <thread>
 
 #include "contracts/plan.h"
 #include "policies/direct.h"
@@ -47,9 +52,11 @@
 #include "policies/pool.h"
 #include "shim/core/block_registration.h"
 #include "shim/core/conformance.h"
-#include "shim/core/driver_start.h"
+#include "shim/core/context_choice.h"
 #include "shim/core/inplace_registry.h"
 #include "shim/core/interceptor.h"
+#include "shim/core/optimize_stats.h"
+#include "shim/core/preparation.h"
 #include "shim/core/site_ledger.h"
 #include "shim/core/svm_ranges.h"
 
@@ -57,9 +64,12 @@ namespace hetopt::shim {
 
 class OptimizeInterceptor final : public Interceptor {
  public:
-  /// Reads and checks the plan; null (with one warning, or a debug line for a child process the
-  /// plan was not made for) when there is nothing to optimize. Starts the pool preparation.
+  /// Reads and checks the plan (HETOPT_PLAN_FILE); null (with one warning, or a debug line for a
+  /// process the plan was not made for) when there is nothing to optimize.
   static OptimizeInterceptor* create();
+  /// The same with the plan given (`planPath`: where its run record goes; empty: none). Starts the
+  /// driver thread, or in a process that may fork the loading of the driver's libraries.
+  static OptimizeInterceptor* createFor(Plan plan, std::string planPath);
 
   /// Only sizes some plan site takes (Plan::find) are worth an unwind: the union of their ranges.
   /// No allocated()/freeing(): serve() sees what it needs. Mappings with in-place registrations.
@@ -86,81 +96,61 @@ class OptimizeInterceptor final : public Interceptor {
   void forkPrepare() override;
   void forkParent() override;
   void forkChild() override;
-  void beforeFork() override;
-  void beforeExit() override;
+  void beforeFork() override { m_prep.beforeFork(); }
+  void beforeExit() override { m_prep.beforeExit(); }
   void processExit() override;
 
+  /// Tests: how far the driver thread got.
+  const Preparation& preparation() const { return m_prep; }
+
  private:
-  enum class PoolState : int { Preparing, Ready, Failed };
+  /// What the driver thread's steps share (optimize_interceptor.cpp).
+  struct DriverRun;
 
   OptimizeInterceptor(Plan plan, std::string planPath);
-  /// hetopt's driver thread: enumeration, the early context, then the pool. `early`: started at
-  /// start-up (it does nothing when a fork() came first), else at the program's first OpenCL call.
-  void preparePool(bool early);
+
+  // ---- hetopt's driver thread (optimize_prepare.cpp) ---------------------------------------------
+  /// Enumeration, the early context, then the pinned memory: the steps in order. `early`: started
+  /// at start-up (it does nothing when a fork() came first), else at the program's first OpenCL call.
+  void prepare(bool early);
+  bool findOpenCL(DriverRun& run);
+  bool enumerate(DriverRun& run);
+  void makeEarlyContext(DriverRun& run);
+  bool prepareHostPages(DriverRun& run);
+  bool takeContext(DriverRun& run);
+  bool makeQueue(DriverRun& run);
+  void startDirect(DriverRun& run);
+  void makePool(DriverRun& run);
+  /// A step failed: said once, and nothing waits for the early context or the pool any more.
+  void failPool(const char* why);
   /// The late driver's fork-safe part, on a thread of its own at start-up (driver_start.h).
   void loadDriverLibraries();
-  /// The pool thread's wait for a context: the program's (retained), or null when one of our own
-  /// must be made (a candidate allocation came first, or HETOPT_POOL_CONTEXT=own).
-  cl_context awaitContext();
-  /// A context the program has just created: taken for the pool when it holds the plan's device
-  /// and the pool thread still waits for one.
-  void offerContext(const CallRecord& call);
-  /// A candidate allocation while the pool thread still waits for the program's context.
-  void requestOwnContext();
-  // The early context (plan `context early`): made on the pool thread right after enumeration,
-  // given to the program's first clCreateContext[FromType] that asks for exactly it (this device,
-  // at most this platform as property); the program's error callback is called through ours.
-  void makeEarlyContext(decltype(&clCreateContext) createContext);
-  void handOutEarlyContext(CallRecord& call);
-  bool propertiesMatch(const cl_context_properties* props, bool nullOk) const;
-  static void CL_CALLBACK earlyNotify(const char* info, const void* data, size_t size, void* self);
-  /// The policies' OpenCL entry points (the next layer's or the loader's), in `context`.
-  static PolicyEnv policyEnv(cl_context context);
-  bool contextChosen();
-  /// Which context the pinned memory is made in, for the stats line.
-  const char* contextOrigin();
-  /// The pinning context exists or is being used: the program's was offered, or ours chosen.
-  bool contextExists();
-  bool waitForPool();
-  void failPool(const char* why);
-  void markEnumerated();
-  /// Whether the pool thread is inside the driver (m_driver, under m_stateMutex; fork and exit
-  /// wait it out).
-  void setPoolThreadInDriver(bool inDriver);
-  /// Before the program's fork() or exit(): waits (at most kDriverWaitMs) while hetopt's threads
-  /// are inside the driver or loading it (m_driver.busy()). `what` names the event for the log.
-  void waitOutOfDriver(std::unique_lock<std::mutex>& lock, const char* what);
+
+  // ---- serving ------------------------------------------------------------------------------------
+  /// The register strategy: system memory, adopted by m_blocks to be pinned where it is.
+  void* serveInPlace(AllocFn fn, size_t size, size_t alignment, const PlanSite& site);
+  /// The naive variant (plan `pool-mode direct`, `hetopt run --no-pool`).
+  void* serveDirect(AllocFn fn, size_t size, size_t alignment, unsigned site);
+  /// realloc() of owned memory to `size` (> 0) where it can stay served; null when it cannot
+  /// (ptr is then unchanged).
+  void* resize(void* ptr, size_t size);
+  void* resizeInPlace(void* ptr, size_t size);
+  bool isRedirectedMemory(const void* host) const;
+  Conformance::Usage usage() const { return m_counters.usage(m_blocks.pinnedTransfers()); }
+  unsigned siteIndex(const PlanSite& site) const {
+    return static_cast<unsigned>(&site - m_plan.sites.data());
+  }
+
+  // ---- transfers ------------------------------------------------------------------------------------
   /// callBegin of a call with host-range arguments: each transfer classified (and, from a block
   /// not pinned yet, registered or waited for) into the call's TransferState, counted by
   /// countTransfers() in callEnd; a CL_MEM_USE_HOST_PTR buffer over memory registered in place
   /// makes ours go first.
   void noteHostRanges(CallRecord& call, const api::ApiInfo& info);
   void countTransfers(CallRecord& call);
-  /// The register strategy: system memory, adopted by m_blocks to be pinned where it is.
-  void* serveInPlace(AllocFn fn, size_t size, size_t alignment, const PlanSite& site);
-  void* resizeInPlace(void* ptr, size_t size);
-  /// realloc() of owned memory to `size` (> 0) where it can stay served; null when it cannot
-  /// (ptr is then unchanged).
-  void* resize(void* ptr, size_t size);
-  // The naive variant (plan `pool-mode direct`, `hetopt run --no-pool`) and trace conformance.
-  void markReady(double startMs);
-  void startDirect(std::unique_ptr<AllocationPolicy> policy, double startMs);
-  void* serveDirect(AllocFn fn, size_t size, size_t alignment, unsigned site);
-  bool isRedirectedMemory(const void* host) const;
-  Conformance::Usage usage() const;
-  /// "conformant", or "deactivated: why" and a line of what was not redirected after it.
-  std::string conformanceStats() const;
-  // At exit (optimize_stats.cpp): the run record next to the plan, HETOPT_STATS' lines and
-  // HETOPT_STATS_JSON's file, all from the same counters.
-  void startRunClock();
-  unsigned siteIndex(const PlanSite& site) const {
-    return static_cast<unsigned>(&site - m_plan.sites.data());
-  }
-  /// The heading (which pool, or none and why).
-  std::string poolStats();
-  std::string statsText();
-  std::string statsJson(const std::string& text);
-  void writeRunRecord();
+
+  // ---- exit and fork ------------------------------------------------------------------------------
+  StatsFacts statsFacts();
   /// Releases what forkPrepare() took, in reverse order (parent and child alike).
   void unlockAfterFork();
   /// forkPrepare(), its locks held: private copies for the child of pinned memory fork() would
@@ -170,15 +160,16 @@ class OptimizeInterceptor final : public Interceptor {
 
   Plan m_plan;
   std::string m_planPath;  ///< the plan file this process uses (its run record goes beside it)
+  RunClock m_clock;        ///< when the run started, and in which process
   SiteLedger m_ledger;     ///< the run's transfers, per site, for the run record
-  uint64_t m_startNs = 0, m_startUnixNs = 0;  ///< when the shim started here (steady, wall clock)
-  int m_pid = 0;  ///< the process the plan was taken in (a forked child writes no run record)
+  OptimizeCounters m_counters;
+  Preparation m_prep;
+  ContextChoice m_context;
   std::string m_forkMarker;  ///< forkMarkerPath(m_planPath): made by a forked copy's first OpenCL call
   std::atomic<bool> m_markAtFirstCall{false};  ///< in a forked child whose driver was started early
-  std::atomic<bool> m_programCalledOpenCL{false};  ///< the program itself has made an OpenCL call
-  std::atomic<bool> m_programMadeContext{false};   ///< ... and has created a context
-  bool m_forkedBeforeProgramsFirstCall = false;    ///< a forked child: its parent had made none
+  bool m_forkedBeforeProgramsFirstCall = false;  ///< a forked child: its parent had made none
   uint64_t m_serveMin = 1, m_serveMax = 0;  ///< sizes some site takes (empty range: none)
+  uint64_t m_maxAllocBytes = 0;  ///< the device's CL_DEVICE_MAX_MEM_ALLOC_SIZE (set before enumerated)
   BlockRegistration m_blocks;  ///< heap blocks pinned in place (register strategy, pool fallback)
   InplaceRegistry* m_registry = nullptr;  ///< null without registrations; never freed (hooks)
   policies::PinnedPool m_pool;
@@ -190,52 +181,11 @@ class OptimizeInterceptor final : public Interceptor {
   /// A forked child whose pool pages are still the parent's (no copy could be made): the pool's
   /// headers there are never written, its blocks never reused.
   bool m_poolShared = false;
-  std::atomic<int> m_state{static_cast<int>(PoolState::Preparing)};
-  /// Set once the pool thread has enumerated platforms and devices. The application's OpenCL calls
-  /// wait for it: first use of the ICD loader and of some drivers (PoCL seen crashing) is not safe
-  /// from two threads at once. The program would pay that enumeration itself anyway.
-  std::atomic<bool> m_enumerated{false};
-  std::mutex m_stateMutex;
-  std::condition_variable m_stateChanged;
-  double m_readyAfterMs = 0;
-  char m_failure[256] = {};
-  // Which context the pool is made in (under m_stateMutex): see the file comment.
-  bool m_ownContextOnly = false;           ///< HETOPT_POOL_CONTEXT=own
-  /// When the driver may be started by hetopt's thread, and whether that thread is inside it now
-  /// (starting the driver or making pinned memory, or loading the driver's libraries; under
-  /// m_stateMutex).
-  DriverStart m_driver;
-  bool m_lateStarted = false;  ///< late driver: the pool thread was started (under m_stateMutex)
-  /// How long a fork() or exit() waits for m_driver.busy(): a driver's start-up with a context,
-  /// ~1 s on a cold NVIDIA GPU, and pinned memory for the pool. Past it the fork goes ahead (the
-  /// child is warned when it calls OpenCL), and so does the exit.
-  static constexpr int kDriverWaitMs = 5000;
-  cl_device_id m_device = nullptr;         ///< the plan's device (set before m_enumerated)
-  cl_platform_id m_platform = nullptr;     ///< its platform (likewise)
-  enum class EarlyState { Making, Made, Failed };
-  EarlyState m_earlyState = EarlyState::Making;  ///< (plan `context early` only)
-  cl_context m_earlyContext = nullptr;
-  bool m_earlyHandedOut = false;
-  std::atomic<void(CL_CALLBACK*)(const char*, const void*, size_t, void*)> m_programNotify{nullptr};
-  std::atomic<void*> m_programNotifyData{nullptr};
-  uint64_t m_maxAllocBytes = 0;            ///< its CL_DEVICE_MAX_MEM_ALLOC_SIZE (likewise)
-  cl_context m_programContext = nullptr;   ///< the program's context, once offered and retained
-  bool m_ownContextWanted = false;         ///< a candidate allocation came before any context
-  bool m_contextChosen = false;            ///< the pool thread has decided; later offers are ignored
-
-  std::atomic<uint64_t> m_served{0}, m_servedBytes{0}, m_released{0};
-  std::atomic<uint64_t> m_inPlace{0}, m_inPlaceBytes{0};  ///< of those, adopted by m_blocks
-  std::atomic<uint64_t> m_noPool{0}, m_poolFull{0}, m_movedOut{0};
-  std::atomic<uint64_t> m_pinnedH2d{0}, m_pinnedH2dBytes{0}, m_pinnedD2h{0}, m_pinnedD2hBytes{0};
-  std::atomic<uint64_t> m_otherH2d{0}, m_otherH2dBytes{0}, m_otherD2h{0}, m_otherD2hBytes{0};
   SvmRanges m_svm;  ///< the program's live SVM/USM allocations: copies from them are no transfers
-
   /// pool-mode direct only: every candidate block made by m_directPolicy on the calling thread.
   std::unique_ptr<policies::DirectAllocator> m_direct;
   std::unique_ptr<AllocationPolicy> m_directPolicy;  ///< set once the context is ready
   Conformance m_conformance;
-  std::atomic<uint64_t> m_liveBytes{0};  ///< usable bytes of redirected blocks not yet freed
-  std::atomic<uint64_t> m_directFailed{0}, m_afterDivergence{0};
 };
 
 }  // namespace hetopt::shim

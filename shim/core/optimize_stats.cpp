@@ -1,9 +1,7 @@
 // SPDX-License-Identifier: MIT
-/**
- * @file Optimize mode at exit (see optimize_interceptor.h): the run record beside the plan
- * (contracts/run_record.h, for `hetopt report`), HETOPT_STATS' lines and HETOPT_STATS_JSON's file.
- * The text and the JSON are made from the same counters, one after the other.
- */
+/** @file Optimize mode's counters, stats and run record; see optimize_stats.h. */
+#include "shim/core/optimize_stats.h"
+
 #include <time.h>
 #include <unistd.h>
 
@@ -17,9 +15,10 @@
 #include "common/options.h"
 #include "common/paths.h"
 #include "contracts/run_record.h"
-#include "common/sigxfsz_block.h"
 #include "hetopt/version.h"
-#include "shim/core/optimize_interceptor.h"
+#include "shim/core/block_registration.h"
+#include "shim/core/inplace_registry.h"
+#include "shim/core/site_ledger.h"
 #include "shim/core/stats_text.h"
 
 namespace hetopt::shim {
@@ -32,104 +31,123 @@ std::string hex64(uint64_t v) {
   return buf;
 }
 
-}  // namespace
+uint64_t load(const std::atomic<uint64_t>& v) { return v.load(std::memory_order_relaxed); }
+std::string text(const std::atomic<uint64_t>& v) { return std::to_string(load(v)); }
 
-void OptimizeInterceptor::startRunClock() {
-  m_startNs = clockNs(CLOCK_MONOTONIC);
-  m_startUnixNs = clockNs(CLOCK_REALTIME);
-  m_pid = getpid();
-  // `hetopt run` exec'd this process: count from its start (its planning and the exec included).
-  // Only in that process (not in children it starts) and only a start in the last minute.
-  unsigned long long pid = 0, startedNs = 0;
-  if (sscanf(optionString(Option::RUN_STARTED), "%llu:%llu", &pid, &startedNs) == 2 &&
-      pid == static_cast<unsigned long long>(m_pid) && startedNs <= m_startNs && m_startNs - startedNs < 60000000000ull) {
-    m_startUnixNs -= m_startNs - startedNs;
-    m_startNs = startedNs;
-  }
+/// "conformant", or "deactivated: why" and a line of what was not redirected after it.
+std::string conformanceText(const Conformance& conformance, const OptimizeCounters& c) {
+  if (!conformance.diverged()) return "conformant";
+  return std::string("deactivated: ") + conformance.reason() + "\n  " + text(c.afterDivergence) +
+         " allocations not redirected after deactivation";
 }
 
-std::string OptimizeInterceptor::poolStats() {
-  const int st = m_state.load(std::memory_order_acquire);
-  if (!m_plan.hasPoolSites() && !m_direct)
-    return std::string(m_plan.sites.empty() ? "no pool (registrations only)"
-                                            : "no pool (sites registered in place)") +
-           " in " + contextOrigin();
-  if (st == static_cast<int>(PoolState::Failed))
-    return std::string(m_direct ? "no direct allocation (" : "no pool (") + m_failure + ")";
-  if (st != static_cast<int>(PoolState::Ready) && !contextExists())
+void transfersJson(JsonWriter& j, const char* name, const OptimizeCounters::Transfers& t) {
+  j.key(name).beginObject().member("h2d", load(t.h2d)).member("h2d_bytes", load(t.h2dBytes));
+  j.member("d2h", load(t.d2h)).member("d2h_bytes", load(t.d2hBytes)).endObject();
+}
+
+}  // namespace
+
+Conformance::Usage OptimizeCounters::usage(uint64_t registeredTransfers) const {
+  Conformance::Usage u;
+  u.served = load(served);
+  const uint64_t freed = load(released);
+  u.liveBlocks = u.served > freed ? u.served - freed : 0;
+  u.liveBytes = load(liveBytes);
+  u.transfers = load(pinned.h2d) + load(pinned.d2h) + registeredTransfers;
+  return u;
+}
+
+std::string poolHeading(const PoolFacts& f) {
+  if (!f.poolSites && !f.direct)
+    return std::string(f.anySites ? "no pool (sites registered in place)"
+                                  : "no pool (registrations only)") +
+           " in " + f.contextOrigin;
+  if (f.state == Preparation::Pool::Failed)
+    return std::string(f.direct ? "no direct allocation (" : "no pool (") + f.failure + ")";
+  if (f.state != Preparation::Pool::Ready && !f.contextExists)
     return "nothing pinned: the program made no OpenCL context on the planned device";
   // Whether it got ready before the program ended is a race a short program can lose; which
   // memory and which context it was preparing are facts either way.
-  const std::string ready = st == static_cast<int>(PoolState::Ready)
-                                ? ", ready after " + std::to_string(static_cast<int>(m_readyAfterMs)) + " ms"
-                                : ", still preparing";
-  if (m_direct)
-    return "direct " + m_plan.poolPolicy + " allocation (no pool) in " + contextOrigin() + ready;
-  return m_plan.poolPolicy + " pool of " + mib(m_plan.poolBytes) + " in " + contextOrigin() + ready;
+  const std::string ready =
+      f.state == Preparation::Pool::Ready
+          ? ", ready after " + std::to_string(static_cast<int>(f.readyAfterMs)) + " ms"
+          : ", still preparing";
+  if (f.direct) return "direct " + f.policy + " allocation (no pool) in " + f.contextOrigin + ready;
+  return f.policy + " pool of " + mib(f.poolBytes) + " in " + f.contextOrigin + ready;
 }
 
-std::string OptimizeInterceptor::statsText() {
-  const char* memory = m_direct ? "pinned direct memory" : "pinned pool memory";
-  auto n = [](const std::atomic<uint64_t>& v) { return std::to_string(v.load()); };
-  std::string full = m_direct ? n(m_directFailed) + " policy failed" : n(m_poolFull) + " pool full";
-  if (m_direct && m_directFailed.load()) full += " (first: " + std::string(m_direct->stats().firstFailure) + ")";
+const char* poolStateName(const PoolFacts& f) {
+  if (!f.poolSites && !f.direct) return "none";
+  switch (f.state) {
+    case Preparation::Pool::Preparing: return "preparing";
+    case Preparation::Pool::Ready: return "ready";
+    case Preparation::Pool::Failed: return "failed";
+  }
+  return "?";
+}
+
+std::string statsText(const StatsFacts& f, const OptimizeCounters& c) {
+  const char* memory = f.direct ? "pinned direct memory" : "pinned pool memory";
+  std::string full = f.direct ? text(c.directFailed) + " policy failed" : text(c.poolFull) + " pool full";
+  if (f.direct && load(c.directFailed)) full += " (first: " + f.directFirstFailure + ")";
   // One fact per line, the pool first; the other parts' lines follow, all in one write.
-  std::string text = poolStats() + "\n  " + conformanceStats() + "\n  " + std::to_string(m_plan.sites.size()) +
-                     " candidate sites\n  redirected " + n(m_served) + " allocations (" + mib(m_servedBytes) +
-                     "), released " + n(m_released) + "\n  fallbacks: " + n(m_noPool) +
-                     " with no pool (not ready in time, or it failed)\n  fallbacks: " + full + ", " + n(m_movedOut) +
-                     " moved out by realloc\n  transfers from " + memory + ": " + n(m_pinnedH2d) + " h2d (" +
-                     mib(m_pinnedH2dBytes) + "), " + n(m_pinnedD2h) + " d2h (" + mib(m_pinnedD2hBytes) +
-                     ")\n  transfers from other memory: " + n(m_otherH2d) + " h2d (" + mib(m_otherH2dBytes) +
-                     "), " + n(m_otherD2h) + " d2h (" + mib(m_otherD2hBytes) + ")";
-  if (m_inPlace.load()) text += "\n" + m_blocks.stats();
-  if (m_registry) text += "\n" + m_registry->stats();
-  return text;
+  std::string out = f.heading + "\n  " + conformanceText(*f.conformance, c) + "\n  " +
+                    std::to_string(f.plan->sites.size()) + " candidate sites\n  redirected " +
+                    text(c.served) + " allocations (" + mib(load(c.servedBytes)) + "), released " +
+                    text(c.released) + "\n  fallbacks: " + text(c.noPool) +
+                    " with no pool (not ready in time, or it failed)\n  fallbacks: " + full + ", " +
+                    text(c.movedOut) + " moved out by realloc\n  transfers from " + memory + ": " +
+                    text(c.pinned.h2d) + " h2d (" + mib(load(c.pinned.h2dBytes)) + "), " +
+                    text(c.pinned.d2h) + " d2h (" + mib(load(c.pinned.d2hBytes)) +
+                    ")\n  transfers from other memory: " + text(c.other.h2d) + " h2d (" +
+                    mib(load(c.other.h2dBytes)) + "), " + text(c.other.d2h) + " d2h (" +
+                    mib(load(c.other.d2hBytes)) + ")";
+  if (f.blocks) out += "\n" + f.blocks->stats();
+  if (f.registry) out += "\n" + f.registry->stats();
+  return out;
 }
 
-std::string OptimizeInterceptor::statsJson(const std::string& text) {
-
-  auto n = [](const std::atomic<uint64_t>& v) { return v.load(std::memory_order_relaxed); };
-  auto direction = [&](JsonWriter& j, const char* name, const std::atomic<uint64_t>& h2d,
-                       const std::atomic<uint64_t>& h2dBytes, const std::atomic<uint64_t>& d2h,
-                       const std::atomic<uint64_t>& d2hBytes) {
-    j.key(name).beginObject().member("h2d", n(h2d)).member("h2d_bytes", n(h2dBytes));
-    j.member("d2h", n(d2h)).member("d2h_bytes", n(d2hBytes)).endObject();
-  };
+std::string statsJson(const StatsFacts& f, const OptimizeCounters& c, const std::string& text) {
+  const Plan& plan = *f.plan;
   RunRecord run;
-  m_ledger.fill(m_plan, &run);
+  f.ledger->fill(plan, &run);
   std::string out;
   JsonWriter j(&out);
   j.beginObject().member("format", 1).member("hetopt", HETOPT_VERSION_STRING);
-  j.member("program", m_plan.programPath).member("program_key", m_plan.programKey);
-  j.member("pid", static_cast<int64_t>(getpid())).member("plan_file", m_planPath);
-  j.member("plan", hex64(planIdentity(m_plan))).member("predicted_saving_ns", m_plan.predictedSavingNs);
-  j.member("wall_ns", clockNs(CLOCK_MONOTONIC) - m_startNs);
-  j.member("pool", poolStats()).member("direct", m_direct != nullptr);
-  j.member("conformant", !m_conformance.diverged());
-  if (m_conformance.diverged()) j.member("deactivated", m_conformance.reason());
-  j.member("not_redirected_after_deactivation", n(m_afterDivergence));
-  j.member("candidate_sites", static_cast<uint64_t>(m_plan.sites.size()));
-  j.member("redirected", n(m_served)).member("redirected_bytes", n(m_servedBytes));
-  j.member("released", n(m_released)).member("fallback_no_pool", n(m_noPool));
-  if (m_direct) j.member("fallback_policy_failed", n(m_directFailed));
-  else j.member("fallback_pool_full", n(m_poolFull));
-  j.member("moved_out_by_realloc", n(m_movedOut));
-  direction(j, m_direct ? "transfers_pinned_direct" : "transfers_pinned_pool", m_pinnedH2d,
-            m_pinnedH2dBytes, m_pinnedD2h, m_pinnedD2hBytes);
-  direction(j, "transfers_other", m_otherH2d, m_otherH2dBytes, m_otherD2h, m_otherD2hBytes);
-  if (m_inPlace.load()) {
+  j.member("program", plan.programPath).member("program_key", plan.programKey);
+  j.member("pid", f.pid).member("plan_file", f.planPath);
+  j.member("plan", hex64(planIdentity(plan))).member("predicted_saving_ns", plan.predictedSavingNs);
+  j.member("wall_ns", f.wallNs);
+  j.member("pool", f.heading).member("pool_state", poolStateName(f.pool));
+  if (f.pool.state == Preparation::Pool::Failed) j.member("pool_failure", f.pool.failure);
+  j.member("pool_policy", f.pool.policy).member("pool_bytes", f.pool.poolBytes);
+  j.member("context", f.pool.contextOrigin).member("direct", f.direct);
+  j.member("conformant", !f.conformance->diverged());
+  if (f.conformance->diverged()) j.member("deactivated", f.conformance->reason());
+  j.member("not_redirected_after_deactivation", load(c.afterDivergence));
+  j.member("candidate_sites", static_cast<uint64_t>(plan.sites.size()));
+  j.member("redirected", load(c.served)).member("redirected_bytes", load(c.servedBytes));
+  j.member("released", load(c.released)).member("fallback_no_pool", load(c.noPool));
+  if (f.direct)
+    j.member("fallback_policy_failed", load(c.directFailed));
+  else
+    j.member("fallback_pool_full", load(c.poolFull));
+  j.member("moved_out_by_realloc", load(c.movedOut));
+  transfersJson(j, f.direct ? "transfers_pinned_direct" : "transfers_pinned_pool", c.pinned);
+  transfersJson(j, "transfers_other", c.other);
+  if (f.blocks) {
     j.key("registered_blocks").beginObject();
-    m_blocks.statsJson(j);
+    f.blocks->statsJson(j);
     j.endObject();
   }
-  if (m_registry) {
+  if (f.registry) {
     j.key("registered_in_place").beginObject();
-    m_registry->statsJson(j);
+    f.registry->statsJson(j);
     j.endObject();
   }
   // Every transfer the trace would count (trace::isTransfer), by outcome and by direction.
-  const SiteLedger::Directions dirs = m_ledger.directions();
+  const SiteLedger::Directions dirs = f.ledger->directions();
   j.key("run").beginObject().member("pinned", run.pinned).member("pinned_bytes", run.pinnedBytes);
   j.member("pageable", run.pageable).member("pageable_bytes", run.pageableBytes);
   j.member("other", run.other).member("other_bytes", run.otherBytes);
@@ -151,37 +169,59 @@ std::string OptimizeInterceptor::statsJson(const std::string& text) {
   return out + "\n";
 }
 
-void OptimizeInterceptor::writeRunRecord() {
+RunClock RunClock::start() {
+  RunClock c;
+  c.startNs = clockNs(CLOCK_MONOTONIC);
+  c.startUnixNs = clockNs(CLOCK_REALTIME);
+  c.pid = getpid();
+  // `hetopt run` exec'd this process: count from its start (its planning and the exec included).
+  // Only in that process (not in children it starts) and only a start in the last minute.
+  unsigned long long pid = 0, startedNs = 0;
+  if (sscanf(optionString(Option::RUN_STARTED), "%llu:%llu", &pid, &startedNs) == 2 &&
+      pid == static_cast<unsigned long long>(c.pid) && startedNs <= c.startNs &&
+      c.startNs - startedNs < 60000000000ull) {
+    c.startUnixNs -= c.startNs - startedNs;
+    c.startNs = startedNs;
+  }
+  return c;
+}
+
+uint64_t RunClock::wallNs() const { return clockNs(CLOCK_MONOTONIC) - startNs; }
+
+void writeRunRecord(const Plan& plan, const std::string& planPath, const SiteLedger& ledger,
+                    const RunClock& clock) {
   // A forked child holds its parent's counters: only the process the plan was taken in records.
-  if (getpid() != m_pid) return;
+  if (getpid() != clock.pid) return;
   RunRecord r;
   r.writer = HETOPT_VERSION_STRING;
-  r.programKey = m_plan.programKey;
-  r.planId = planIdentity(m_plan);
-  r.predictedSavingNs = static_cast<double>(m_plan.predictedSavingNs);
-  r.pid = static_cast<uint64_t>(m_pid);
-  r.startedUnixNs = m_startUnixNs;
-  r.wallNs = clockNs(CLOCK_MONOTONIC) - m_startNs;
+  r.programKey = plan.programKey;
+  r.planId = planIdentity(plan);
+  r.predictedSavingNs = static_cast<double>(plan.predictedSavingNs);
+  r.pid = static_cast<uint64_t>(clock.pid);
+  r.startedUnixNs = clock.startUnixNs;
+  r.wallNs = clock.wallNs();
   r.seq = optionUnsigned(Option::RUN_SEQ, 0, UINT64_MAX);  // 0 when unset: no ledger line
-  m_ledger.fill(m_plan, &r);
-  const std::string path = runRecordPath(m_planPath, r.pid, m_startUnixNs);
+  ledger.fill(plan, &r);
+  const std::string path = runRecordPath(planPath, r.pid, clock.startUnixNs);
   std::string error;
   // Not the program's business: a directory that refuses it costs one debug line.
   if (!writeRunRecordFile(path, r, &error)) debug("no run record: %s", error.c_str());
 }
 
-void OptimizeInterceptor::processExit() {
-  SigxfszBlock block;  // past a file size limit a record or the JSON is lost, not the program
-  writeRunRecord();
-  const bool text = optionFlag(Option::STATS);
-  const char* jsonPath = optionString(Option::STATS_JSON);
-  if (!text && !*jsonPath) return;
-  const std::string lines = statsText();
+bool statsWanted(bool* text, const char** jsonPath) {
+  *text = optionFlag(Option::STATS);
+  *jsonPath = optionString(Option::STATS_JSON);
+  return *text || **jsonPath;
+}
+
+void writeStatsFiles(const StatsFacts& f, const OptimizeCounters& c, const RunClock& clock,
+                     bool text, const char* jsonPath) {
+  const std::string lines = statsText(f, c);
   if (*jsonPath) {
     std::string path = jsonPath;
-    if (getpid() != m_pid) path += "." + std::to_string(getpid());  // a forked child's own
+    if (getpid() != clock.pid) path += "." + std::to_string(getpid());  // a forked child's own
     std::string error;
-    if (!writePrivateFile(path, statsJson(lines), &error))
+    if (!writePrivateFile(path, statsJson(f, c, lines), &error))
       warn("cannot write the stats as JSON: %s", error.c_str());
   }
   if (text) warnLines("stats: ", lines.c_str());
