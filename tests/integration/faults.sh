@@ -66,9 +66,28 @@ refused() {
     echo "ok: $name: $(head -n 1 "$work/$name.err" | cut -c1-200)"
   fi
 }
+# served NAME COUNT EXPR... -- CMD...: exit 3, native stdout, COUNT lines of hetopt's on stderr,
+# and the run's stats as JSON ($work/NAME.json, HETOPT_STATS_JSON) hold every EXPR (stats_check.py).
+served() {
+  local name=$1 want=$2 rc n why=''
+  shift 2
+  local exprs=()
+  while [[ $1 != -- ]]; do exprs+=("$1"); shift; done
+  shift
+  HETOPT_STATS_JSON=$work/$name.json "$@" >"$work/$name.out" 2>"$work/$name.err"
+  rc=$?
+  n=$(hetopt_messages "$work/$name.err")
+  [[ $rc -eq 3 ]] || why+=" exit status $rc;"
+  cmp -s "$work/native.out" "$work/$name.out" || why+=" stdout differs from native;"
+  [[ $n -eq $want ]] || why+=" $n lines from hetopt, expected $want;"
+  [[ -f $work/$name.json ]] && stats_expect "$work/$name.json" "${exprs[@]}" || why+=" stats do not hold;"
+  if [[ -n $why ]]; then
+    echo "FAIL: $name:$why"; sed 's/^/    /' "$work/$name.err"; failed=1
+  else
+    echo "ok: $name: $(stats_get "$work/$name.json" pool | cut -c1-200)"
+  fi
+}
 shimmed() { env LD_PRELOAD="$shim" OPENCL_LAYERS="$shim" "$@"; }
-# A number from the pool's stats of run NAME (a sed regex capturing it).
-stat() { stats_records "$work/$1.err" | sed -n "s/.* $2.*/\1/p"; }
 
 # ---- a hand-written plan naming every tracked site of the app -------------------------------
 HETOPT_MODE=count HETOPT_REPORT_FILE="$work/count" LD_PRELOAD="$shim" "$app" >/dev/null 2>&1
@@ -81,38 +100,36 @@ plan() {  # plan FILE POOL_POLICY POOL_BYTES
 # The app allocates right after its context: its blocks wait for the pool being made there.
 opt() { local p=$1; shift; shimmed env HETOPT_MODE=optimize HETOPT_PLAN_FILE="$p" HETOPT_POOL_WAIT_MS=5000 "$@"; }
 plan "$work/good.plan" opencl $((8 << 20))
-check good_plan 'stats: opencl pool' -- opt "$work/good.plan" HETOPT_STATS=1 "$app"
-[[ $(stat good_plan 'redirected \([0-9]*\) allocations') -ge 2 ]] ||
-  { echo "FAIL: good_plan: the app's blocks were not served from the pool"; failed=1; }
+served good_plan 0 "s.pool_policy == 'opencl'" 's.redirected >= 2' -- opt "$work/good.plan" "$app"
 
 # ---- (a) no locked memory: root ignores RLIMIT_MEMLOCK unless CAP_IPC_LOCK is dropped -----------
 nolock=(prlimit --memlock=65536)
 [[ $(id -u) -eq 0 ]] && nolock=(setpriv --inh-caps=-ipc_lock --bounding-set=-ipc_lock "${nolock[@]}")
 for policy in hybrid locked; do
   plan "$work/$policy.plan" $policy $((8 << 20))
-  # The warning when the pool fails, and the stats line saying what the allocations fell back to.
-  check memlock_$policy 'stats: no pool \(mlock of .* refused.*RLIMIT_MEMLOCK 64 KiB' 2 -- \
+  # One warning when the pool fails; the stats say why and what the allocations fell back to.
+  served memlock_$policy 1 "s.pool_state == 'failed'" \
+    "re.match('mlock of .* refused.*RLIMIT_MEMLOCK 64 KiB', s.pool_failure)" \
+    's.redirected == 0 and s.fallback_no_pool >= 2' -- \
     "${nolock[@]}" env LD_PRELOAD="$shim" HETOPT_MODE=optimize HETOPT_PLAN_FILE="$work/$policy.plan" \
-    HETOPT_STATS=1 HETOPT_POOL_WAIT_MS=5000 "$app"
-  [[ $(stat memlock_$policy 'redirected \([0-9]*\) allocations') -eq 0 &&
-     $(stat memlock_$policy 'fallbacks: \([0-9]*\) with no pool') -ge 2 ]] ||
-    { echo "FAIL: memlock_$policy: fallbacks not counted"; failed=1; }
+    HETOPT_POOL_WAIT_MS=5000 "$app"
+  grep -Eq 'pinned pool unavailable \(mlock of .* refused' "$work/memlock_$policy.err" ||
+    { echo "FAIL: memlock_$policy: no warning of the pool's failure"; failed=1; }
 done
 # Through `hetopt run --policy hybrid` (profile from `hetopt trace`): the same, end to end.
 "$hetopt" trace -o "$work/app.trace" -- "$app" >/dev/null 2>"$work/trace.err"
 grep -q "profile stored" "$work/trace.err" || { echo "FAIL: hetopt trace stored no profile"; exit 1; }
-# Three lines: what hetopt run pins (optimizing: ...), the pool's failure, the stats. The app's
-# blocks wait for the pool's outcome (a loaded machine can end the app before the mlock is tried).
-check memlock_run 'stats: no pool \(mlock of' 3 -- \
-  "${nolock[@]}" env HETOPT_POOL_WAIT_MS=5000 "$hetopt" run --stats --policy hybrid -- "$app"
+# Two lines: what hetopt run pins (optimizing: ...), the pool's failure. The app's blocks wait for
+# the pool's outcome (a loaded machine can end the app before the mlock is tried).
+served memlock_run 2 "s.pool_state == 'failed' and re.match('mlock of', s.pool_failure)" -- \
+  "${nolock[@]}" env HETOPT_POOL_WAIT_MS=5000 "$hetopt" run --stats="$work/memlock_run.json" --policy hybrid -- "$app"
 grep -Eq '^hetopt: optimizing: [0-9]+ sites? from a pool \(hybrid, [0-9.]+ [KMG]iB\).*predicted saving ~.*--stats shows what was done( \(the plan is [a-z]+: .*\))?$' \
   "$work/memlock_run.err" || { echo "FAIL: memlock_run: no 'optimizing:' line saying what is pinned"; failed=1; }
 
 # ---- (b) a pool too small for the sites: every block that does not fit falls back -------------
 plan "$work/small.plan" opencl 65536
-check pool_too_small 'stats: opencl pool of 0.1 MiB' -- opt "$work/small.plan" HETOPT_STATS=1 "$app"
-[[ $(stat pool_too_small '\([0-9]*\) pool full') -ge 2 ]] ||
-  { echo "FAIL: pool_too_small: the 1 MiB blocks were not counted as pool-full fallbacks"; failed=1; }
+served pool_too_small 0 "s.pool_policy == 'opencl' and s.pool_bytes == 65536" 's.fallback_pool_full >= 2' -- \
+  opt "$work/small.plan" "$app"
 
 # ---- (c) bad plan files: one warning, unoptimized run ----------------------------------------
 printf 'garbage\001\002\n' >"$work/corrupt.plan"
@@ -137,7 +154,7 @@ stamp_of() { command stat -L -c '%d %i %s %.9Y %.9Z' "$1" | sed 's/\.//g'; }
 # Another file's stamp: the shim identifies the program itself, and it is this one.
 sed "/^program /a stamp $(stamp_of "$hetopt")" "$work/good.plan" >"$work/stamp_other.plan"
 chmod 600 "$work/stamp_other.plan"
-check plan_stamp_other_file 'stats: opencl pool' -- opt "$work/stamp_other.plan" HETOPT_STATS=1 "$app"
+served plan_stamp_other_file 0 "s.pool_policy == 'opencl'" -- opt "$work/stamp_other.plan" "$app"
 # A plan made for another program, with that program's stamp: not for this process.
 # shellcheck disable=SC2086
 write_plan "$work/other.plan" "$hetopt" opencl $((8 << 20)) $keys

@@ -2,14 +2,15 @@
 # SPDX-License-Identifier: MIT
 # fork() under `hetopt run` (fork_app.cpp): traced with a few forks, then run with FORKS forks, the
 # opencl pool policy forced (on PoCL pinning never pays), within LIMIT seconds (default 90; natively
-# 1000 forks take 5-10 s on 2 busy cores). A forked child that inherits a lock held by a parent thread never finishes,
-# and its parent waits for it: that is a hang, reported as one. The run's stdout must equal the
-# native run's, the parent's stats line must show blocks served (except in before-opencl), and every child that exits through
-# exit() (the program's result line says how many) must print its own stats line as a forked
-# child. RUN_OPTS goes to `hetopt run`. TRACE_FORKS (default 10) is how many forks the traced run
-# makes: with 0 the profile says the program does not fork; the optimized run whose children make
-# no OpenCL call leaves the plan as it is, and one whose children do (fork_app's opencl-children)
-# must leave the mark beside its plan that makes the next plan `driver late` (--dry-run says why).
+# 1000 forks take 5-10 s on 2 busy cores). A forked child that inherits a lock held by a parent
+# thread never finishes, and its parent waits for it: that is a hang, reported as one. The run's
+# stdout must equal the native run's, the parent's stats (as JSON: --stats=FILE.json) must show
+# blocks served (except in before-opencl), and every child that exits through exit() (the program's
+# result line says how many) must write its own (FILE.json.<pid>) as a forked child. RUN_OPTS goes
+# to `hetopt run`. TRACE_FORKS (default 10) is how many forks the traced run makes: with 0 the
+# profile says the program does not fork; the optimized run whose children make no OpenCL call
+# leaves the plan as it is, and one whose children do (fork_app's opencl-children) must leave the
+# mark beside its plan that makes the next plan `driver late` (--dry-run says why).
 # MODE before-opencl is traced as `threads 0` (no fork): its children call OpenCL before the parent
 # has. Where hetopt's thread had begun to start the driver before the first fork, fork() waited
 # for it, and the run must say so exactly once, however many children do, and leave the mark;
@@ -35,20 +36,22 @@ traced=("$mode" "${TRACE_FORKS:-10}")
 grep -q "profile stored" "$work/trace.err" || fail "hetopt trace stored no profile"
 # timeout signals its whole process group: children spinning on an inherited lock go too.
 # shellcheck disable=SC2086
-timeout -k 5 "$limit" "$hetopt" run --stats --force --policy opencl ${RUN_OPTS:-} -- \
+timeout -k 5 "$limit" "$hetopt" run --stats="$work/stats.json" --force --policy opencl ${RUN_OPTS:-} -- \
   "$app" "$mode" "$forks" >"$work/run.out" 2>"$work/run.err"
 rc=$?
 [[ $rc == 124 || $rc == 137 ]] && fail "hetopt run $mode $forks hung (killed after $limit s)"
 [[ $rc == 0 ]] || fail "hetopt run exited $rc"
 cmp -s "$work/native.out" "$work/run.out" ||
   { diff "$work/native.out" "$work/run.out"; fail "stdout under hetopt run differs from native"; }
-parent=$(stats_records "$work/run.err" | grep -v "(forked child)")
+[[ -f $work/stats.json ]] || fail "the parent wrote no stats"
 # The parent serves blocks while it forks. Not in before-opencl, whose forks all come before its
 # first OpenCL call: where the driver is the program's, its pool is made from that call on, and
 # the short run may end before it is ready.
-[[ $mode == before-opencl ]] || grep -Eq "(pool of|allocation \(no pool\)) .* redirected [1-9][0-9]* allocations" <<<"$parent" ||
-  fail "the parent served nothing: $parent"
-children=$(stats_records "$work/run.err" | grep -c "^no \(pool\|direct allocation\) (forked child)")
+[[ $mode == before-opencl ]] ||
+  stats_expect "$work/stats.json" "s.pool_state in ('ready', 'preparing')" 's.redirected >= 1' ||
+  fail "the parent served nothing: $(stats_get "$work/stats.json" pool)"
+children=$(stats_children "$work/stats.json" "s.pool_state == 'failed' and s.pool_failure == 'forked child'") ||
+  fail "a forked child's stats are not a forked child's"
 expected=$(sed -n 's/^result: .* through-exit=\([0-9]*\)$/\1/p' "$work/run.out")
 [[ $children == "$expected" ]] || fail "$children children printed their stats, expected ${expected:-?}"
 dry() {
@@ -94,4 +97,4 @@ else
   dry
 fi
 grep -Eq "^driver:  $driver" "$work/dry.out" || { cat "$work/dry.out"; fail "the next plan does not say 'driver:  $driver'"; }
-echo "OK: $forks forks from $mode; $parent; $(grep '^driver:' "$work/dry.out" | cut -c1-100)"
+echo "OK: $forks forks from $mode; $(stats_get "$work/stats.json" pool); $(grep '^driver:' "$work/dry.out" | cut -c1-100)"

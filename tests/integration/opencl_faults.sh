@@ -95,10 +95,12 @@ for fault in host_buffer map context; do
   # before it is ready, go to malloc, and the app's own map meets the fault first).
   check $fault opencl_direct 1 "$unavailable" 1 -- env LD_PRELOAD="$shim" OPENCL_LAYERS="$layer:$shim" \
     HETOPT_POOL_CONTEXT=own HETOPT_POOL_WAIT_MS=5000 HETOPT_MODE=optimize HETOPT_PLAN_FILE="$work/opencl.direct.plan" "$app"
-  # hetopt run puts its shim after the user's OPENCL_LAYERS (nearest the program); its "optimizing:" line and
-  # --stats's stats line come beside the failure's.
-  check $fault run_force 3 "stats: no pool \\($opencl\\)" 1 -- env OPENCL_LAYERS="$layer" HETOPT_POOL_CONTEXT=own HETOPT_POOL_WAIT_MS=5000 \
-    "$hetopt" run --force --policy opencl --stats -- "$app"
+  # hetopt run puts its shim after the user's OPENCL_LAYERS (nearest the program); its "optimizing:" line
+  # comes beside the failure's, and the stats (as JSON) say why there is no pool.
+  check $fault run_force 2 "$unavailable" 1 -- env OPENCL_LAYERS="$layer" HETOPT_POOL_CONTEXT=own HETOPT_POOL_WAIT_MS=5000 \
+    "$hetopt" run --force --policy opencl --stats="$work/$fault.run.json" -- "$app"
+  stats_expect "$work/$fault.run.json" "s.pool_state == 'failed' and re.fullmatch(r'$opencl', s.pool_failure)" ||
+    { echo "FAIL: $fault/run_force: the stats do not say why there is no pool"; failed=1; }
 done
 
 [[ $failed -eq 0 ]] && echo "OK: every injected OpenCL error handled"

@@ -42,8 +42,9 @@ suite native
 suite trace "$hetopt" trace -o "$work/app.trace" --
 grep -q "profile stored" "$work/trace.err" || { tail -n 5 "$work/trace.err"; fail "hetopt trace stored no profile"; }
 "$hetopt" show "$work/app.trace" >/dev/null 2>&1 || fail "hetopt show cannot read the trace"
-suite run "$hetopt" run --stats --force --policy opencl --
-grep -E "hetopt: (stats|.*running unoptimized)" "$work/run.err" | head -n 1 | cut -c1-240
+suite run "$hetopt" run --stats="$work/stats.json" --force --policy opencl --
+grep -E "hetopt: .*running unoptimized" "$work/run.err" | head -n 1 | cut -c1-240
+[[ -f $work/stats.json ]] && python3 -c 'import json, sys; print("stats:", json.load(open(sys.argv[1]))["pool"])' "$work/stats.json"
 
 # Per test id, the same outcome in every mode.
 "$python" - "$work" native trace run <<'EOF'

@@ -3,7 +3,7 @@
 # Before and after for one program: `hetopt trace`, then `hetopt run --policy opencl --force` three
 # times (on PoCL pinning never pays, so it is forced), the first with --stats and --stats=FILE.json;
 # under the closed loop the second is a control run. Each run must leave a private run record
-# beside its plan; the JSON must parse and hold the text stats' counts and lines; `hetopt report`
+# beside its plan; the JSON must parse, hold the text stats' lines and agree with the record; `hetopt report`
 # must move the records into the DB, show the traced run, the control run and both optimized runs
 # with their transfers, plot them (SVG and PNG, titled with device and date), and warn once about a
 # corrupt record without failing.
@@ -27,19 +27,14 @@ records=("$plans"/*.run)
 [[ $(stat -c %a "$work/stats.json") == 600 ]] || fail "the JSON stats are not private"
 grep -q '^end$' "${records[0]}" || fail "the run record is not whole"
 
-# The JSON: parses, and holds what the text says (every line, and the counts in them).
+# The JSON: parses, and holds the --stats lines as printed (what each says is a unit test's:
+# OptimizeStats); its counts agree with the run record.
 sed -n 's/^hetopt: stats: //p' "$work/run1.err" >"$work/stats.txt"
-python3 - "$work/stats.json" "$work/stats.txt" "${records[0]}" <<'PY' || fail "JSON stats differ from the text"
-import json, re, sys
+python3 - "$work/stats.json" "$work/stats.txt" "${records[0]}" <<'PY' || fail "JSON stats differ from the text or the record"
+import json, sys
 j = json.load(open(sys.argv[1]))
 lines = open(sys.argv[2]).read().splitlines()
 assert j["lines"] == lines, (j["lines"], lines)
-text = "\n".join(lines)
-m = re.search(r"redirected (\d+) allocations .*, released (\d+)", text)
-assert (j["redirected"], j["released"]) == (int(m[1]), int(m[2])), m
-for key, what in (("transfers_pinned_pool", "pinned pool memory"), ("transfers_other", "other memory")):
-    m = re.search(r"transfers from %s: (\d+) h2d \(.*\), (\d+) d2h" % what, text)
-    assert (j[key]["h2d"], j[key]["d2h"]) == (int(m[1]), int(m[2])), (key, m)
 pinned = j["transfers_pinned_pool"]["h2d"] + j["transfers_pinned_pool"]["d2h"]
 assert pinned > 0 and j["run"]["pinned"] == pinned, j["run"]
 assert sum(s["pinned"] for s in j["sites"]) == pinned, j["sites"]

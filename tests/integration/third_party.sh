@@ -54,7 +54,8 @@ run() {
   diff <(norm "$work/native.out") <(norm "$work/$name.out") >"$work/$name.diff" ||
     { cat "$work/$name.diff"; fail "$name: stdout differs from the native run"; }
 }
-stat_field() { stats_records "$work/$1.err" | sed -n "s/.*$2.*/\1/p" | head -n 1; }
+# stat_field RUN KEY: KEY of RUN's stats as JSON ($work/RUN.json), empty without them.
+stat_field() { stats_get "$work/$1.json" "$2" 2>/dev/null; }
 
 "$@" </dev/null >"$work/native.out" 2>"$work/native.err"
 native_rc=$?
@@ -70,14 +71,15 @@ grep -q "profile stored" "$work/trace.err" || fail "hetopt trace stored no profi
 grep -q '^complete' "$work/show.out" || fail "the trace is not complete"
 grep -q '^thread 0' "$work/show.out" || fail "hetopt show printed no thread"
 
-run run "$hetopt" run --stats -- "$@"
-n=$(grep -v '^hetopt: stats:   ' "$work/run.err" | grep -c "running unoptimized\|hetopt: stats:")
-[[ $n -eq 1 ]] || fail "hetopt run: expected one line saying what it did, got $n"
+run run "$hetopt" run --stats="$work/run.json" -- "$@"
+n=$(grep -c "running unoptimized" "$work/run.err")
+[[ -f $work/run.json ]] && n=$((n + 1))
+[[ $n -eq 1 ]] || fail "hetopt run: expected it to say why it ran unoptimized or write its stats, got $n of these"
 
 # Served blocks wait for the pool: whether it is ready in time is the machine's load, not the test's.
-run forced env HETOPT_POOL_WAIT_MS=5000 "$hetopt" run --stats --policy opencl --force -- "$@"
+run forced env HETOPT_POOL_WAIT_MS=5000 "$hetopt" run --stats="$work/forced.json" --policy opencl --force -- "$@"
 if [[ $optimized -eq 1 ]]; then
-  redirected=$(stat_field forced 'redirected \([0-9]*\) allocations')
+  redirected=$(stat_field forced redirected)
   [[ ${redirected:-0} -ge 1 ]] || fail "forced run: nothing served from the pool"
 fi
 
@@ -89,11 +91,12 @@ bytes=$(awk '$1 == "site" { s += $6 } END { print (s > 268435456 ? 268435456 : s
 # shellcheck disable=SC2086
 write_plan "$work/plan" "$prog" opencl "$bytes" $keys || fail "$prog has no build id"
 # Programs may allocate before any context: the pool is made in the shim's own, and waited for.
-run planned env HETOPT_MODE=optimize HETOPT_PLAN_FILE="$work/plan" HETOPT_STATS=1 \
+run planned env HETOPT_MODE=optimize HETOPT_PLAN_FILE="$work/plan" HETOPT_STATS_JSON="$work/planned.json" \
   HETOPT_POOL_CONTEXT=own HETOPT_POOL_WAIT_MS=5000 \
   LD_PRELOAD="$shim" OPENCL_LAYERS="$shim" "$@"
-redirected=$(stat_field planned 'redirected \([0-9]*\) allocations')
+redirected=$(stat_field planned redirected)
 [[ ${redirected:-0} -ge 1 ]] || fail "hand-written plan: nothing served from the pool"
 
 echo "OK: $(basename "$prog") exit $native_rc, identical stdout natively, traced, run, forced, planned"
-grep -h "running unoptimized\|hetopt: stats:" "$work/run.err" "$work/forced.err" "$work/planned.err"
+grep -h "running unoptimized" "$work/run.err" "$work/forced.err" "$work/planned.err"
+for r in run forced planned; do [[ -f $work/$r.json ]] && echo "$r: $(stat_field $r pool); redirected $(stat_field $r redirected)"; done
