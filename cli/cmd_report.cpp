@@ -133,11 +133,18 @@ int cmdReport(int argc, char** argv) {
   const bool noPlot = args.flag("no-plots"), json = args.flag("json");
   const size_t last = static_cast<size_t>(args.count("last", 5));
   std::string error;
+  // Reading creates nothing: no DB means nothing was ever traced into it, and making an empty one
+  // (with its directory) would leave state behind for a question.
+  if (access(dbPath.c_str(), F_OK) != 0) {
+    warn("report: no DB at %s; `hetopt trace` makes it", dbPath.c_str());
+    return 1;
+  }
   ProgramIdentity identity;
   if (!commandIdentity(program, &identity, &error, identityCacheDir())) {
     warn("report: cannot identify %s%s", program[0].c_str(), error.empty() ? "" : (": " + error).c_str());
     return 2;
   }
+  // Writable: the run records move in.
   std::unique_ptr<Db> db = Db::open(dbPath, Db::Mode::ReadWriteCreate, &error);
   if (!db) {
     warn("report: %s", error.c_str());

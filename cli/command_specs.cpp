@@ -23,9 +23,9 @@ constexpr OptionSpec kVersion{"version", 'V', K::None, "", "print hetopt's versi
 #define HETOPT_DB_DEFAULT "$HETOPT_DB, else $XDG_DATA_HOME/hetopt/hetopt.db, else ~/.local/share/hetopt/hetopt.db"
 constexpr OptionSpec kDb{"db", 0, K::File, "PATH",
                          "the DB of characterizations and profiles (default " HETOPT_DB_DEFAULT ")"};
-constexpr OptionSpec kDbReadOnly{"db", 0, K::File, "PATH",
-                                 "the DB of characterizations and profiles (default " HETOPT_DB_DEFAULT
-                                 "); read only, never created"};
+constexpr OptionSpec kDbNeverCreated{"db", 0, K::File, "PATH",
+                                     "the DB of characterizations and profiles (default " HETOPT_DB_DEFAULT
+                                     "); never created: a missing DB is exit status 1"};
 #define HETOPT_DEVICE_WORDS "'gpu', 'cpu' or a case-insensitive substring of 'platform / device'"
 constexpr OptionSpec kDeviceForProgram{
     "device", 0, K::Text, "FILTER",
@@ -166,7 +166,7 @@ constexpr OptionSpec kAnalyzeOptions[] = {
 };
 
 constexpr OptionSpec kReportOptions[] = {
-    kDbReadOnly,
+    kDbNeverCreated,
     {"last", 0, K::Count, "N", "how many of the newest runs of each kind to show (default 5)", "", 1, 50},
     {"plots", 0, K::Dir, "DIR",
      "where the breakdown plot goes (default ./hetopt-plots): gnuplot data and script, SVG and PNG when "
