@@ -406,6 +406,7 @@ int cmdRun(int argc, char** argv) {
                                   others + ")");
     return runUntouched(program, dbPath);
   }
+  warnUnmatchedDevice("run", device);
   Launch launch;
   launch.argv = program;
   if (!device.empty()) launch.env.push_back({"HETOPT_DEVICE", device});

@@ -261,6 +261,7 @@ int cmdTrace(int argc, char** argv) {
   close(probe);
   unlink(output.c_str());
 
+  warnUnmatchedDevice("trace", device);
   Launch launch;
   launch.argv = program;
   launch.env.push_back({"HETOPT_MODE", "trace"});

@@ -52,6 +52,10 @@ bool runTimed(const Launch& launch, TimedRun* out, std::string* error);
 /// that what it starts next runs without it.
 void dropShimFromEnvironment();
 
+/// When `filter` (a --device value) names no OpenCL device here, says so on stderr with what there
+/// is: the program would otherwise run on another device, or fail, without a word from hetopt.
+void warnUnmatchedDevice(const char* command, const std::string& filter);
+
 /// Ends hetopt the way the child ended: same exit code, or the same signal re-raised.
 [[noreturn]] void exitLikeChild(int waitStatus);
 

@@ -45,6 +45,16 @@ got=$("$hetopt" trace --no-analyze -o "$work/t.trace" -- sh -c 'echo "$*"' sh --
 got=$("$hetopt" trace --no-analyze -o "$work/u.trace" sh -c 'echo "$*"' sh --stats -V 2>/dev/null)
 [[ $got == "--stats -V" ]] || fail "without --, the program got '$got', not its own options"
 
+# A --device that matches nothing is said, with what there is, before the program runs.
+"$hetopt" run --device no-such-device --dry-run -- /bin/true >/dev/null 2>"$work/nodev.err"
+grep -q "^hetopt: run: --device no-such-device: no OpenCL device matches 'no-such-device' (have: '.*'); \`hetopt devices\` lists them$" \
+  "$work/nodev.err" || fail "run --device matching nothing: $(cat "$work/nodev.err")"
+"$hetopt" trace --no-analyze -o "$work/nodev.trace" --device=no-such-device -- /bin/true 2>"$work/nodev.err"
+grep -q "^hetopt: trace: --device no-such-device: no OpenCL device matches" "$work/nodev.err" ||
+  fail "trace --device matching nothing: $(cat "$work/nodev.err")"
+"$hetopt" run --device cpu --dry-run -- /bin/true >/dev/null 2>"$work/cpu.err"
+if grep -q -- "--device cpu" "$work/cpu.err"; then fail "run --device cpu warned: $(cat "$work/cpu.err")"; fi
+
 # Versions, and each command's help.
 version=$("$hetopt" --version)
 [[ $version == "hetopt "* ]] || fail "hetopt --version said '$version'"
