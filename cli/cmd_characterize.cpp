@@ -114,7 +114,7 @@ void writePlots(const CharacterizationRun& run, const Args& args,
     return;
   }
   fflush(stdout);
-  if (!runGnuplot(gnuplot, files.script, &error)) {
+  if (!runGnuplot(gnuplot, files.script, files.images, &error)) {
     warn("characterize: %s", error.c_str());
     return;
   }

@@ -179,12 +179,12 @@ int cmdReport(int argc, char** argv) {
   if (noPlot) return 0;
   const std::string date = runs.empty() ? profile.createdUtc
                                         : analyzer::utcTime(runs.back().record.startedUnixNs).substr(0, 10);
-  const std::string title = baseName(profile.program.path) + " on " +
+  const std::string title = analyzer::programLabel(profile.program) + " on " +
                             (profile.device.empty() ? "an unknown device" : profile.device) + ", " + date +
                             (measured.untouched.count ? ": traced, untouched and optimized runs"
                                                       : ": traced and optimized runs");
   analyzer::PlotOutput out;
-  if (!analyzer::writeBreakdownPlot(plotsDir, analyzer::programSlug(profile.program.path) + "-report",
+  if (!analyzer::writeBreakdownPlot(plotsDir, analyzer::programSlug(profile.program) + "-report",
                                     title, analyzer::comparisonBars(profile, runs), &out, &error)) {
     warn("report: plot not written: %s", error.c_str());
     return 0;
