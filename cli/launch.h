@@ -8,7 +8,7 @@
 
 namespace hetopt::cli {
 
-/// Absolute path of libhetopt_shim.so: beside the driver as ../lib/ (build tree and install tree).
+/// Absolute path of libhetopt_shim.so, found from the driver (installedLibrary, common/paths.h).
 /// Empty with *error when it is missing.
 std::string shimPath(std::string* error);
 
