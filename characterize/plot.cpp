@@ -265,6 +265,8 @@ set tics nomirror
                          formatBytes(static_cast<uint64_t>(maxTransfer)) + " each - " + device,
                      1400, 11) +
         "\n";
+  // Its lines run across the whole plot at every height: the key goes under it, never over them.
+  gp += "set key below horizontal box opaque\n";
   gp += "unset logscale x\nset xrange [0.5:" + std::to_string(maxConcurrency) + ".5]\nset xtics 1\n";
   gp += "set xlabel \"concurrent transfers\"\nset ylabel \"aggregate bandwidth (GB/s)\"\n";
   for (Measure m : {Measure::H2D, Measure::D2H}) {

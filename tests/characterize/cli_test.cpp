@@ -6,6 +6,7 @@
  * corrupt DB is one clear error.
  */
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include "common/gnuplot.h"
 #include <sys/wait.h>
@@ -120,11 +121,19 @@ TEST(CharacterizeCli, QuickRunFillsDbPrintsDecisionsWritesPlots) {
   EXPECT_FALSE(slurp(plots + "/" + slug + ".dat").empty());
   std::string gp = slurp(plots + "/" + slug + ".gp");
   EXPECT_TRUE(contains(gp, "logscale")) << gp;
+  // The concurrency figure's key sits under its plots, where no line runs.
+  const size_t concurrency = gp.find("-concurrency\"");
+  ASSERT_NE(concurrency, std::string::npos) << gp;
+  EXPECT_NE(gp.find("set key below", concurrency), std::string::npos) << gp.substr(concurrency);
   if (!findGnuplot().empty()) {
     for (const char* kind : {"-alloc.png", "-transfer.png", "-concurrency.png"}) {
       std::string png = slurp(plots + "/" + slug + kind);
       ASSERT_GT(png.size(), 1000u) << kind;
       EXPECT_EQ(png.substr(1, 3), "PNG") << kind;
+      // The same mode as every file hetopt writes (report's plots too).
+      struct stat st;
+      ASSERT_EQ(stat((plots + "/" + slug + kind).c_str(), &st), 0) << kind;
+      EXPECT_EQ(st.st_mode & 0777, 0600u) << kind;
     }
   }
 
