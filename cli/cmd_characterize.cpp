@@ -91,6 +91,14 @@ void printRun(const CharacterizationRun& run) {
     printf("  fits: %zu curves; largest RMS relative error %.1f%% (%s %s x%d)\n", run.fits.size(),
            worst->fn.rmsRelErr * 100, measureName(worst->kind), policyName(worst->policy),
            worst->concurrency);
+  // Farther than this from its own medians, a fit prices the sizes between them by a curve that
+  // is not theirs: said, with the way to measure again.
+  constexpr double kRoughFit = 0.2;
+  for (const Fit& f : run.fits)
+    if (f.fn.rmsRelErr > kRoughFit)
+      printf("  warning: the %s %s x%d fit misses its medians by %.0f%% RMS (%.0f%% at worst): its prices are "
+             "rough; `hetopt characterize --force` measures again\n",
+             measureName(f.kind), policyName(f.policy), f.concurrency, f.fn.rmsRelErr * 100, f.fn.maxRelErr * 100);
   printf("%s", formatMeasuredSummary(run).c_str());
   printf("  decisions (one transfer at a time; 'pool': allocation costs more than one transfer saves):\n%s",
          formatDecisionTable(run).c_str());

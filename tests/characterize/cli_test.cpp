@@ -149,6 +149,21 @@ TEST(CharacterizeCli, QuickRunFillsDbPrintsDecisionsWritesPlots) {
   EXPECT_TRUE(contains(shown.out, "roundtrip"));
   Result none = characterize(tmp, "--show --device no-such-device --db " + db);
   EXPECT_EQ(none.status, 1) << none.out << none.err;
+
+  // A fit that misses its points is flagged where the results are shown.
+  {
+    std::string error;
+    auto rw = Db::open(db, Db::Mode::ReadWriteCreate, &error);
+    ASSERT_TRUE(rw) << error;
+    ASSERT_TRUE(rw->exec("UPDATE char_fits SET rms_rel_err = 0.45, max_rel_err = 0.8 WHERE measure = 'h2d' AND "
+                         "policy = 'standard' AND concurrency = 1",
+                         &error))
+        << error;
+  }
+  Result rough = characterize(tmp, "--show --db " + db);
+  ASSERT_EQ(rough.status, 0) << rough.out << rough.err;
+  EXPECT_TRUE(contains(rough.out, "  warning: the h2d standard x1 fit misses its medians by 45% RMS (80% at worst)"))
+      << rough.out;
 }
 
 // On a terminal (a pty made by script(1)), every phase has its bar, redrawn during the transfer
