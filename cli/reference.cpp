@@ -54,6 +54,19 @@ std::string roffParagraphs(const std::string& text) {
   return out;
 }
 
+// A usage line for roff: each "[...]" group is one unbreakable word (its spaces unpaddable), so a
+// line breaks only between options, never inside one.
+std::string roffUsage(const std::string& usage) {
+  std::string out;
+  const std::string text = roff(usage);
+  int depth = 0;
+  for (char c : text) {
+    depth += c == '[' ? 1 : c == ']' ? -1 : 0;
+    out += c == ' ' && depth > 0 ? std::string("\\ ") : std::string(1, c);
+  }
+  return out;
+}
+
 std::string optionTag(const OptionSpec& o) {
   std::string tag = o.shortName ? std::string("\\-") + o.shortName + ", " : "";
   tag += "\\fB" + roff(std::string("--") + o.name) + "\\fR";
@@ -85,8 +98,10 @@ std::string manPage() {
   std::string out =
       ".\\\" Generated from cli/command_specs.cpp and common/options.def by hetopt_gen_reference; do not edit.\n"
       ".TH HETOPT 1 \"\" \"hetopt " HETOPT_VERSION_STRING "\" \"User Commands\"\n"
+      // Left-aligned, no hyphenation: option names are copied from here, whole.
+      ".ad l\n.nh\n"
       ".SH NAME\nhetopt \\- " + roff(top.summary) + "\n.SH SYNOPSIS\n";
-  for (const CommandSpec& s : specs) out += ".B " + roff(usageLine(s)) + "\n.br\n";
+  for (const CommandSpec& s : specs) out += ".B " + roffUsage(usageLine(s)) + "\n.br\n";
   out += ".SH DESCRIPTION\n" + roffParagraphs(top.description);
   out += ".PP\nEach command is described below; `hetopt COMMAND --help` prints the same text.\n";
   out += ".SH OPTIONS\n";
@@ -94,7 +109,7 @@ std::string manPage() {
   out += ".SH COMMANDS\n";
   for (const CommandSpec& s : specs.subspan(1)) {
     out += ".SS \"" + roff(commandName(s)) + "\"\n" + roff(s.summary) + ".\n";
-    out += ".PP\n.B Usage:\n" + roff(usageLine(s)) + "\n";
+    out += ".PP\n.B Usage:\n" + roffUsage(usageLine(s)) + "\n";
     out += roffParagraphs(s.description);
     out += ".PP\n.B Options:\n";
     manOptions(s, &out);

@@ -230,6 +230,9 @@ TEST(CommandLine, TheManPageAndTheCompletionNameEveryOptionOfEveryCommand) {
     }
   }
   EXPECT_NE(man.find(".B HETOPT_MODE"), std::string::npos);
+  // A usage line breaks between options, never inside one, and nothing is hyphenated.
+  EXPECT_NE(man.find("[\\-\\-profile\\ NAME]"), std::string::npos);
+  EXPECT_NE(man.find("\n.nh\n"), std::string::npos);
 }
 
 }  // namespace
