@@ -77,6 +77,7 @@ int main(int argc, char** argv) {
   if (argc >= 2 && !strcmp(argv[1], "help")) {  // `hetopt help [COMMAND]`
     if (argc == 2) return usage(stdout), 0;
     if (findCommand(argv[2])) return fputs(hetopt::cli::helpText(hetopt::cli::commandSpec(argv[2])).c_str(), stdout), 0;
+    return fprintf(stderr, "hetopt: unknown command '%s' (see hetopt --help)\n", argv[2]), 2;
   }
   hetopt::cli::ParsedArgs args;
   std::string error;

@@ -32,6 +32,7 @@ expect_error "hetopt trace: no program given (see hetopt trace --help)" -- trace
 expect_error "hetopt characterize: --plot-format 'gif' is not png or svg (see hetopt characterize --help)" -- characterize --plot-format gif
 expect_error "hetopt devices: unexpected argument 'gpu' (see hetopt devices --help)" -- devices gpu
 expect_error "hetopt: unknown command 'frobnicate' (see hetopt --help)" -- frobnicate
+expect_error "hetopt: unknown command 'frobnicate' (see hetopt --help)" -- help frobnicate
 
 # --opt=value where only --opt value worked: accepted, and meant the same.
 "$hetopt" run --db="$work/other.db" --verify=off -- /bin/true 2>"$work/db.err" || fail "run --db=PATH refused: $(cat "$work/db.err")"
@@ -65,6 +66,8 @@ for cmd in "" devices run trace show characterize analyze report; do
   help=$("$hetopt" $cmd --help) || fail "hetopt $cmd --help exited $?"
   grep -q '^exit status:$' <<<"$help" || fail "hetopt $cmd --help has no exit status section"
   grep -q '^usage: hetopt' <<<"$help" || fail "hetopt $cmd --help has no usage line"
+  # shellcheck disable=SC2086
+  [[ -z $cmd || $("$hetopt" help $cmd) == "$help" ]] || fail "hetopt help $cmd is not hetopt $cmd --help"
 done
 [[ $failed == 0 ]] && echo "OK: the command line's words"
 exit $failed
