@@ -177,12 +177,17 @@ int cmdReport(int argc, char** argv) {
   fputs(analyzer::formatComparison(profile, runs, loop, declined).c_str(), stdout);
   const analyzer::MeasuredSaving measured = analyzer::measureSaving(profile, runs, loop);
   if (noPlot) return 0;
-  const std::string date = runs.empty() ? profile.createdUtc
+  // The date of the newest bar (the trace's when it is the only one), and the kinds of bars drawn.
+  const std::string date = runs.empty() ? profile.createdUtc.substr(0, 10)
                                         : analyzer::utcTime(runs.back().record.startedUnixNs).substr(0, 10);
+  const bool untouched = measured.untouched.count > 0, optimized = measured.optimized.count > 0;
+  const std::string shown = !untouched && !optimized ? "the traced run"
+                            : untouched && optimized ? "traced, untouched and optimized runs"
+                                                     : std::string("traced and ") + (untouched ? "untouched" : "optimized") +
+                                                           " runs";
   const std::string title = analyzer::programLabel(profile.program) + " on " +
-                            (profile.device.empty() ? "an unknown device" : profile.device) + ", " + date +
-                            (measured.untouched.count ? ": traced, untouched and optimized runs"
-                                                      : ": traced and optimized runs");
+                            (profile.device.empty() ? "an unknown device" : profile.device) + ", " + date + ": " +
+                            shown;
   analyzer::PlotOutput out;
   if (!analyzer::writeBreakdownPlot(plotsDir, analyzer::programSlug(profile.program) + "-report",
                                     title, analyzer::comparisonBars(profile, runs), &out, &error)) {
