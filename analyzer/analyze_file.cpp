@@ -84,8 +84,8 @@ void plotBreakdown(const AnalyzeRequest& req, Db* db, int64_t profileId, const A
     if (predictOptimizedBreakdown(p, &predicted)) bars.push_back({"predicted", predicted});
   }
   PlotOutput out;
-  std::string title = baseName(p.program.path) + (p.device.empty() ? "" : " on " + p.device);
-  if (!writeBreakdownPlot(req.plotsDir, programSlug(p.program.path), title, bars, &out, &err))
+  std::string title = programLabel(p.program) + (p.device.empty() ? "" : " on " + p.device);
+  if (!writeBreakdownPlot(req.plotsDir, programSlug(p.program), title, bars, &out, &err))
     notes->push_back("plots not written: " + err);
   else if (!out.image.empty())
     notes->push_back("breakdown plot: " + out.image + " and " + out.png);

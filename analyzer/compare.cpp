@@ -25,7 +25,7 @@ double median(std::vector<double> v) {
 }
 
 void row(std::string* s, const std::string& label, const Breakdown& b, const std::string& rest) {
-  appendf(s, "%-22s %10s %10s %13s %10s  %s\n", label.c_str(), formatDuration(b.totalNs).c_str(),
+  appendf(s, "%-23s %10s %10s %13s %10s  %s\n", label.c_str(), formatDuration(b.totalNs).c_str(),
           formatDuration(b.kernelNs).c_str(), formatDuration(b.communicationNs).c_str(),
           formatDuration(b.cpuSyncNs).c_str(), rest.c_str());
 }
@@ -54,7 +54,7 @@ std::string utcTime(uint64_t unixNs) {
   struct tm tm {};
   gmtime_r(&t, &tm);
   char buf[32];
-  strftime(buf, sizeof buf, "%Y-%m-%d %H:%M:%S", &tm);
+  strftime(buf, sizeof buf, "%Y-%m-%d %H:%M:%S UTC", &tm);
   return buf;
 }
 
@@ -121,7 +121,7 @@ void loopLines(std::string* s, const LoopReport& loop, const std::string& declin
   if (loop.untouched)
     appendf(s, "  %zu run%s untouched since a plan was reverted\n", loop.untouched, plural(loop.untouched));
   if (loop.declined)
-    appendf(s, "  `hetopt run` declined %zu run%s (the newest %s UTC)%s%s\n", loop.declined, plural(loop.declined),
+    appendf(s, "  `hetopt run` declined %zu run%s (the newest %s)%s%s\n", loop.declined, plural(loop.declined),
             utcTime(loop.lastDeclinedUnixNs).c_str(), declineReason.empty() ? "" : ": ", declineReason.c_str());
 }
 
@@ -135,7 +135,7 @@ std::string formatComparison(const AppProfile& p, const std::vector<StoredRun>& 
           p.device.empty() ? "" : (" on " + p.device).c_str());
   appendf(&s, "traced %s; %zu untouched and %zu optimized run%s recorded\n\n", p.createdUtc.c_str(),
           m.untouched.count, m.optimized.count, plural(m.optimized.count));
-  appendf(&s, "%-22s %10s %10s %13s %10s  %s\n", "run (UTC)", "total", "kernel", "communication",
+  appendf(&s, "%-23s %10s %10s %13s %10s  %s\n", "run", "total", "kernel", "communication",
           "cpu+sync", "transfers pinned/pageable/other, predicted and measured saving");
   row(&s, "traced", p.breakdown,
       p.breakdown.recordingNs > 0 ? "recording cost " + formatDuration(p.breakdown.recordingNs) : "");

@@ -19,7 +19,7 @@
 
 namespace hetopt::analyzer {
 
-/// "2026-11-25 18:36:12" (UTC) for nanoseconds since the epoch.
+/// "2026-11-25 18:36:12 UTC" for nanoseconds since the epoch: every time a report prints names its zone.
 std::string utcTime(uint64_t unixNs);
 
 /// A run record as a stored run: its bar (runBreakdown) labelled by its kind, when it started and

@@ -16,29 +16,28 @@
 #include "common/paths.h"
 
 namespace hetopt::analyzer {
-namespace {
 
-
-// gnuplot strings in double quotes: escape what gnuplot would interpret.
-std::string gpQuote(const std::string& s) {
-  std::string r = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') r += '\\';
-    if (c == '\n') {
-      r += ' ';
-      continue;
-    }
-    r += c;
-  }
-  return r + "\"";
-}
-
-}  // namespace
-
-std::string programSlug(const std::string& programPath) {
-  std::string base = baseName(programPath), slug;
+std::string programSlug(const ProgramIdentity& program) {
+  const ScriptRef& script = program.script;
+  std::string base = baseName(program.path);
+  if (script.kind == ScriptRef::Kind::File) base += "-" + baseName(script.name);
+  if (script.kind == ScriptRef::Kind::Module) base += "-m-" + script.name;
+  if (script.kind == ScriptRef::Kind::Code) base += "-c-" + script.hash.substr(0, 8);
+  std::string slug;
   for (char c : base) slug += (isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_') ? c : '_';
   return slug.empty() ? "program" : slug;
+}
+
+std::string programLabel(const ProgramIdentity& program) {
+  const ScriptRef& script = program.script;
+  const std::string exe = baseName(program.path);
+  switch (script.kind) {
+    case ScriptRef::Kind::File: return exe + " " + baseName(script.name);
+    case ScriptRef::Kind::Module: return exe + " -m " + script.name;
+    case ScriptRef::Kind::Code: return exe + " -c <code " + script.hash.substr(0, 8) + ">";
+    case ScriptRef::Kind::None: break;
+  }
+  return exe;
 }
 
 bool writeBreakdownPlot(const std::string& dir, const std::string& slug, const std::string& title,
@@ -52,7 +51,7 @@ bool writeBreakdownPlot(const std::string& dir, const std::string& slug, const s
   std::string dat = "# label kernel_s communication_s cpu_sync_s total_s\n";
   for (const BreakdownBar& b : bars) {
     char line[256];
-    snprintf(line, sizeof line, "%s %.9g %.9g %.9g %.9g\n", gpQuote(b.label).c_str(),
+    snprintf(line, sizeof line, "%s %.9g %.9g %.9g %.9g\n", gnuplotQuote(b.label).c_str(),
              b.breakdown.kernelNs / 1e9, b.breakdown.communicationNs / 1e9,
              b.breakdown.cpuSyncNs / 1e9, b.breakdown.totalNs / 1e9);
     dat += line;
@@ -62,9 +61,10 @@ bool writeBreakdownPlot(const std::string& dir, const std::string& slug, const s
   std::string gp;
   gp += "# hetopt execution breakdown: " + title + "\n";
   gp += "# Render: cd " + dir + " && gnuplot " + stem + ".gp\n";
+  // The SVG's font is the larger: its title is wrapped for it, and fits the PNG too.
   gp += "set terminal svg size 720,480 dynamic font \"sans,11\" noenhanced\n";
-  gp += "set output " + gpQuote(stem + ".svg") + "\n";
-  gp += "set title " + gpQuote(title) + " noenhanced\n";
+  gp += "set output " + gnuplotQuote(stem + ".svg") + "\n";
+  gp += "set title " + gnuplotTitle(title, 720, 11) + " noenhanced\n";
   gp += R"GP(set style data histograms
 set style histogram rowstacked
 set style fill solid 0.85 border -1
@@ -82,14 +82,14 @@ set tics nomirror
       gp += "set xtics rotate by -30\n";
       break;
     }
-  gp += "plot " + gpQuote(stem + ".dat") +
+  gp += "plot " + gnuplotQuote(stem + ".dat") +
         " using 2:xtic(1) title \"kernel\" lc rgb \"#4e79a7\", \\\n"
         "     '' using 3 title \"communication\" lc rgb \"#e15759\", \\\n"
         "     '' using 4 title \"cpu+sync\" lc rgb \"#bab0ac\"\n";
   // The same figure as PNG (cairo's where this gnuplot has it) for places that show no SVG.
   gp += "if (strstrt(GPVAL_TERMINALS, \"pngcairo\") > 0) { set terminal pngcairo size 720,480 "
         "font \"sans,10\" noenhanced } else { set terminal png size 720,480 noenhanced }\n";
-  gp += "set output " + gpQuote(stem + ".png") + "\nreplot\n";
+  gp += "set output " + gnuplotQuote(stem + ".png") + "\nreplot\n";
   if (!writePrivateFile(out->script, gp, error)) return false;
 
   std::string gnuplot = findGnuplot();
@@ -98,11 +98,7 @@ set tics nomirror
     return true;
   }
   std::string err;
-  // gnuplot would create the image with the umask's mode; an existing file keeps 0600.
-  if (!writePrivateFile(dir + "/" + stem + ".svg", "", error) ||
-      !writePrivateFile(dir + "/" + stem + ".png", "", error))
-    return false;
-  if (!runGnuplot(gnuplot, out->script, &err)) {
+  if (!runGnuplot(gnuplot, out->script, {dir + "/" + stem + ".svg", dir + "/" + stem + ".png"}, &err)) {
     out->note = err;
     return true;
   }

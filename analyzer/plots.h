@@ -28,7 +28,11 @@ struct PlotOutput {
 bool writeBreakdownPlot(const std::string& dir, const std::string& slug, const std::string& title,
                         const std::vector<BreakdownBar>& bars, PlotOutput* out, std::string* error);
 
-/// A file-name-safe slug of a program path ("loop_wkr").
-std::string programSlug(const std::string& programPath);
+/// A file-name-safe slug of a program: its executable, and for an interpreter what it runs, so
+/// that two scripts' plots do not overwrite each other ("loop_wkr", "python3_11-train_py",
+/// "python3_11-m-pkg_main", "python3_11-c-1a2b3c4d").
+std::string programSlug(const ProgramIdentity& program);
+/// A program as a plot title names it: base names only ("python3.11 train.py").
+std::string programLabel(const ProgramIdentity& program);
 
 }  // namespace hetopt::analyzer

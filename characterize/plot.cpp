@@ -15,8 +15,9 @@
 #include <cstring>
 #include <map>
 
-#include "common/units.h"
+#include "common/gnuplot.h"
 #include "common/paths.h"
+#include "common/units.h"
 
 namespace hetopt::characterize {
 namespace {
@@ -30,15 +31,6 @@ const char* policyColor(PolicyKind p) {
     case PolicyKind::Register: return "#d55e00";
   }
   return "#000000";
-}
-
-std::string quoted(const std::string& s) {
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') out += '\\';
-    out += c;
-  }
-  return out + "\"";
 }
 
 std::string blockName(const char* what, PolicyKind p, int concurrency = 0) {
@@ -62,7 +54,7 @@ std::string sizeTics(double maxSize) {
   for (double s = 1024; s <= maxSize * 1.01; s *= 4) {
     if (t.size() > 1) t += ", ";
     const uint64_t bytes = static_cast<uint64_t>(s);
-    t += quoted(formatBytes(bytes)) + " " + std::to_string(bytes);
+    t += gnuplotQuote(formatBytes(bytes)) + " " + std::to_string(bytes);
   }
   return t + ")";
 }
@@ -77,7 +69,7 @@ std::string timeTics(double lo, double hi) {
     double v = std::pow(10.0, e);
     if (v < lo / 10 || v > hi * 10) continue;
     if (t.size() > 1) t += ", ";
-    t += quoted(kLabels[e]) + " " + std::to_string(static_cast<uint64_t>(v));
+    t += gnuplotQuote(kLabels[e]) + " " + std::to_string(static_cast<uint64_t>(v));
   }
   return t + ")";
 }
@@ -219,7 +211,7 @@ set key top left box opaque
 set border 3
 set tics nomirror
 )GP";
-  gp += "dat = " + quoted(datName) + "\n";
+  gp += "dat = " + gnuplotQuote(datName) + "\n";
   auto plotList = [&](Measure m, int c, const char* usingMeasured, const char* usingFit) {
     std::string cmd;
     for (PolicyKind p : kAllPolicies) {
@@ -228,12 +220,12 @@ set tics nomirror
                           : blockName((std::string("fit ") + measureName(m)).c_str(), p);
       if (!present.count(name)) continue;
       if (!cmd.empty()) cmd += ", \\\n     ";
-      cmd += "dat index " + quoted(name) + " using " + usingMeasured +
-             " with points pt 7 ps 1.1 lc rgb " + quoted(policyColor(p)) + " title " +
-             quoted(policyName(p));
+      cmd += "dat index " + gnuplotQuote(name) + " using " + usingMeasured +
+             " with points pt 7 ps 1.1 lc rgb " + gnuplotQuote(policyColor(p)) + " title " +
+             gnuplotQuote(policyName(p));
       if (present.count(fit))
-        cmd += ", \\\n     dat index " + quoted(fit) + " using " + usingFit +
-               " with lines lw 2 lc rgb " + quoted(policyColor(p)) + " notitle";
+        cmd += ", \\\n     dat index " + gnuplotQuote(fit) + " using " + usingFit +
+               " with lines lw 2 lc rgb " + gnuplotQuote(policyColor(p)) + " notitle";
     }
     return cmd;
   };
@@ -241,8 +233,9 @@ set tics nomirror
   // Allocation cost.
   std::string allocPlot = plotList(Measure::Alloc, 0, "1:2", "1:2");
   if (!allocPlot.empty()) {
-    gp += "set output " + quoted(slug + "-alloc") + ".ext\n";
-    gp += "set title " + quoted("Allocation cost per policy (points: median, lines: fit) - " + device) + "\n";
+    gp += "set output " + gnuplotQuote(slug + "-alloc") + ".ext\n";
+    gp += "set title " + gnuplotTitle("Allocation cost per policy (points: median, lines: fit) - " + device, 1400, 11) +
+          "\n";
     gp += "set logscale xy\nset xlabel \"allocation size\"\nset ylabel \"time to allocate\"\n";
     gp += "set xtics " + sizeTics(maxAlloc) + "\n";
     gp += "set xrange [" + std::to_string(minAlloc / 1.3) + ":" + std::to_string(maxAlloc * 1.3) + "]\n";
@@ -251,9 +244,10 @@ set tics nomirror
     gp += "unset logscale y\nset ytics autofreq\n";
   }
   // Transfers, one transfer at a time.
-  gp += "set output " + quoted(slug + "-transfer") + ".ext\n";
+  gp += "set output " + gnuplotQuote(slug + "-transfer") + ".ext\n";
   gp += "set multiplot layout 1,2 title " +
-        quoted("Transfer bandwidth per policy, one transfer (points: median, lines: fit) - " + device) + "\n";
+        gnuplotTitle("Transfer bandwidth per policy, one transfer (points: median, lines: fit) - " + device, 1400, 11) +
+        "\n";
   gp += "set logscale x\nunset logscale y\nset yrange [0:*]\nset xlabel \"transfer size\"\n";
   gp += "set ylabel \"bandwidth (GB/s)\"\nset xtics " + sizeTics(maxTransfer) + "\n";
   gp += "set xrange [" + std::to_string(minTransfer / 1.3) + ":" + std::to_string(maxTransfer * 1.3) + "]\n";
@@ -265,10 +259,14 @@ set tics nomirror
   }
   gp += "unset multiplot\n";
   // Concurrency.
-  gp += "set output " + quoted(slug + "-concurrency") + ".ext\n";
+  gp += "set output " + gnuplotQuote(slug + "-concurrency") + ".ext\n";
   gp += "set multiplot layout 1,2 title " +
-        quoted("Aggregate bandwidth of concurrent transfers on separate queues, " +
-               formatBytes(static_cast<uint64_t>(maxTransfer)) + " each - " + device) + "\n";
+        gnuplotTitle("Aggregate bandwidth of concurrent transfers on separate queues, " +
+                         formatBytes(static_cast<uint64_t>(maxTransfer)) + " each - " + device,
+                     1400, 11) +
+        "\n";
+  // Its lines run across the whole plot at every height: the key goes under it, never over them.
+  gp += "set key below horizontal box opaque\n";
   gp += "unset logscale x\nset xrange [0.5:" + std::to_string(maxConcurrency) + ".5]\nset xtics 1\n";
   gp += "set xlabel \"concurrent transfers\"\nset ylabel \"aggregate bandwidth (GB/s)\"\n";
   for (Measure m : {Measure::H2D, Measure::D2H}) {
@@ -277,8 +275,8 @@ set tics nomirror
       std::string name = blockName((std::string("conc ") + measureName(m)).c_str(), p);
       if (!present.count(name)) continue;
       if (!cmd.empty()) cmd += ", \\\n     ";
-      cmd += "dat index " + quoted(name) + " using 1:2 with linespoints pt 7 lw 2 lc rgb " +
-             quoted(policyColor(p)) + " title " + quoted(policyName(p));
+      cmd += "dat index " + gnuplotQuote(name) + " using 1:2 with linespoints pt 7 lw 2 lc rgb " +
+             gnuplotQuote(policyColor(p)) + " title " + gnuplotQuote(policyName(p));
     }
     gp += std::string("set title ") + (m == Measure::H2D ? "\"host to device\"" : "\"device to host\"") + "\n";
     gp += cmd.empty() ? "set label 1 \"no data\" at graph 0.5,0.5 center\nplot 0 notitle\nunset label 1\n"

@@ -58,7 +58,8 @@ void Progress::finish() {
 }
 
 void Progress::draw(bool force) {
-  if (!m_tty) return;
+  // Before the first phase there is no phase to name and no start to count from.
+  if (!m_tty || m_phase.empty()) return;
   double now = monotonicSeconds();
   // Redrawing costs a write(2); ten times a second is smooth and stays out of the measurements.
   if (!force && now - m_lastDrawS < 0.1) return;

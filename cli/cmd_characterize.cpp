@@ -16,6 +16,7 @@
 #include "characterize/plot.h"
 #include "characterize/records.h"
 #include "common/units.h"
+#include "cli/command_line.h"
 #include "cli/commands.h"
 #include "common/gnuplot.h"
 #include "cli/icd_doctor.h"
@@ -44,109 +45,23 @@ struct Args {
   PlotFormat format = PlotFormat::Png;
 };
 
-void usage() {
-  printf(
-      "usage: hetopt characterize [--device FILTER] [--quick] [--max-size SIZE] [--force]\n"
-      "                           [--db PATH] [--plots DIR | --no-plots] [--plot-format png|svg]\n"
-      "       hetopt characterize --show [--json] [--device FILTER] [--db PATH] [--plots DIR]\n\n"
-      "Measures, once per machine, what each host-memory allocation policy costs and how fast\n"
-      "data moves from it to each OpenCL device and back (1-4 concurrent transfers), fits a\n"
-      "cost function per curve, derives which policy to use per size, and stores it all in the\n"
-      "DB. Later runs reuse the stored result while platform, device, driver, CPU model and\n"
-      "kernel are unchanged.\n\n"
-      "Policies: standard (malloc), locked (malloc+mlock), opencl (CL_MEM_ALLOC_HOST_PTR buffer,\n"
-      "mapped), hybrid (malloc+mlock+CL_MEM_USE_HOST_PTR buffer, mapped), register (existing\n"
-      "memory under a CL_MEM_USE_HOST_PTR buffer). A policy this machine refuses (e.g. mlock\n"
-      "beyond RLIMIT_MEMLOCK) is recorded as unavailable, with the reason.\n\n"
-      "  --device FILTER    'gpu', 'cpu' or a substring of 'platform / device' (default: all)\n"
-      "  --quick            fewer sizes (1 KiB..16 MiB) and repetitions: CI, a first look\n"
-      "  --max-size SIZE    largest allocation/transfer, e.g. 64M (default 768 MiB / 256 MiB)\n"
-      "  --force            measure again even if the DB has a result for this key\n"
-      "  --show             print the stored results (any host's) instead of measuring\n"
-      "  --json             with --show: one JSON object, {\"db\", \"runs\": [...]}; each run has id,\n"
-      "                     device, platform, platform_version, device_name, device_vendor,\n"
-      "                     device_type, driver_version, cpu_model, kernel, hostname, hetopt_version,\n"
-      "                     measured_utc, quick, duration_s, memlock_limit (null: unlimited),\n"
-      "                     lock_beyond_limit, policies [policy, state, reason, max_size], fits\n"
-      "                     [measure, policy, concurrency, rms_rel_err, max_rel_err, points,\n"
-      "                     size_min, size_max, segments [size_lo, latency_ns, ns_per_byte]],\n"
-      "                     decisions [direction, size_lo, size_hi (null: no bound), policy, alloc,\n"
-      "                     predicted_ns, standard_ns, ref_size, speedup, reason] and samples\n"
-      "                     [measure, policy, concurrency, size, reps, median_ns, q1_ns, q3_ns,\n"
-      "                     min_ns, max_ns]; sizes in bytes, times in ns\n"
-      "  --db PATH          DB file (default $HETOPT_DB, else $XDG_DATA_HOME/hetopt/hetopt.db)\n"
-      "  --plots DIR        where plot data, gnuplot scripts and images go (default ./hetopt-plots;\n"
-      "                     with --show, plots are written only when --plots is given)\n"
-      "  --no-plots         write no plot files\n"
-      "  --plot-format F    png (default; falls back to svg without a png terminal) or svg\n\n"
-      "Exit status: 0 success, 1 nothing stored matches (--show), 2 hetopt's own errors.\n");
-}
-
-// Parses the command line; returns -1 to go on, else the exit status.
-int parseArgs(int argc, char** argv, Args* a) {
-  for (int i = 1; i < argc; ++i) {
-    std::string arg = argv[i];
-    auto value = [&](const char* name) -> const char* {
-      if (i + 1 >= argc) {
-        warn("characterize: %s needs a value", name);
-        return nullptr;
-      }
-      return argv[++i];
-    };
-    if (arg == "--help" || arg == "-h") {
-      usage();
-      return 0;
-    } else if (arg == "--device") {
-      const char* v = value("--device");
-      if (!v) return 2;
-      a->device = v;
-    } else if (arg == "--quick") {
-      a->quick = true;
-    } else if (arg == "--force") {
-      a->force = true;
-    } else if (arg == "--show") {
-      a->show = true;
-    } else if (arg == "--json") {
-      a->json = true;
-    } else if (arg == "--no-plots") {
-      a->noPlots = true;
-    } else if (arg == "--max-size") {
-      const char* v = value("--max-size");
-      if (!v) return 2;
-      if (!parseByteSize(v, &a->maxSize)) {
-        warn("characterize: --max-size '%s' is not a size (e.g. 64M, 1G, 4096)", v);
-        return 2;
-      }
-    } else if (arg == "--db") {
-      const char* v = value("--db");
-      if (!v) return 2;
-      a->db = v;
-    } else if (arg == "--plots") {
-      const char* v = value("--plots");
-      if (!v) return 2;
-      a->plots = v;
-      a->plotsGiven = true;
-    } else if (arg == "--plot-format") {
-      const char* v = value("--plot-format");
-      if (!v) return 2;
-      if (!strcmp(v, "png")) {
-        a->format = PlotFormat::Png;
-      } else if (!strcmp(v, "svg")) {
-        a->format = PlotFormat::Svg;
-      } else {
-        warn("characterize: --plot-format must be png or svg, not '%s'", v);
-        return 2;
-      }
-    } else {
-      warn("characterize: unknown argument %s (see hetopt characterize --help)", arg.c_str());
-      return 2;
-    }
-  }
-  if (a->db.empty()) a->db = defaultDbPath();
-  if (a->json && !a->show) {
-    warn("characterize: --json goes with --show");
-    return 2;
-  }
+// Reads the command line into *a; returns -1 to go on, else the exit status.
+int readArgs(int argc, char** argv, Args* a) {
+  const CommandSpec& spec = commandSpec("characterize");
+  ParsedArgs args;
+  if (int rc = parseOrExit(spec, argc, argv, &args); rc >= 0) return rc;
+  a->device = args.value("device");
+  a->quick = args.flag("quick");
+  a->force = args.flag("force");
+  a->show = args.flag("show");
+  a->json = args.flag("json");
+  a->noPlots = args.flag("no-plots");
+  a->maxSize = args.size("max-size", 0);
+  a->db = args.value("db", defaultDbPath());
+  a->plotsGiven = args.given("plots");
+  a->plots = args.value("plots", a->plots);
+  a->format = args.value("plot-format") == "svg" ? PlotFormat::Svg : PlotFormat::Png;
+  if (a->json && !a->show) return usageError(spec, "--json goes with --show");
   return -1;
 }
 
@@ -176,6 +91,14 @@ void printRun(const CharacterizationRun& run) {
     printf("  fits: %zu curves; largest RMS relative error %.1f%% (%s %s x%d)\n", run.fits.size(),
            worst->fn.rmsRelErr * 100, measureName(worst->kind), policyName(worst->policy),
            worst->concurrency);
+  // Farther than this from its own medians, a fit prices the sizes between them by a curve that
+  // is not theirs: said, with the way to measure again.
+  constexpr double kRoughFit = 0.2;
+  for (const Fit& f : run.fits)
+    if (f.fn.rmsRelErr > kRoughFit)
+      printf("  warning: the %s %s x%d fit misses its medians by %.0f%% RMS (%.0f%% at worst): its prices are "
+             "rough; `hetopt characterize --force` measures again\n",
+             measureName(f.kind), policyName(f.policy), f.concurrency, f.fn.rmsRelErr * 100, f.fn.maxRelErr * 100);
   printf("%s", formatMeasuredSummary(run).c_str());
   printf("  decisions (one transfer at a time; 'pool': allocation costs more than one transfer saves):\n%s",
          formatDecisionTable(run).c_str());
@@ -199,7 +122,7 @@ void writePlots(const CharacterizationRun& run, const Args& args,
     return;
   }
   fflush(stdout);
-  if (!runGnuplot(gnuplot, files.script, &error)) {
+  if (!runGnuplot(gnuplot, files.script, files.images, &error)) {
     warn("characterize: %s", error.c_str());
     return;
   }
@@ -249,7 +172,7 @@ int show(const Args& args) {
 
 int cmdCharacterize(int argc, char** argv) {
   Args args;
-  int rc = parseArgs(argc, argv, &args);
+  int rc = readArgs(argc, argv, &args);
   if (rc >= 0) return rc;
   if (args.show) return show(args);
 

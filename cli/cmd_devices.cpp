@@ -4,6 +4,7 @@
 #include <cstring>
 #include <string>
 
+#include "cli/command_line.h"
 #include "cli/commands.h"
 #include "cli/icd_doctor.h"
 #include "cli/json_output.h"
@@ -14,34 +15,10 @@
 namespace hetopt::cli {
 
 int cmdDevices(int argc, char** argv) {
-  std::string filter;
-  bool json = false;
-  for (int i = 1; i < argc; ++i) {
-    if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-      printf(
-          "usage: hetopt devices [--device FILTER] [--json]\n\n"
-          "Lists every OpenCL platform and device, marks the one hetopt commands and test apps\n"
-          "use, and diagnoses common set-up problems (vendor library without an ICD file, a CPU\n"
-          "platform listed before the GPU). FILTER is 'gpu', 'cpu' or a case-insensitive\n"
-          "substring of 'platform / device' (default: $HETOPT_DEVICE, else the first GPU, else\n"
-          "the first device). Exits 1 when no device matches.\n\n"
-          "--json prints one JSON object instead: \"devices\" (each with platform_index, platform,\n"
-          "platform_version, device_index, device, vendor, type, driver_version, global_mem_bytes,\n"
-          "max_alloc_bytes, host_unified_memory, selected), \"selected\" (platform_index,\n"
-          "device_index, description; null when none matches), \"error\" (why no device or no\n"
-          "match; null otherwise) and \"findings\" (the diagnosis: level \"warning\" or \"note\",\n"
-          "text). The exit status is the same.\n");
-      return 0;
-    }
-    if (!strcmp(argv[i], "--device") && i + 1 < argc) {
-      filter = argv[++i];
-    } else if (!strcmp(argv[i], "--json")) {
-      json = true;
-    } else {
-      fprintf(stderr, "hetopt: devices: unknown argument %s\n", argv[i]);
-      return 2;
-    }
-  }
+  ParsedArgs args;
+  if (int rc = parseOrExit(commandSpec("devices"), argc, argv, &args); rc >= 0) return rc;
+  const std::string filter = args.value("device");
+  const bool json = args.flag("json");
   std::string error;
   std::vector<ClDevice> devices = listClDevices(&error);
   ClDevice chosen;

@@ -21,6 +21,7 @@
 #include "analyzer/gain.h"
 #include "analyzer/planner.h"
 #include "analyzer/profile_store.h"
+#include "cli/command_line.h"
 #include "cli/commands.h"
 #include "cli/launch.h"
 #include "store/db.h"
@@ -123,73 +124,28 @@ std::string declineReason(Db& db, const analyzer::AppProfile& profile) {
 }  // namespace
 
 int cmdReport(int argc, char** argv) {
-  std::string dbPath, plotsDir = "hetopt-plots", error;
-  bool help = false, noPlot = false, json = false;
-  size_t last = 5;
-  std::vector<std::string> program = splitProgram(
-      argc, argv,
-      [&](int i) -> int {
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) return help = true, 1;
-        if (!strcmp(argv[i], "--no-plot")) return noPlot = true, 1;
-        if (!strcmp(argv[i], "--json")) return json = true, 1;
-        if (i + 1 >= argc) return 0;
-        if (!strcmp(argv[i], "--db")) return dbPath = argv[i + 1], 2;
-        if (!strcmp(argv[i], "--plots")) return plotsDir = argv[i + 1], 2;
-        if (!strcmp(argv[i], "--last")) {
-          char* end = nullptr;
-          long n = strtol(argv[i + 1], &end, 10);
-          if (*end || n < 1 || n > 50) return 0;
-          return last = static_cast<size_t>(n), 2;
-        }
-        return 0;
-      },
-      &error);
-  if (help) {
-    printf(
-        "usage: hetopt report [options] [--] program [args...]\n\n"
-        "Before and after for a program that `hetopt trace` profiled and `hetopt run` optimized:\n"
-        "the traced run, the last untouched runs (control runs of the closed loop, `hetopt run\n"
-        "--untouched`: no shim) and the last optimized runs (kernel, communication and cpu+sync per\n"
-        "run, the transfers each optimized run made from pinned memory, went ahead pageable or from\n"
-        "other memory); the closed loop's verdict on each plan it ran (state, pairs, the median of\n"
-        "the pairs' speedups and its bounds) and the runs `hetopt run` declined, with why; then\n"
-        "the saving `hetopt run` predicted against the one measured: the untouched runs' median wall\n"
-        "time less the optimized runs' median, with both counts and ranges, and each control run\n"
-        "against the optimized run next to it. Without untouched runs the saving is measured against\n"
-        "the traced run, which tracing slowed: a saving is then an upper bound and said to be one, a\n"
-        "loss is a loss. Every run leaves a small run record beside its plan; this command moves them\n"
-        "into the DB (the newest %zu of each kind per program are kept). The program is identified\n"
-        "as `hetopt run` does (its arguments only matter for an interpreter's script); nothing is\n"
-        "run.\n\n"
-        "  --db PATH     profile DB (default $HETOPT_DB, else ~/.local/share/hetopt)\n"
-        "  --last N      how many of the newest runs of each kind to show (1-50, default 5)\n"
-        "  --plots DIR   where the breakdown plot goes (default ./hetopt-plots): gnuplot data and\n"
-        "                script, SVG and PNG when gnuplot is on PATH, titled with device and date\n"
-        "  --no-plot     print only\n"
-        "  --json        print one JSON object instead (no plot): program, program_key, device,\n"
-        "                traced_utc; verdict (the plan the newest run followed, null before any:\n"
-        "                plan, state exploring|kept|reverted|inconclusive, pairs, paired_median,\n"
-        "                ci_low and ci_high (one-sided 90%% and 95%% bounds), window_pairs, failed,\n"
-        "                optimized_runs); plans (each\n"
-        "                plan the closed loop ran, the same fields); declined (runs, reason);\n"
-        "                untouched_after_revert; runs (untouched, optimized: records kept);\n"
-        "                measured (saving_ns, against, upper_bound, paired_ns); pairs\n"
-        "                (control_ns, optimized_ns)\n\n"
-        "Exit status: 0; 1 when the program has no current profile; 2 on hetopt's own errors.\n",
-        kKeptRuns);
-    return 0;
-  }
-  if (program.empty()) {
-    warn("report: %s (see hetopt report --help)", error.c_str());
-    return 2;
+  const CommandSpec& spec = commandSpec("report");
+  ParsedArgs args;
+  if (int rc = parseOrExit(spec, argc, argv, &args); rc >= 0) return rc;
+  static_assert(kKeptRuns == 50, "the report --help text in command_specs.cpp says 50");
+  const std::vector<std::string>& program = args.operands;
+  const std::string dbPath = args.value("db", defaultDbPath()), plotsDir = args.value("plots", "hetopt-plots");
+  const bool noPlot = args.flag("no-plots"), json = args.flag("json");
+  const size_t last = static_cast<size_t>(args.count("last", 5));
+  std::string error;
+  // Reading creates nothing: no DB means nothing was ever traced into it, and making an empty one
+  // (with its directory) would leave state behind for a question.
+  if (access(dbPath.c_str(), F_OK) != 0) {
+    warn("report: no DB at %s; `hetopt trace` makes it", dbPath.c_str());
+    return 1;
   }
   ProgramIdentity identity;
   if (!commandIdentity(program, &identity, &error, identityCacheDir())) {
     warn("report: cannot identify %s%s", program[0].c_str(), error.empty() ? "" : (": " + error).c_str());
     return 2;
   }
-  std::unique_ptr<Db> db = Db::open(dbPath.empty() ? defaultDbPath() : dbPath,
-                                    Db::Mode::ReadWriteCreate, &error);
+  // Writable: the run records move in.
+  std::unique_ptr<Db> db = Db::open(dbPath, Db::Mode::ReadWriteCreate, &error);
   if (!db) {
     warn("report: %s", error.c_str());
     return 2;
@@ -221,14 +177,19 @@ int cmdReport(int argc, char** argv) {
   fputs(analyzer::formatComparison(profile, runs, loop, declined).c_str(), stdout);
   const analyzer::MeasuredSaving measured = analyzer::measureSaving(profile, runs, loop);
   if (noPlot) return 0;
-  const std::string date = runs.empty() ? profile.createdUtc
+  // The date of the newest bar (the trace's when it is the only one), and the kinds of bars drawn.
+  const std::string date = runs.empty() ? profile.createdUtc.substr(0, 10)
                                         : analyzer::utcTime(runs.back().record.startedUnixNs).substr(0, 10);
-  const std::string title = baseName(profile.program.path) + " on " +
-                            (profile.device.empty() ? "an unknown device" : profile.device) + ", " + date +
-                            (measured.untouched.count ? ": traced, untouched and optimized runs"
-                                                      : ": traced and optimized runs");
+  const bool untouched = measured.untouched.count > 0, optimized = measured.optimized.count > 0;
+  const std::string shown = !untouched && !optimized ? "the traced run"
+                            : untouched && optimized ? "traced, untouched and optimized runs"
+                                                     : std::string("traced and ") + (untouched ? "untouched" : "optimized") +
+                                                           " runs";
+  const std::string title = analyzer::programLabel(profile.program) + " on " +
+                            (profile.device.empty() ? "an unknown device" : profile.device) + ", " + date + ": " +
+                            shown;
   analyzer::PlotOutput out;
-  if (!analyzer::writeBreakdownPlot(plotsDir, analyzer::programSlug(profile.program.path) + "-report",
+  if (!analyzer::writeBreakdownPlot(plotsDir, analyzer::programSlug(profile.program) + "-report",
                                     title, analyzer::comparisonBars(profile, runs), &out, &error)) {
     warn("report: plot not written: %s", error.c_str());
     return 0;

@@ -18,6 +18,7 @@
 #include <cstring>
 #include <string>
 
+#include "cli/command_line.h"
 #include "cli/commands.h"
 #include "cli/launch.h"
 #include "cli/run_decision.h"
@@ -375,113 +376,37 @@ int runUntouched(const std::vector<std::string>& program, const std::string& dbP
 }  // namespace
 
 int cmdRun(int argc, char** argv) {
-  bool passthrough = false, stats = false, help = false, untouched = false;
-  PlanRequest request;
-  std::string device, dbPath, statsJson, error, verify = optionString(Option::VERIFY);
-  std::vector<std::string> program = splitProgram(
-      argc, argv,
-      [&](int i) -> int {
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) return help = true, 1;
-        if (!strcmp(argv[i], "--passthrough")) return passthrough = true, 1;
-        if (!strcmp(argv[i], "--untouched")) return untouched = true, 1;
-        if (!strcmp(argv[i], "--stats")) return stats = true, 1;
-        if (!strncmp(argv[i], "--stats=", 8)) return statsJson = argv[i] + 8, 1;
-        if (!strcmp(argv[i], "--force")) return request.force = true, 1;
-        if (!strcmp(argv[i], "--no-pool")) return request.noPool = true, 1;
-        if (!strcmp(argv[i], "--dry-run")) return request.dryRun = true, 1;
-        if (!strcmp(argv[i], "--no-early-context")) return request.lateContext = true, 1;
-        if (!strncmp(argv[i], "--verify=", 9)) return verify = argv[i] + 9, 1;
-        if (i + 1 >= argc) return 0;
-        if (!strcmp(argv[i], "--verify")) return verify = argv[i + 1], 2;
-        if (!strcmp(argv[i], "--device")) return device = argv[i + 1], 2;
-        if (!strcmp(argv[i], "--db")) return dbPath = argv[i + 1], 2;
-        if (!strcmp(argv[i], "--policy")) return request.policy = argv[i + 1], 2;
-        if (!strcmp(argv[i], "--profile")) return request.profileName = argv[i + 1], 2;
-        return 0;
-      },
-      &error);
-  if (help) {
-    printf(
-        "usage: hetopt run [options] [--] program [args...]\n\n"
-        "Runs the program. With a profile from `hetopt trace` (same build of the program), the\n"
-        "allocation sites whose memory feeds transfers are pinned where that pays on this machine\n"
-        "(priced from the traced transfer times and the curves of `hetopt characterize`): large,\n"
-        "long-lived blocks registered in place on a background thread, repeatedly allocated ones\n"
-        "served from a pinned pool; static arrays and anonymous mappings that crossed are pinned\n"
-        "in place; everything else is untouched, and no transfer waits for pinning longer than\n"
-        "pageable memory would have cost. Otherwise the program runs untouched (no shim at all),\n"
-        "after one line saying which number decided. Once the program behaves unlike its profile\n"
-        "(sizes, live memory, no transfers), no new allocation is redirected. Exit status and\n"
-        "signals pass through.\n\n"
-        "A program that made no OpenCL calls itself when traced (a wrapper script that execs the\n"
-        "real program, a launcher) is run with the shim waiting in every process it starts: the\n"
-        "ones whose profiles `hetopt trace` linked to it are optimized, every other process runs\n"
-        "untouched. An interpreter's profile is its script's (module's, code's) own.\n\n"
-        "  --dry-run        print the plan (each candidate site: where, how much, strategy, when it\n"
-        "                   pins, predicted saving and why) and the decision; run nothing\n"
-        "  --device FILTER  OpenCL device ('gpu', 'cpu' or a name substring); sets HETOPT_DEVICE\n"
-        "  --stats          print what the shim did at exit (HETOPT_STATS=1)\n"
-        "  --stats=FILE.json  write the same facts as JSON to FILE.json at exit (fields: README,\n"
-        "                   \"Run statistics as JSON\"); with --stats too, both\n"
-        "  --db PATH        profile/platform DB (default $HETOPT_DB, else ~/.local/share/hetopt)\n"
-        "  --profile NAME   use the profile `hetopt trace --profile NAME` stored, even if the\n"
-        "                   program changed since (said on stderr)\n"
-        "  --policy P       pin every candidate site with P whatever the prices say, for\n"
-        "                   experiments: a pool of P (opencl, hybrid, locked), or 'register': each\n"
-        "                   block registered in place, and every static array and anonymous\n"
-        "                   mapping that crossed too\n"
-        "  --force          optimize even when the predicted saving is below the minimums\n"
-        "  --no-pool        no pool: allocate every candidate block with the policy itself, on\n"
-        "                   the program's thread (the naive variant; plan line pool-mode direct)\n"
-        "  --no-early-context  pin only in the context the program makes, when it makes it (by\n"
-        "                   default a program that makes one context gets it made at start-up)\n"
-        "  --passthrough    load the shim but only forward every call (shows it is transparent)\n"
-        "  --verify on|off  the closed loop (default on, or $HETOPT_VERIFY): every run of a planned\n"
-        "                   program is timed and kept in its run ledger; while the plan has no\n"
-        "                   verdict, runs alternate between optimized and control runs (untouched),\n"
-        "                   and a paired test keeps the plan (faster with 90%% confidence), reverts\n"
-        "                   it (slower with 95%%), or calls it inconclusive after %zu pairs (it keeps\n"
-        "                   optimizing when the estimate is not slower); a reverted plan gives way\n"
-        "                   to a smaller one (without the early driver start, then without the\n"
-        "                   site that pins the most), an optimized run that ends unlike the control\n"
-        "                   runs (exit status, signal) reverts it at once; after a verdict one run\n"
-        "                   in %zu is a control run. off: no control runs, nothing timed or kept\n"
-        "                   (benchmarks)\n"
-        "  --untouched      run the program exactly as natively (no shim, no plan), timed and kept\n"
-        "                   beside its plan as a control run, for the verdict and `hetopt report`\n"
-        "                   (needs the program's profile); takes no option but --db\n\n"
-        "Exit status: the program's (or its signal, raised again); 2 for hetopt's own errors.\n",
+  const CommandSpec& spec = commandSpec("run");
+  ParsedArgs args;
+  if (int rc = parseOrExit(spec, argc, argv, &args); rc >= 0) return rc;
 #ifdef HETOPT_HAVE_ANALYZER
-        analyzer::kVerdictMaxPairs, analyzer::kWatchEvery);
-#else
-        size_t{10}, size_t{10});
+  static_assert(analyzer::kVerdictMaxPairs == 10 && analyzer::kWatchEvery == 10,
+                "the --verify help in command_specs.cpp says 10 pairs and one run in 10");
 #endif
-    return 0;
-  }
-  if (verify != "on" && verify != "off") {
-    warn("run: --verify %s: on or off (see hetopt run --help)", verify.c_str());
-    return 2;
-  }
+  const bool passthrough = args.flag("passthrough"), stats = args.flag("stats");
+  PlanRequest request;
+  request.policy = args.value("policy");
+  request.profileName = args.value("profile");
+  request.force = args.flag("force");
+  request.noPool = args.flag("no-pool");
+  request.dryRun = args.flag("dry-run");
+  request.lateContext = args.flag("no-early-context");
+  const std::string device = args.value("device"), dbPath = args.value("db", defaultDbPath());
+  std::string statsJson = args.value("stats");
+  const std::string verify = args.value("verify", optionString(Option::VERIFY));
+  if (verify != "on" && verify != "off")
+    return usageError(spec, "HETOPT_VERIFY=" + verify + " is not on or off");
   request.verify = verify == "on";
   request.statsAsked = stats || !statsJson.empty();
-  if (program.empty()) {
-    warn("run: %s (see hetopt run --help)", error.c_str());
-    return 2;
+  const std::vector<std::string>& program = args.operands;
+  if (args.flag("untouched")) {
+    const std::string others = args.givenExcept({"untouched", "db", "verify"});
+    if (!others.empty())
+      return usageError(spec, "--untouched runs the program as natively: it takes no option but --db and --verify (got " +
+                                  others + ")");
+    return runUntouched(program, dbPath);
   }
-  if (untouched) {
-    if (passthrough || stats || !statsJson.empty() || request.force || request.noPool || request.dryRun ||
-        request.lateContext || !device.empty() || !request.policy.empty() || !request.profileName.empty()) {
-      warn("run: --untouched runs the program as natively: it takes no option but --db");
-      return 2;
-    }
-    return runUntouched(program, dbPath.empty() ? defaultDbPath() : dbPath);
-  }
-  const std::string& p = request.policy;
-  if (!p.empty() && p != "opencl" && p != "hybrid" && p != "locked" && p != "register") {
-    warn("run: --policy %s: not a pinning policy (opencl, hybrid, locked or register)",
-         request.policy.c_str());
-    return 2;
-  }
+  warnUnmatchedDevice("run", device);
   Launch launch;
   launch.argv = program;
   if (!device.empty()) launch.env.push_back({"HETOPT_DEVICE", device});
@@ -489,12 +414,7 @@ int cmdRun(int argc, char** argv) {
     launch.env.push_back({"HETOPT_MODE", "off"});
     return execProgram(launch);
   }
-  if (!request.profileName.empty() && !validProfileName(request.profileName)) {
-    warn("run: --profile %s: a name is letters, digits and . _ - (at most 100)",
-         request.profileName.c_str());
-    return 2;
-  }
-  const PreparedRun prepared = preparePlan(program, dbPath.empty() ? defaultDbPath() : dbPath, request);
+  const PreparedRun prepared = preparePlan(program, dbPath, request);
   if (request.dryRun) {
     if (!prepared.whyNot.empty() && !request.described) printf("decline: %s\n", prepared.whyNot.c_str());
 #ifdef HETOPT_HAVE_ANALYZER

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <string>
 
+#include "cli/command_line.h"
 #include "cli/commands.h"
 #include "common/log.h"
 #include "trace/dump.h"
@@ -17,37 +18,10 @@ namespace hetopt::cli {
 using namespace hetopt::trace;
 
 int cmdShow(int argc, char** argv) {
-  bool json = false, salvage = false;
-  std::string file;
-  for (int i = 1; i < argc; ++i) {
-    if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-      printf(
-          "usage: hetopt show [--json] [--salvage] FILE\n\n"
-          "Prints a trace written by `hetopt trace`: per thread, every call and host allocation with\n"
-          "its loop counts, the objects it defines (def) and uses (use) with their SSA versions,\n"
-          "bytes moved and host/device times; then host memory, allocation sites and a summary.\n\n"
-          "  --json     the whole trace as one JSON object (for tools)\n"
-          "  --salvage  show what precedes a damaged part instead of refusing the file\n");
-      return 0;
-    }
-    if (!strcmp(argv[i], "--json")) {
-      json = true;
-    } else if (!strcmp(argv[i], "--salvage")) {
-      salvage = true;
-    } else if (argv[i][0] == '-' && argv[i][1]) {
-      warn("show: unknown option %s (see hetopt show --help)", argv[i]);
-      return 2;
-    } else if (file.empty()) {
-      file = argv[i];
-    } else {
-      warn("show: one trace file at a time");
-      return 2;
-    }
-  }
-  if (file.empty()) {
-    warn("show: no trace file given (see hetopt show --help)");
-    return 2;
-  }
+  ParsedArgs args;
+  if (int rc = parseOrExit(commandSpec("show"), argc, argv, &args); rc >= 0) return rc;
+  const bool json = args.flag("json"), salvage = args.flag("salvage");
+  const std::string file = args.operands[0];
   Trace t;
   std::string error;
   ReadOptions options;

@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/command_line.h"
 #include "cli/commands.h"
 #ifdef HETOPT_HAVE_ANALYZER
 #include "analyzer/analyze_file.h"
@@ -218,58 +219,17 @@ bool holdsOtherData(const std::string& path) {
 }  // namespace
 
 int cmdTrace(int argc, char** argv) {
-  std::string output, device, dbPath, profileName, error;
-  bool help = false, analyze = true, force = false;
-  std::vector<std::string> program = splitProgram(
-      argc, argv,
-      [&](int i) -> int {
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) return help = true, 1;
-        if ((!strcmp(argv[i], "-o") || !strcmp(argv[i], "--output")) && i + 1 < argc) return output = argv[i + 1], 2;
-        if (!strcmp(argv[i], "--device") && i + 1 < argc) return device = argv[i + 1], 2;
-        if (!strcmp(argv[i], "--force")) return force = true, 1;
-        if (!strcmp(argv[i], "--db") && i + 1 < argc) return dbPath = argv[i + 1], 2;
-        if (!strcmp(argv[i], "--profile") && i + 1 < argc) return profileName = argv[i + 1], 2;
-        if (!strcmp(argv[i], "--no-analyze")) return analyze = false, 1;
-        return 0;
-      },
-      &error);
-  if (help) {
-    printf(
-        "usage: hetopt trace [-o FILE] [--device FILTER] [--] program [args...]\n\n"
-        "Runs the program with every OpenCL call and host allocation recorded into a compressed,\n"
-        "SSA-versioned trace with host and device timings (OpenCL profiling is switched on for its\n"
-        "queues without the program seeing it). Children it forks or executes get their own\n"
-        "traces, FILE.<pid>. The program's exit status and signals pass through; a summary goes to\n"
-        "stderr at the end, followed by the analysis (`hetopt analyze`), whose profile `hetopt run`\n"
-        "uses. Read the trace with `hetopt show FILE`.\n\n"
-        "Every process of the run that made OpenCL calls gets its own profile, under its own\n"
-        "identity (an interpreter's includes the script it ran). When the program itself made\n"
-        "none (a wrapper script, a launcher), the DB links it to those processes' profiles, and\n"
-        "`hetopt run` of the same command optimizes them.\n\n"
-        "  -o FILE          trace file (default ./hetopt-<program>-<pid>.trace), created 0600;\n"
-        "                   a FILE that cannot be created stops hetopt before the program runs\n"
-        "  --force          overwrite a FILE that holds something other than a hetopt trace\n"
-        "  --device FILTER  OpenCL device ('gpu', 'cpu' or a name substring); sets HETOPT_DEVICE\n"
-        "  --db PATH        where the profile is stored (default $HETOPT_DB, else ~/.local/share)\n"
-        "  --profile NAME   store the profile under NAME instead of the program's identity (one\n"
-        "                   per name; `hetopt run --profile NAME` uses it); several processes\n"
-        "                   with OpenCL calls get NAME, NAME.2, ...\n"
-        "  --no-analyze     only record the trace\n");
-    return 0;
-  }
-  if (program.empty()) {
-    warn("trace: %s (see hetopt trace --help)", error.c_str());
-    return 2;
-  }
-  if (output.empty()) output = "./hetopt-" + baseName(program[0]) + "-" + std::to_string(getpid()) + ".trace";
-  if (!profileName.empty() && !validProfileName(profileName)) {
-    warn("trace: --profile %s: a name is letters, digits and . _ - (at most 100)", profileName.c_str());
-    return 2;
-  }
-  if (output.find("%p") != std::string::npos) {
-    warn("trace: -o FILE may not contain %%p (children's traces are named FILE.<pid>)");
-    return 2;
-  }
+  const CommandSpec& spec = commandSpec("trace");
+  ParsedArgs args;
+  if (int rc = parseOrExit(spec, argc, argv, &args); rc >= 0) return rc;
+  const std::vector<std::string>& program = args.operands;
+  const std::string device = args.value("device"), dbPath = args.value("db"), profileName = args.value("profile");
+  const bool analyze = !args.flag("no-analyze"), force = args.flag("force");
+  std::string error;
+  const std::string output = args.value(
+      "output", "./hetopt-" + baseName(program[0]) + "-" + std::to_string(getpid()) + ".trace");
+  if (output.find("%p") != std::string::npos)
+    return usageError(spec, "-o FILE may not contain %p (children's traces are named FILE.<pid>)");
   // A stale trace from an earlier run must not be summarized as this one's; anything else at the
   // path (a mistyped -o naming a source file) is not hetopt's to delete.
   struct stat st;
@@ -301,6 +261,7 @@ int cmdTrace(int argc, char** argv) {
   close(probe);
   unlink(output.c_str());
 
+  warnUnmatchedDevice("trace", device);
   Launch launch;
   launch.argv = program;
   launch.env.push_back({"HETOPT_MODE", "trace"});

@@ -13,6 +13,7 @@
 #include <cstring>
 #include <iterator>
 
+#include "common/cl_select.h"
 #include "common/clock.h"
 #include "common/log.h"
 #include "common/paths.h"
@@ -210,6 +211,14 @@ void exitLikeChild(int waitStatus) {
     exit(128 + sig);  // the signal's default action did not end us (e.g. SIGCHLD-like)
   }
   exit(2);
+}
+
+void warnUnmatchedDevice(const char* command, const std::string& filter) {
+  if (filter.empty()) return;
+  ClDevice chosen;
+  std::string error;
+  if (selectClDevice(filter, &chosen, &error)) return;
+  warn("%s: --device %s: %s; `hetopt devices` lists them", command, filter.c_str(), error.c_str());
 }
 
 }  // namespace hetopt::cli

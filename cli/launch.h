@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: MIT
 /** @file Starting a program under the shim, with its exit status and signals passed through. */
 #pragma once
-#include <cctype>
 #include <cstdint>
 #include <string>
 #include <utility>
@@ -9,7 +8,7 @@
 
 namespace hetopt::cli {
 
-/// Absolute path of libhetopt_shim.so: beside the driver as ../lib/ (build tree and install tree).
+/// Absolute path of libhetopt_shim.so, found from the driver (installedLibrary, common/paths.h).
 /// Empty with *error when it is missing.
 std::string shimPath(std::string* error);
 
@@ -53,43 +52,11 @@ bool runTimed(const Launch& launch, TimedRun* out, std::string* error);
 /// that what it starts next runs without it.
 void dropShimFromEnvironment();
 
-/// `--profile NAME` of trace and run: letters, digits, '.', '_', '-' (a word in the DB and in
-/// messages), at most 100 characters.
-inline bool validProfileName(const std::string& name) {
-  if (name.empty() || name.size() > 100) return false;
-  for (char c : name)
-    if (!isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '_' && c != '-') return false;
-  return true;
-}
+/// When `filter` (a --device value) names no OpenCL device here, says so on stderr with what there
+/// is: the program would otherwise run on another device, or fail, without a word from hetopt.
+void warnUnmatchedDevice(const char* command, const std::string& filter);
 
 /// Ends hetopt the way the child ended: same exit code, or the same signal re-raised.
 [[noreturn]] void exitLikeChild(int waitStatus);
-
-/// Splits "[options] [--] program args": options are returned through `consume`, which gets each
-/// argument starting with '-' before the program (and its value when it takes one) and returns how
-/// many argv entries it used (0 = unknown option). Returns the program argv, or empty on error.
-template <typename Consume>
-std::vector<std::string> splitProgram(int argc, char** argv, Consume consume, std::string* error) {
-  int i = 1;
-  while (i < argc) {
-    std::string a = argv[i];
-    if (a == "--") {
-      ++i;
-      break;
-    }
-    if (a.empty() || a[0] != '-') break;
-    int used = consume(i);
-    if (used <= 0) {
-      *error = "unknown option " + a;
-      return {};
-    }
-    i += used;
-  }
-  if (i >= argc) {
-    *error = "no program given";
-    return {};
-  }
-  return std::vector<std::string>(argv + i, argv + argc);
-}
 
 }  // namespace hetopt::cli

@@ -3,48 +3,47 @@
 #include <csignal>
 #include <cstdio>
 #include <cstring>
+#include <string>
 
+#include "cli/command_line.h"
 #include "cli/commands.h"
 #include "common/options.h"
-#include "hetopt/version.h"
 
 namespace {
 
+using hetopt::cli::CommandSpec;
+
+// Each command's entry point; its options, summary and help are its table in command_specs.cpp.
 struct Command {
   const char* name;
   int (*run)(int argc, char** argv);
-  const char* summary;
 };
 
-// The one list of subcommands; `hetopt --help` prints it.
 constexpr Command kCommands[] = {
-    {"devices", hetopt::cli::cmdDevices,
-     "list OpenCL platforms/devices, show which one hetopt picks, diagnose ICD set-up problems"},
-    {"run", hetopt::cli::cmdRun,
-     "run a program, serving its transfer-feeding allocations from pinned memory (every run)"},
-    {"trace", hetopt::cli::cmdTrace,
-     "run a program recording its OpenCL calls and host allocations into a compressed trace (once)"},
-    {"show", hetopt::cli::cmdShow, "print a trace: calls, objects defined and used, loops, times (--json)"},
-    {"characterize", hetopt::cli::cmdCharacterize,
-     "measure this machine's allocation policies and transfers once; fit, store, plot (once per machine)"},
-    {"analyze", hetopt::cli::cmdAnalyze,
-     "analyse a trace: eligibility, transfer-feeding allocation sites, profile, report, plots"},
+    {"devices", hetopt::cli::cmdDevices},
+    {"run", hetopt::cli::cmdRun},
+    {"trace", hetopt::cli::cmdTrace},
+    {"show", hetopt::cli::cmdShow},
+    {"characterize", hetopt::cli::cmdCharacterize},
+    {"analyze", hetopt::cli::cmdAnalyze},
 #ifdef HETOPT_HAVE_ANALYZER
-    {"report", hetopt::cli::cmdReport,
-     "before and after: the traced run against the last optimized runs, predicted and measured"},
+    {"report", hetopt::cli::cmdReport},
 #endif
 };
 
+const Command* findCommand(const std::string& name) {
+  for (const Command& c : kCommands)
+    if (name == c.name) return &c;
+  return nullptr;
+}
+
 void usage(FILE* out) {
-  fprintf(out,
-          "usage: hetopt <command> [options] [--] [program args...]\n\n"
-          "hetopt makes unmodified OpenCL programs move data between host and device at the speed\n"
-          "of hand-pinned code.\n\ncommands:\n");
-  for (const Command& c : kCommands) fprintf(out, "  %-13s %s\n", c.name, c.summary);
-  fprintf(out,
-          "\n`hetopt <command> --help` describes a command; `hetopt --help-env` lists the\n"
-          "HETOPT_* environment variables. A program's exit status is hetopt's exit status;\n"
-          "hetopt's own errors exit 2.\n");
+  const CommandSpec& top = hetopt::cli::commandSpec("");
+  fputs(hetopt::cli::helpText(top).c_str(), out);
+  fprintf(out, "\ncommands:\n");
+  for (const CommandSpec& c : hetopt::cli::commandSpecs().subspan(1))
+    if (findCommand(c.name)) fprintf(out, "  %-13s %s\n", c.name, c.summary);
+  fprintf(out, "\n`hetopt <command> --help` describes a command (`man hetopt` all of them).\n");
 }
 
 void usageEnv() {
@@ -74,25 +73,23 @@ int main(int argc, char** argv) {
     sa.sa_flags = SA_RESTART;
     sigaction(SIGXFSZ, &sa, nullptr);
   }
-  if (argc < 2) {
-    usage(stderr);
-    return 2;
+  const CommandSpec& top = hetopt::cli::commandSpec("");
+  if (argc >= 2 && !strcmp(argv[1], "help")) {  // `hetopt help [COMMAND]`
+    if (argc == 2) return usage(stdout), 0;
+    if (findCommand(argv[2])) return fputs(hetopt::cli::helpText(hetopt::cli::commandSpec(argv[2])).c_str(), stdout), 0;
+    return fprintf(stderr, "hetopt: unknown command '%s' (see hetopt --help)\n", argv[2]), 2;
   }
-  const char* cmd = argv[1];
-  if (!strcmp(cmd, "--help") || !strcmp(cmd, "-h") || !strcmp(cmd, "help")) {
-    usage(stdout);
-    return 0;
-  }
-  if (!strcmp(cmd, "--help-env")) {
-    usageEnv();
-    return 0;
-  }
-  if (!strcmp(cmd, "--version")) {
-    printf("hetopt %s (trace format %d)\n", HETOPT_VERSION_STRING, HETOPT_TRACE_FORMAT_VERSION);
-    return 0;
-  }
-  for (const Command& c : kCommands)
-    if (!strcmp(cmd, c.name)) return c.run(argc - 1, argv + 1);
+  hetopt::cli::ParsedArgs args;
+  std::string error;
+  if (!hetopt::cli::parseArgs(top, argc, argv, &args, &error)) return hetopt::cli::usageError(top, error);
+  if (args.help) return usage(stdout), 0;
+  if (args.version) return printf("%s\n", hetopt::cli::versionText().c_str()), 0;
+  if (args.flag("help-env")) return usageEnv(), 0;
+  if (args.operands.empty()) return usage(stderr), 2;
+  // The command and its arguments: argv from the command's name on.
+  const int at = argc - static_cast<int>(args.operands.size());
+  const char* cmd = argv[at];
+  if (const Command* c = findCommand(cmd)) return c->run(argc - at, argv + at);
   fprintf(stderr, "hetopt: unknown command '%s' (see hetopt --help)\n", cmd);
   return 2;
 }

@@ -142,13 +142,18 @@ std::string installedLibrary(const std::string& fileName, std::string* error) {
     return {};
   }
   exe[n] = '\0';
-  std::string candidate = dirName(dirName(exe)) + "/lib/" + fileName;
-  struct stat st;
-  if (stat(candidate.c_str(), &st) != 0) {
-    *error = fileName + " not found at " + candidate;
-    return {};
+  // Only beside the executable, never at a path fixed when it was built: a moved or copied tree
+  // works, and a shim of another version is never picked up.
+  const std::string prefix = dirName(dirName(exe));
+  for (const char* dir : {"/lib/hetopt/", "/lib/"}) {
+    const std::string candidate = prefix + dir + fileName;
+    struct stat st;
+    if (stat(candidate.c_str(), &st) == 0) return candidate;
   }
-  return candidate;
+  *error = fileName + " is in neither " + prefix + "/lib/hetopt nor " + prefix + "/lib: " + exe +
+           " finds its libraries in the lib/ beside its bin/; copy or move the whole installed tree "
+           "(cmake --install), not bin/hetopt alone";
+  return {};
 }
 
 std::string dirName(const std::string& path) {

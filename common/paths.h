@@ -41,8 +41,9 @@ bool readOwnFile(const std::string& path, size_t maxBytes, const char* what, std
 /// execvp); empty when there is none.
 std::string findOnPath(const std::string& name);
 
-/// hetopt's own library `fileName` (libhetopt_shim.so, libhetopt_symbolize.so): beside the running
-/// executable as ../lib/ (build tree and install tree). Empty with *error when it is missing.
+/// hetopt's own library `fileName` (libhetopt_shim.so, libhetopt_symbolize.so), found from the
+/// running executable: ../lib/hetopt/ (an installed tree) or ../lib/ (the build tree). Empty with
+/// *error, which says where it looked, when it is missing.
 std::string installedLibrary(const std::string& fileName, std::string* error);
 
 /// Directory part of a path ("." when none).

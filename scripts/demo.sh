@@ -3,13 +3,16 @@
 # The README's first command: installs what is missing, builds, and runs hetopt's main job on the
 # bundled example (tests/apps/loop_wkr, the write -> kernel -> read loop) on the default OpenCL
 # device (the first GPU, else PoCL on the CPU): characterize this machine (quick mode), trace the
-# app, run it natively and with `hetopt run`, and say what that run did. Everything goes into the
-# demo's own DB (DEMO_DIR, default build/demo), not hetopt's default one; the end says what to run
-# next for the user's own programs. DEMO_SKIP_SETUP=1 uses the build as it is (the test does).
+# app, run it natively and with `hetopt run`, and say what that run did. Everything the demo makes
+# stays in DEMO_DIR (default build/demo): its DB, plans and run records (XDG_CACHE_HOME), traces
+# and plots, and it runs there; the user's DB, cache and working directory are left as they were.
+# The end says what to run next for the user's own programs. DEMO_SKIP_SETUP=1 uses the build as
+# it is (the test does). BUILD_DIR and DEMO_DIR are relative to the repository.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
 [[ ${DEMO_SKIP_SETUP:-0} == 1 ]] || scripts/setup.sh
-build=${BUILD_DIR:-build}
+build=$(cd "${BUILD_DIR:-build}" && pwd)
 hetopt=$build/bin/hetopt
 app=$build/bin/loop_wkr
 args=(--size "${DEMO_SIZE:-16M}" --iters "${DEMO_ITERS:-10}")
@@ -18,6 +21,9 @@ mkdir -p "$work"
 work=$(cd "$work" && pwd)
 own_db=${HETOPT_DB:-}
 export HETOPT_DB=${HETOPT_DB:-$work/hetopt.db}
+# Plans, run records and the OpenCL driver's kernel cache: the demo's own.
+export XDG_CACHE_HOME=$work/cache
+cd "$work"
 
 has() { "$hetopt" "$1" --help >/dev/null 2>&1; }
 step() { printf '\n== %s\n' "$*"; }
@@ -63,8 +69,9 @@ if [[ -n $own_db ]]; then
   echo "Next, for your program:"
 else
   echo "The demo kept everything in its own DB ($HETOPT_DB), not in hetopt's default DB"
-  echo "(\$HETOPT_DB, else \${XDG_DATA_HOME:-~/.local/share}/hetopt/hetopt.db): your own programs have no"
-  echo "characterization of this machine yet. Next, once per machine (about 30 s):"
+  echo "(\$HETOPT_DB, else \${XDG_DATA_HOME:-~/.local/share}/hetopt/hetopt.db), and its plans and run"
+  echo "records in $XDG_CACHE_HOME: your own programs have no characterization of this machine yet."
+  echo "Next, once per machine (it measures more sizes than the quick one above, and shows its progress):"
   echo "  $hetopt characterize"
   echo "then, for your program:"
 fi

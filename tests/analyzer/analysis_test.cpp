@@ -851,7 +851,7 @@ TEST_F(Analysis, StoredProfileOfTheCurrentBinaryWithStandardAndOptimizedBars) {
   fclose(out);
   EXPECT_NE(testing::readFile(outPath).find("#1 main at main.cpp:29"), std::string::npos)
       << testing::readFile(outPath);
-  std::string dat = testing::readFile(req.plotsDir + "/" + programSlug(self.path) + "-breakdown.dat");
+  std::string dat = testing::readFile(req.plotsDir + "/" + programSlug(self) + "-breakdown.dat");
   EXPECT_NE(dat.find("\"standard\""), std::string::npos) << dat;
   EXPECT_NE(dat.find("\"optimized\""), std::string::npos) << dat;
   EXPECT_LT(dat.find("\"standard\""), dat.find("\"optimized\""));

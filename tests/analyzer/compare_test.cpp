@@ -80,6 +80,18 @@ TEST(Compare, SavingIsUntouchedMedianLessOptimizedMedianWithCountsAndRanges) {
   EXPECT_EQ(bars[1].label.rfind("untouched ", 0), 0u) << bars[1].label;
   EXPECT_EQ(bars[4].label.rfind("optimized ", 0), 0u) << bars[4].label;
   EXPECT_NEAR(bars[1].breakdown.totalNs, untouched[0] * 1e6, 1);
+}
+
+TEST(Compare, EveryTimeOfARunNamesItsZone) {
+  const AppProfile p = testing::sampleProfile();
+  const std::vector<StoredRun> runs = {run(p, RunKind::Untouched, 0, 90), run(p, RunKind::Optimized, 1, 80)};
+  const std::string text = formatComparison(p, runs, LoopReport{});
+  EXPECT_TRUE(contains(text, "\n2026-11-25 18:36:53 UTC ")) << text;
+  EXPECT_TRUE(contains(text, "\n2026-11-25 18:36:54 UTC ")) << text;
+  const std::vector<BreakdownBar> bars = comparisonBars(p, runs);
+  ASSERT_EQ(bars.size(), 3u);
+  EXPECT_EQ(bars[1].label, "untouched 18:36:53 UTC");
+  EXPECT_EQ(bars[2].label, "optimized 18:36:54 UTC");
   EXPECT_NEAR(bars[1].breakdown.communicationNs, p.breakdown.communicationNs, 1) << "nothing pinned in a plain run";
 }
 

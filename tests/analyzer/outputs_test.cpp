@@ -66,7 +66,9 @@ TEST_F(Outputs, BreakdownPlotDataScriptAndImage) {
   PlotOutput out;
   std::string error;
   std::string dir = m_dir + "/plots";
-  ASSERT_TRUE(writeBreakdownPlot(dir, programSlug("/x/loop wkr"), "loop_wkr on pocl",
+  ProgramIdentity program;
+  program.path = "/x/loop wkr";
+  ASSERT_TRUE(writeBreakdownPlot(dir, programSlug(program), "loop_wkr on pocl",
                                  {{"standard", standard}, {"optimized", optimized}}, &out, &error))
       << error;
   EXPECT_EQ(out.data, dir + "/loop_wkr-breakdown.dat");
@@ -84,6 +86,46 @@ TEST_F(Outputs, BreakdownPlotDataScriptAndImage) {
     EXPECT_NE(svg.find("<svg"), std::string::npos);
     EXPECT_NE(svg.find("communication"), std::string::npos);
   }
+}
+
+// The title of the longest kind `hetopt report` writes: an interpreter, its script and a long
+// device name. Clipped, it runs into the canvas's edges; every file is 0600 like all of hetopt's.
+TEST_F(Outputs, ALongTitleFitsTheImageAndEveryFileIsPrivate) {
+  Breakdown b = testing::sampleProfile().breakdown;
+  PlotOutput out;
+  std::string error;
+  const std::string dir = m_dir + "/plots";
+  const std::string title =
+      "python3.11 train_the_network_on_every_file.py on Portable Computing Language / "
+      "cpu-haswell-AMD EPYC 7B13 64-Core Processor, 2026-11-25: traced, untouched and optimized runs";
+  ASSERT_TRUE(writeBreakdownPlot(dir, "long", title,
+                                 {{"traced", b}, {"untouched 18:36:53 UTC", b}, {"optimized 18:36:54 UTC", b}}, &out,
+                                 &error))
+      << error;
+  ASSERT_FALSE(out.png.empty()) << "gnuplot (scripts/setup.sh installs it) did not render: " << out.note;
+  for (const std::string& file : {out.data, out.script, out.image, out.png}) {
+    struct stat st;
+    ASSERT_EQ(stat(file.c_str(), &st), 0) << file;
+    EXPECT_EQ(st.st_mode & 0777, 0600u) << file;
+  }
+  const std::string check = std::string(HETOPT_PYTHON3) + " '" + HETOPT_SOURCE_DIR +
+                            "/tests/analyzer/png_title_margins.py' '" + out.png + "' 60";
+  EXPECT_EQ(system(check.c_str()), 0) << check;
+}
+
+TEST_F(Outputs, EachScriptOfAnInterpreterPlotsToFilesOfItsOwn) {
+  ProgramIdentity a, b, module, code;
+  a.path = b.path = module.path = code.path = "/usr/bin/python3.11";
+  a.script = {ScriptRef::Kind::File, "/home/u/train.py", "aa"};
+  b.script = {ScriptRef::Kind::File, "/home/u/eval.py", "bb"};
+  module.script = {ScriptRef::Kind::Module, "pkg.main", ""};
+  code.script = {ScriptRef::Kind::Code, "", "1a2b3c4d5e6f"};
+  EXPECT_EQ(programSlug(a), "python3_11-train_py");
+  EXPECT_EQ(programSlug(b), "python3_11-eval_py");
+  EXPECT_EQ(programSlug(module), "python3_11-m-pkg_main");
+  EXPECT_EQ(programSlug(code), "python3_11-c-1a2b3c4d");
+  EXPECT_EQ(programLabel(a), "python3.11 train.py");
+  EXPECT_EQ(programLabel(module), "python3.11 -m pkg.main");
 }
 
 }  // namespace

@@ -1,11 +1,14 @@
 // SPDX-License-Identifier: MIT
-/** @file Benchmark plumbing that needs no device: data patterns and the size plan. */
+/** @file Benchmark plumbing that needs no device: data patterns, the size plan, the progress bar. */
 #include "characterize/bench.h"
+#include "characterize/progress.h"
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
+#include <string>
 #include <vector>
 
 namespace hetopt::characterize {
@@ -88,6 +91,32 @@ TEST(Plan, CapsAreAppliedAndExplained) {
   // A device with a small max allocation.
   BenchPlan dev = makeBenchPlan(BenchConfig{}, 512ull << 30, 140ull << 30, 64 * kMiB, false);
   EXPECT_EQ(dev.transferSizes.back(), 64 * kMiB);
+}
+
+// Notes come before the measuring starts (the plan's caps): the bar's first frame is a phase's,
+// named, counting from that phase's start.
+TEST(Progress, NoFrameBeforeTheFirstPhaseAndTheFirstOneNamesIt) {
+  FILE* out = tmpfile();
+  ASSERT_NE(out, nullptr);
+  Progress progress(out, /*tty=*/true);
+  progress.note("transfers capped at 64 MiB");
+  progress.start(10);
+  progress.phase("allocation", 10);
+  progress.finish();
+  rewind(out);
+  std::string text;
+  char buf[512];
+  for (size_t n; (n = fread(buf, 1, sizeof buf, out)) > 0;) text.append(buf, n);
+  fclose(out);
+  const size_t note = text.find("  note: transfers capped at 64 MiB\n");
+  ASSERT_NE(note, std::string::npos) << text;
+  const size_t frame = text.find("s, estimating");
+  ASSERT_NE(frame, std::string::npos) << text;
+  EXPECT_EQ(text.find("s, estimating", frame + 1), std::string::npos) << "one frame only: " << text;
+  EXPECT_GT(frame, note) << text;
+  const std::string line = text.substr(text.rfind('\r', frame));
+  EXPECT_NE(line.find("allocation"), std::string::npos) << line;
+  EXPECT_NE(line.find("  0.0 s, estimating"), std::string::npos) << "counted from the phase's start: " << line;
 }
 
 }  // namespace

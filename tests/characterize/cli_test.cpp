@@ -6,6 +6,7 @@
  * corrupt DB is one clear error.
  */
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include "common/gnuplot.h"
 #include <sys/wait.h>
@@ -120,11 +121,19 @@ TEST(CharacterizeCli, QuickRunFillsDbPrintsDecisionsWritesPlots) {
   EXPECT_FALSE(slurp(plots + "/" + slug + ".dat").empty());
   std::string gp = slurp(plots + "/" + slug + ".gp");
   EXPECT_TRUE(contains(gp, "logscale")) << gp;
+  // The concurrency figure's key sits under its plots, where no line runs.
+  const size_t concurrency = gp.find("-concurrency\"");
+  ASSERT_NE(concurrency, std::string::npos) << gp;
+  EXPECT_NE(gp.find("set key below", concurrency), std::string::npos) << gp.substr(concurrency);
   if (!findGnuplot().empty()) {
     for (const char* kind : {"-alloc.png", "-transfer.png", "-concurrency.png"}) {
       std::string png = slurp(plots + "/" + slug + kind);
       ASSERT_GT(png.size(), 1000u) << kind;
       EXPECT_EQ(png.substr(1, 3), "PNG") << kind;
+      // The same mode as every file hetopt writes (report's plots too).
+      struct stat st;
+      ASSERT_EQ(stat((plots + "/" + slug + kind).c_str(), &st), 0) << kind;
+      EXPECT_EQ(st.st_mode & 0777, 0600u) << kind;
     }
   }
 
@@ -140,6 +149,21 @@ TEST(CharacterizeCli, QuickRunFillsDbPrintsDecisionsWritesPlots) {
   EXPECT_TRUE(contains(shown.out, "roundtrip"));
   Result none = characterize(tmp, "--show --device no-such-device --db " + db);
   EXPECT_EQ(none.status, 1) << none.out << none.err;
+
+  // A fit that misses its points is flagged where the results are shown.
+  {
+    std::string error;
+    auto rw = Db::open(db, Db::Mode::ReadWriteCreate, &error);
+    ASSERT_TRUE(rw) << error;
+    ASSERT_TRUE(rw->exec("UPDATE char_fits SET rms_rel_err = 0.45, max_rel_err = 0.8 WHERE measure = 'h2d' AND "
+                         "policy = 'standard' AND concurrency = 1",
+                         &error))
+        << error;
+  }
+  Result rough = characterize(tmp, "--show --db " + db);
+  ASSERT_EQ(rough.status, 0) << rough.out << rough.err;
+  EXPECT_TRUE(contains(rough.out, "  warning: the h2d standard x1 fit misses its medians by 45% RMS (80% at worst)"))
+      << rough.out;
 }
 
 // On a terminal (a pty made by script(1)), every phase has its bar, redrawn during the transfer

@@ -53,7 +53,7 @@ expect "$work/pool.out" '^pool: +hybrid, ' "the pool's size"
 rc=$?
 [[ $rc -eq 2 ]] || fail "--policy bogus exited $rc, not 2"
 grep -q '^result:' "$work/bogus.out" && fail "--policy bogus ran the program"
-expect "$work/bogus.out" 'not a pinning policy' "--policy bogus"
+expect "$work/bogus.out" "^hetopt run: --policy 'bogus' is not opencl, hybrid, locked or register \\(see hetopt run --help\\)$" "--policy bogus"
 
 # The register strategy for real: the program's own blocks pinned where they are.
 "$hetopt" run --stats="$work/stats.json" --policy register -- "$@" >"$work/run.out" 2>"$work/run.err" ||

@@ -19,6 +19,12 @@ plans=$work/cache/hetopt/plans
 fail() { echo "FAIL: $*"; for f in "$work"/*.err; do echo "--- $f"; tail -n 20 "$f"; done; exit 1; }
 
 "$hetopt" trace -o "$work/app.trace" -- "$@" >/dev/null 2>"$work/trace.err" || fail "hetopt trace exited $?"
+# Before any run the plot has the traced run alone, and its title says so.
+"$hetopt" report --plots "$work/plots0" -- "$@" >/dev/null 2>"$work/report0.err" || fail "hetopt report exited $?"
+# title GP: the plot's title as one line (a long one is broken into lines for the canvas).
+title() { sed -n 's/^set title "\(.*\)" noenhanced$/\1/p' "$1" | sed 's/\\n/ /g'; }
+grep -qE ".* on .*, $(date -u +%Y-%m-%d): the traced run$" <<<"$(title "$work"/plots0/*-report-breakdown.gp)" ||
+  fail "the title of a plot of the traced run alone: $(title "$work"/plots0/*-report-breakdown.gp)"
 "$hetopt" run --policy opencl --force --stats --stats="$work/stats.json" -- "$@" >/dev/null 2>"$work/run1.err" ||
   fail "hetopt run exited $?"
 records=("$plans"/*.run)
@@ -69,7 +75,8 @@ grep -q '^predicted saving: ' "$work/report.out" && grep -q '^measured saving: '
   fail "no predicted and measured saving"
 compgen -G "$plans/*.run" >/dev/null && fail "records left beside the plan: $(ls "$plans")"
 gp=$(ls "$work"/plots/*-report-breakdown.gp) || fail "no plot script"
-grep -qE "set title \".* on .*, $(date -u +%Y-%m-%d)" "$gp" || fail "plot title lacks device and date: $(grep title "$gp")"
+grep -qE ".* on .*, $(date -u +%Y-%m-%d): traced, untouched and optimized runs$" <<<"$(title "$gp")" ||
+  fail "plot title lacks device, date or the runs drawn: $(title "$gp")"
 if command -v gnuplot >/dev/null; then
   for ext in svg png; do [[ -s ${gp%.gp}.$ext ]] || fail "no $ext plot"; done
 fi
