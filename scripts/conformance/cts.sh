@@ -27,16 +27,18 @@
 # passthrough (`hetopt run --passthrough`) when named. --verify=off: every run is optimized.
 #
 # Bounds, so that the whole run fits one 10-minute command on the GPU machine: TEST_TIMEOUT
-# seconds per test run (default 60; a timeout is a result like any other), BUDGET seconds for the
-# whole run (default 540), shared evenly by every suite and mode: the tests not started within
-# their share count as "notrun" and are left out of the comparison (the table says how many), as
-# are, in the hetopt modes, the tests that timed out or did not run natively. JOBS tests at a time
+# seconds per test run (default 60; a timeout is a result like any other); BUDGET seconds for the
+# whole run (default 480: a test started at its end may still run TEST_TIMEOUT), shared by the
+# suites as their numbers of tests and evenly by the modes: the tests not started within their
+# share count as "notrun" and are left out of the comparison (the table says how many), as are,
+# in the hetopt modes, the tests that timed out or did not run natively. JOBS tests at a time
 # (default half the cores, at most 8). SUITES="api events ..." runs some suites only (one command
 # each, when the budget is too small for all). Which tests: every test of each suite in wimpy mode
 # (-w: the harness's quick subsets of its long sweeps) but those of TESTS_SKIP, a regular
 # expression on SUITE/TEST (default: api/kernel_attributes, api/kernel_arg_multi_setup_random and
 # basic/astype, which compile hundreds of kernels and took over 100 s each natively on PoCL here;
-# '^$' skips none). SELECT=REGEX keeps only the SUITE/TEST names matching it.
+# '^$' skips none). SELECT=REGEX keeps only the SUITE/TEST names matching it. The harness picks
+# platform 0's default device: CL_DEVICE_TYPE=gpu (and CL_PLATFORM_INDEX) choose another.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 suites=(api basic buffers events profiling)

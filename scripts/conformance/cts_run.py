@@ -110,8 +110,7 @@ def main():
     if not suites or any(s not in SUITES for s in suites):
         raise SystemExit(f"cts.sh: SUITES names one or more of {' '.join(SUITES)}")
     timeout = env_int("TEST_TIMEOUT", 60)
-    # The whole run's budget, shared evenly by every suite and mode.
-    budget = env_int("BUDGET", 540) / (len(suites) * len(modes))
+    total_budget = env_int("BUDGET", 480)
     jobs = env_int("JOBS", max(1, min(8, (os.cpu_count() or 2) // 2)))
     skip = re.compile(os.environ.get("TESTS_SKIP", DEFAULT_SKIP))
     keep = re.compile(os.environ.get("SELECT", ""))
@@ -132,6 +131,9 @@ def main():
         if not names:
             raise SystemExit(f"cts.sh: {exe} --list named no tests")
         tests[s] = [t for t in names if not skip.search(f"{s}/{t}") and keep.search(f"{s}/{t}")]
+    # The whole run's budget, shared by the suites as their numbers of tests, evenly by the modes.
+    ntests = sum(len(tests[s]) for s in suites) or 1
+    budget = {s: total_budget * len(tests[s]) / ntests / len(modes) for s in suites}
     skipped = {s: len(list_tests(os.path.join(binp, "test_" + s))) - len(tests[s]) for s in suites}
 
     results = {m: defaultdict(dict) for m in modes}
@@ -142,7 +144,7 @@ def main():
             # A test not started within the suite's budget is left out ("notrun"), and so is one,
             # in the hetopt modes, that did not end natively (nothing to compare it with).
             def one(t, m=m, s=s, start=start):
-                if time.monotonic() - start > budget or m != "native" and \
+                if time.monotonic() - start > budget[s] or m != "native" and \
                         results["native"][s][t]["result"] in ("notrun", "timeout"):
                     return s, t, {"result": "notrun", "exit": None, "seconds": 0,
                                   "optimized": False}
@@ -156,7 +158,7 @@ def main():
                   ", ".join(f"{c[k]} {k}" for k in sorted(c)), flush=True)
 
     lines = [f"OpenCL-CTS, suites {', '.join(suites)}; modes {', '.join(modes)}; {jobs} tests at a "
-             f"time, {timeout} s each at most, {budget:.0f} s per suite and mode; tests left out by "
+             f"time, {timeout} s each at most, {total_budget} s in all; tests left out by "
              f"TESTS_SKIP/SELECT: " + ", ".join(f"{s} {skipped[s]}" for s in suites), ""]
     head = f"{'suite':10} {'mode':12} {'tests':>5} {'pass':>5} {'fail':>5} {'skip':>5} " \
            f"{'crash':>5} {'t/o':>5} {'notrun':>6} {'differ':>6} {'optim':>5} {'wall s':>7}"
