@@ -160,6 +160,13 @@ def main():
     lines = [f"OpenCL-CTS, suites {', '.join(suites)}; modes {', '.join(modes)}; {jobs} tests at a "
              f"time, {timeout} s each at most, {total_budget} s in all; tests left out by "
              f"TESTS_SKIP/SELECT: " + ", ".join(f"{s} {skipped[s]}" for s in suites), ""]
+    # The device the harness picked, as its first native run printed it.
+    for f in sorted(os.listdir(os.path.join(logs, "native"))):
+        with open(os.path.join(logs, "native", f), "rb") as fh:
+            m = re.search(rb"Compute Device Name = [^\n]*", fh.read())
+        if m:
+            lines.insert(1, m.group(0).decode("utf-8", "replace"))
+            break
     head = f"{'suite':10} {'mode':12} {'tests':>5} {'pass':>5} {'fail':>5} {'skip':>5} " \
            f"{'crash':>5} {'t/o':>5} {'notrun':>6} {'differ':>6} {'optim':>5} {'wall s':>7}"
     lines += [head, "-" * len(head)]
