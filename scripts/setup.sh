@@ -12,10 +12,10 @@ runtime=(build-essential cmake ninja-build pkg-config python3 ocl-icd-libopencl1
          ocl-icd-opencl-dev opencl-headers pocl-opencl-icd clinfo libzstd-dev zstd
          libsqlite3-dev sqlite3 llvm-14-dev gnuplot-nox libgtest-dev libbenchmark-dev)
 # python3-pytest, -pip, -setuptools: PyOpenCL's own test suite and examples (tests/integration/
-# pyopencl_suite.sh, pyopencl_example.sh); clpeak, hashcat, ffmpeg: third_party.sh; clang-format:
-# scripts/check_format.sh.
+# pyopencl_suite.sh, pyopencl_example.sh); clpeak, hashcat, ffmpeg: third_party.sh; piglit: its
+# OpenCL tests (piglit_cl.py); clang-format: scripts/check_format.sh.
 testing=(binutils util-linux clang clang-format libclang-rt-14-dev clpeak python3-pyopencl
-         python3-pytest python3-pip python3-setuptools hashcat ffmpeg)
+         python3-pytest python3-pip python3-setuptools hashcat ffmpeg piglit)
 want=("${runtime[@]}")
 [[ ${1:-} == --tests ]] && want+=("${testing[@]}")
 
