@@ -11,6 +11,7 @@
 #include "analyzer/symbolizer_backend.h"
 #include "common/log.h"
 #include "common/paths.h"
+#include "common/phase_times.h"
 #include "common/program_identity.h"
 
 namespace hetopt::analyzer {
@@ -76,6 +77,7 @@ SymbolizerBackend* Symbolizer::backend() {
   if (!impl.tried) {
     impl.tried = true;
 #if HETOPT_HAVE_LLVM
+    phases::Scope timed("symbolizer load (part of symbolize)");
     std::string why;
     if (CreateBackend create = loadBackend(m_options.backendPath, &why)) {
       impl.backend.reset(create(kSymbolizerBackendAbi));
@@ -164,6 +166,7 @@ std::string DataLocation::describe() const {
 }
 
 DataLocation Symbolizer::locateData(const ModulePc& at) {
+  phases::Scope timed("symbolize");
   DataLocation d;
   const std::string& problem = moduleProblem(at);
   if (!problem.empty()) {
@@ -175,6 +178,7 @@ DataLocation Symbolizer::locateData(const ModulePc& at) {
 }
 
 SiteLocation Symbolizer::locate(const std::vector<ModulePc>& site) {
+  phases::Scope timed("symbolize");
   SiteLocation loc;
   if (site.empty()) {
     loc.note = "no call stack recorded";

@@ -25,8 +25,10 @@
 #endif
 #include "cli/launch.h"
 #include "cli/show.h"
+#include "cli/trace_phases.h"
 #include "common/log.h"
 #include "common/paths.h"
+#include "common/phase_times.h"
 #include "common/private_file.h"
 #include "common/program_identity.h"
 #include "trace/format.h"
@@ -306,12 +308,16 @@ int cmdTrace(int argc, char** argv) {
   launch.env.push_back({"HETOPT_MODE", "trace"});
   launch.env.push_back({"HETOPT_TRACE_FILE", output});
   if (!device.empty()) launch.env.push_back({"HETOPT_DEVICE", device});
+  TracePhases timing;
+  launch.started = [&] { timing.programStarted(); };
   int status = runProgram(launch, &error);
+  timing.programEnded();
   if (status < 0) {
     warn("trace: %s", error.c_str());
     return 2;
   }
   trace::Trace t;
+  phases::Scope reading("read traces and summary");
   if (!trace::readTraceFile(output, &t, &error)) {
     warn("trace: no usable trace: %s", error.c_str());
   } else {
@@ -334,9 +340,14 @@ int cmdTrace(int argc, char** argv) {
             static_cast<unsigned long long>(c.t.header.pid), c.runs.c_str(),
             static_cast<unsigned long long>(c.calls));
   }
+  reading.end();
 #ifdef HETOPT_HAVE_ANALYZER
-  if (analyze && t.fileBytes > 0) analyzeProcesses(program, processes, dbPath, profileName);
+  if (analyze && t.fileBytes > 0) {
+    phases::Scope timed("analysis");  // the parts above and the report
+    analyzeProcesses(program, processes, dbPath, profileName);
+  }
 #endif
+  timing.print();
   fflush(stderr);
   exitLikeChild(status);
 }

@@ -105,6 +105,11 @@ void RecordStream::run() {
     idle = n ? kBusySleepNs : std::min(idle * 2, kIdleSleepNs);
     sleep(idle);
   }
+  // What recording cost beside the program's threads (HETOPT_TIMINGS prints it at exit).
+  timespec cpu{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu);
+  m_threadCpuNs.store(static_cast<uint64_t>(cpu.tv_sec) * 1000000000ull + static_cast<uint64_t>(cpu.tv_nsec),
+                      std::memory_order_release);
   m_exited.store(true, std::memory_order_release);
 }
 
