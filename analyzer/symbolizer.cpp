@@ -23,11 +23,13 @@ using CreateBackend = SymbolizerBackend* (*)(uint32_t);
 constexpr const char* kBackendLibrary = "libhetopt_symbolize.so";
 
 /// The backend library at `path` (empty: beside the executable), loaded once per process and never
-/// unloaded; null with *why when it cannot be, after one warning per path.
-CreateBackend loadBackend(const std::string& path, std::string* why) {
+/// unloaded; null with *why when it cannot be, after one warning per path (`quiet`: not yet, the
+/// first caller that is not quiet says it).
+CreateBackend loadBackend(const std::string& path, std::string* why, bool quiet = false) {
   struct Loaded {
     CreateBackend create = nullptr;
     std::string error;
+    bool said = false;
   };
   static std::mutex mutex;
   static std::map<std::string, Loaded> loaded;
@@ -45,10 +47,12 @@ CreateBackend loadBackend(const std::string& path, std::string* why) {
         l.error = e ? e : file + ": cannot be loaded";
       }
     }
-    if (!l.create)
-      warn("cannot load the symbolizer (%s): allocation sites are named by module+offset",
-           l.error.c_str());
     it = loaded.emplace(path, std::move(l)).first;
+  }
+  if (!it->second.create && !quiet && !it->second.said) {
+    it->second.said = true;
+    warn("cannot load the symbolizer (%s): allocation sites are named by module+offset",
+         it->second.error.c_str());
   }
   *why = it->second.error;
   return it->second.create;
@@ -69,6 +73,13 @@ bool Symbolizer::available() {
   return loadBackend({}, &why) != nullptr;
 #else
   return false;
+#endif
+}
+
+void Symbolizer::preload() {
+#if HETOPT_HAVE_LLVM
+  std::string why;
+  loadBackend({}, &why, true);
 #endif
 }
 

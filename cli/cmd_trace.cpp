@@ -21,6 +21,7 @@
 #ifdef HETOPT_HAVE_ANALYZER
 #include "analyzer/analyze_file.h"
 #include "analyzer/profile_store.h"
+#include "analyzer/warmup.h"
 #include "common/db.h"
 #endif
 #include "cli/launch.h"
@@ -309,7 +310,15 @@ int cmdTrace(int argc, char** argv) {
   launch.env.push_back({"HETOPT_TRACE_FILE", output});
   if (!device.empty()) launch.env.push_back({"HETOPT_DEVICE", device});
   TracePhases timing;
-  launch.started = [&] { timing.programStarted(); };
+#ifdef HETOPT_HAVE_ANALYZER
+  std::unique_ptr<analyzer::AnalysisWarmup> warmup;
+#endif
+  launch.started = [&] {
+    timing.programStarted();
+#ifdef HETOPT_HAVE_ANALYZER
+    if (analyze) warmup = std::make_unique<analyzer::AnalysisWarmup>();
+#endif
+  };
   int status = runProgram(launch, &error);
   timing.programEnded();
   if (status < 0) {
@@ -346,6 +355,7 @@ int cmdTrace(int argc, char** argv) {
     phases::Scope timed("analysis");  // the parts above and the report
     analyzeProcesses(program, processes, dbPath, profileName);
   }
+  warmup.reset();
 #endif
   timing.print();
   fflush(stderr);
