@@ -14,6 +14,7 @@
 #include "store/db.h"
 #include "common/log.h"
 #include "common/paths.h"
+#include "common/phase_times.h"
 #include "common/program_identity.h"
 #include "hetopt/version.h"
 #include "trace/reader.h"
@@ -135,6 +136,7 @@ bool analyzeTraceFile(const AnalyzeRequest& req, AnalyzeResult* r, std::string* 
   opt.symbolize = req.symbolize;
   std::unique_ptr<Db> db;
   std::unique_ptr<GainModel> gain;
+  phases::Scope opening("DB open and curves");
   if (req.store) {
     const std::string dbPath = req.dbPath.empty() ? defaultDbPath() : req.dbPath;
     db = Db::open(dbPath, Db::Mode::ReadWriteCreate, &err);
@@ -151,6 +153,7 @@ bool analyzeTraceFile(const AnalyzeRequest& req, AnalyzeResult* r, std::string* 
   } else {
     opt.noGainReason = "not looked up (--no-store)";
   }
+  opening.end();
   analyzeTrace(t, opt, &p);
 
   if (db && !t.complete && keepsCompleteProfile(*db, p, &err)) {
@@ -160,6 +163,7 @@ bool analyzeTraceFile(const AnalyzeRequest& req, AnalyzeResult* r, std::string* 
     db.reset();
   }
   if (db) {
+    phases::Scope storing("DB store");
     if (storeProfile(*db, p, &r->profileId, &err)) {
       r->notes.push_back("profile stored in " + db->path() + " for " + p.program.key() +
                          (p.program.profileName.empty() ? "" : " as '" + p.program.profileName + "'"));

@@ -11,6 +11,7 @@
 #include "analyzer/symbolizer_backend.h"
 #include "common/log.h"
 #include "common/paths.h"
+#include "common/phase_times.h"
 #include "common/program_identity.h"
 
 namespace hetopt::analyzer {
@@ -22,11 +23,13 @@ using CreateBackend = SymbolizerBackend* (*)(uint32_t);
 constexpr const char* kBackendLibrary = "libhetopt_symbolize.so";
 
 /// The backend library at `path` (empty: beside the executable), loaded once per process and never
-/// unloaded; null with *why when it cannot be, after one warning per path.
-CreateBackend loadBackend(const std::string& path, std::string* why) {
+/// unloaded; null with *why when it cannot be, after one warning per path (`quiet`: not yet, the
+/// first caller that is not quiet says it).
+CreateBackend loadBackend(const std::string& path, std::string* why, bool quiet = false) {
   struct Loaded {
     CreateBackend create = nullptr;
     std::string error;
+    bool said = false;
   };
   static std::mutex mutex;
   static std::map<std::string, Loaded> loaded;
@@ -44,10 +47,12 @@ CreateBackend loadBackend(const std::string& path, std::string* why) {
         l.error = e ? e : file + ": cannot be loaded";
       }
     }
-    if (!l.create)
-      warn("cannot load the symbolizer (%s): allocation sites are named by module+offset",
-           l.error.c_str());
     it = loaded.emplace(path, std::move(l)).first;
+  }
+  if (!it->second.create && !quiet && !it->second.said) {
+    it->second.said = true;
+    warn("cannot load the symbolizer (%s): allocation sites are named by module+offset",
+         it->second.error.c_str());
   }
   *why = it->second.error;
   return it->second.create;
@@ -71,11 +76,19 @@ bool Symbolizer::available() {
 #endif
 }
 
+void Symbolizer::preload() {
+#if HETOPT_HAVE_LLVM
+  std::string why;
+  loadBackend({}, &why, true);
+#endif
+}
+
 SymbolizerBackend* Symbolizer::backend() {
   Impl& impl = *m_impl;
   if (!impl.tried) {
     impl.tried = true;
 #if HETOPT_HAVE_LLVM
+    phases::Scope timed("symbolizer load (part of symbolize)");
     std::string why;
     if (CreateBackend create = loadBackend(m_options.backendPath, &why)) {
       impl.backend.reset(create(kSymbolizerBackendAbi));
@@ -164,6 +177,7 @@ std::string DataLocation::describe() const {
 }
 
 DataLocation Symbolizer::locateData(const ModulePc& at) {
+  phases::Scope timed("symbolize");
   DataLocation d;
   const std::string& problem = moduleProblem(at);
   if (!problem.empty()) {
@@ -175,6 +189,7 @@ DataLocation Symbolizer::locateData(const ModulePc& at) {
 }
 
 SiteLocation Symbolizer::locate(const std::vector<ModulePc>& site) {
+  phases::Scope timed("symbolize");
   SiteLocation loc;
   if (site.empty()) {
     loc.note = "no call stack recorded";

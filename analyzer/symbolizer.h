@@ -87,6 +87,10 @@ class Symbolizer {
 
   /// True when this build can read debug info: built with LLVM and its backend library loads.
   static bool available();
+  /// Loads the backend library (libLLVM with it) now, quietly: a failure is said at first use.
+  /// Thread-safe; for a thread that would otherwise wait, such as `hetopt trace` while the
+  /// program runs, so that the analysis afterwards does not pay the load.
+  static void preload();
 
   /// The inlining chain at one address, innermost first. False with *note when the module is
   /// missing, changed since the trace, or has no symbols for that address.

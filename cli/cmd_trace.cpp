@@ -22,11 +22,14 @@
 #ifdef HETOPT_HAVE_ANALYZER
 #include "analyzer/analyze_file.h"
 #include "analyzer/profile_store.h"
+#include "analyzer/warmup.h"
 #include "store/db.h"
 #endif
 #include "cli/launch.h"
+#include "cli/trace_phases.h"
 #include "common/log.h"
 #include "common/paths.h"
+#include "common/phase_times.h"
 #include "common/private_file.h"
 #include "common/program_identity.h"
 #include "trace/dump.h"
@@ -267,12 +270,24 @@ int cmdTrace(int argc, char** argv) {
   launch.env.push_back({"HETOPT_MODE", "trace"});
   launch.env.push_back({"HETOPT_TRACE_FILE", output});
   if (!device.empty()) launch.env.push_back({"HETOPT_DEVICE", device});
+  TracePhases timing;
+#ifdef HETOPT_HAVE_ANALYZER
+  std::unique_ptr<analyzer::AnalysisWarmup> warmup;
+#endif
+  launch.started = [&] {
+    timing.programStarted();
+#ifdef HETOPT_HAVE_ANALYZER
+    if (analyze) warmup = std::make_unique<analyzer::AnalysisWarmup>();
+#endif
+  };
   int status = runProgram(launch, &error);
+  timing.programEnded();
   if (status < 0) {
     warn("trace: %s", error.c_str());
     return 2;
   }
   trace::Trace t;
+  phases::Scope reading("read traces and summary");
   if (!trace::readTraceFile(output, &t, &error)) {
     warn("trace: no usable trace: %s", error.c_str());
   } else {
@@ -295,9 +310,15 @@ int cmdTrace(int argc, char** argv) {
             static_cast<unsigned long long>(c.t.header.pid), c.runs.c_str(),
             static_cast<unsigned long long>(c.calls));
   }
+  reading.end();
 #ifdef HETOPT_HAVE_ANALYZER
-  if (analyze && t.fileBytes > 0) analyzeProcesses(program, processes, dbPath, profileName);
+  if (analyze && t.fileBytes > 0) {
+    phases::Scope timed("analysis");  // the parts above and the report
+    analyzeProcesses(program, processes, dbPath, profileName);
+  }
+  warmup.reset();
 #endif
+  timing.print();
   fflush(stderr);
   exitLikeChild(status);
 }

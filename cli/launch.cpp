@@ -159,7 +159,9 @@ class Child {
 
 int runProgram(const Launch& launch, std::string* error) {
   Child child(launch, -1, error);
-  return child.pid() < 0 ? -1 : child.wait(error);
+  if (child.pid() < 0) return -1;
+  if (launch.started) launch.started();
+  return child.wait(error);
 }
 
 namespace {

@@ -2,6 +2,7 @@
 /** @file Starting a program under the shim, with its exit status and signals passed through. */
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -16,6 +17,9 @@ struct Launch {
   std::vector<std::string> argv;                          ///< program and its arguments
   std::vector<std::pair<std::string, std::string>> env;  ///< variables to set for the program
   bool preloadShim = true;                                ///< LD_PRELOAD + OPENCL_LAYERS the shim
+  /// runProgram: called in hetopt once the program's process exists, before waiting for it (for
+  /// work that can overlap the program's run).
+  std::function<void()> started;
 };
 
 /// The file execvp() would run for `program` (PATH search when it has no '/'); empty if none.

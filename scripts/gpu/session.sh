@@ -11,8 +11,10 @@
 #   check         the NVIDIA GPU is the device hetopt picks (fails otherwise: no CPU numbers)
 #   characterize  full characterization of the GPU into BUILD_DIR/gpu.db (~45 s on an H100)
 #   queue         bench/queue_cost: what device timing costs the driver per command
-#   trace         scripts/bench/trace_overhead.sh on the call-bound loop (loop_wkr 4K x 20000)
-#   trace-data    the same on data-moving runs (64 MiB buffers)
+#   trace         the whole `hetopt trace` command on the call-bound loop (loop_wkr 4K x 20000)
+#                 against native, split: trace_variants.sh VARIANTS=split, ROUNDS rounds (default
+#                 11): native, `trace --no-analyze`, `trace`, paired, and hetopt's own timings
+#   trace-data    scripts/bench/trace_overhead.sh on data-moving runs (64 MiB buffers)
 #   trace-apps    the same on every test app at apps_speedup's sizes (each a second or more)
 #   variants      trace_variants.sh (native / count / unprofiled / sampled / all timed) on the
 #                 call-bound loop, and the sampled-vs-all-timed agreement check of the analysis
@@ -52,7 +54,7 @@
 #
 # A first call: `scripts/gpu/session.sh build-gpu build check characterize queue variants register`
 # (~6 min), then `APPS="loop_wkr ..." ... check apps` twice (all 11 apps with 5 runs of 4 variants
-# take longer than one call), then `... check trace` (~5 min).
+# take longer than one call), then `... check trace` (~1 min).
 set -uo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 build=${1:?usage: scripts/gpu/session.sh BUILD_DIR STEP...}
@@ -90,9 +92,11 @@ for s in "$@"; do
       "$build/bin/queue_cost" --size 4K --iters 5000 --rounds 7 | tee "$out/queue_cost.txt"
       ;;
     trace)
-      step trace_overhead
-      "$root/scripts/bench/trace_overhead.sh" "$build" "$runs" 'loop_wkr:--size 4K --iters 20000' |
-        tee "$out/trace_overhead.txt"
+      # The whole command against the program alone, split: native, `trace --no-analyze` (program
+      # + recording), `trace` (everything), interleaved, with what hetopt reports of its own time.
+      step "trace: whole-command overhead on the call-bound loop, split"
+      VARIANTS=split "$root/scripts/bench/trace_variants.sh" "$build" "${ROUNDS:-11}" \
+        'loop_wkr:--size 4K --iters 20000' | tee "$out/trace_split.txt"
       ;;
     trace-data)
       step trace_overhead data-moving

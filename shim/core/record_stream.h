@@ -74,6 +74,8 @@ class RecordStream {
 
   /// Records the recording thread (or a helper) applied; for tests and debugging.
   uint64_t applied() const { return m_applied.load(std::memory_order_relaxed); }
+  /// CPU time the recording thread used, known once it has stopped (0 before, or without one).
+  uint64_t threadCpuNs() const { return m_threadCpuNs.load(std::memory_order_acquire); }
   /// Tests: the ring itself (e.g. to leave a record half-written, as a thread killed in it would).
   trace::RecordRing& ring() { return m_ring; }
 
@@ -102,6 +104,7 @@ class RecordStream {
   std::atomic<uint64_t> m_flushTarget{0}, m_flushRequests{0}, m_flushesDone{0};
   std::atomic<bool> m_flushFinishes{false};
   std::atomic<uint64_t> m_applied{0};
+  std::atomic<uint64_t> m_threadCpuNs{0};
   uint64_t m_forkHead = 0;  ///< forkPrepare's
 };
 

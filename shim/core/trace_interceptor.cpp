@@ -520,6 +520,7 @@ void TraceInterceptor::freeing(void* ptr) {
 void TraceInterceptor::processExit() {
   // A vfork() child shares this memory: the trace is its parent's.
   if (getpid() != m_pid.load(std::memory_order_relaxed) || !m_active.exchange(false)) return;
+  const uint64_t exitStartNs = trace::monotonicNs();
   // No OpenCL calls at exit (the runtime may be gone): what is still pending has no timing.
   m_timing.abandonAll();
   m_stream.stop(2000000000ull);
@@ -532,6 +533,11 @@ void TraceInterceptor::processExit() {
   // Records still being written by threads that saw tracing on: a moment for them.
   m_stream.drainLocked(1000000000ull);
   finish();
+  if (optionFlag(Option::TIMINGS))
+    warn("timings: recording thread %.1f ms CPU; at exit %.1f ms (stopping it, the last records, "
+         "writing the trace's end)",
+         static_cast<double>(m_stream.threadCpuNs()) / 1e6,
+         static_cast<double>(trace::monotonicNs() - exitStartNs) / 1e6);
   debug("trace written to %s (%llu events)", m_config.path.c_str(),
         static_cast<unsigned long long>(m_recorder.eventsRecorded()));
   if (const uint64_t calls = m_selfCalls.load(std::memory_order_relaxed); calls && m_measureSelf)

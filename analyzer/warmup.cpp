@@ -1,0 +1,36 @@
+// SPDX-License-Identifier: MIT
+/** @file The analysis's warm-up while a traced program runs; see warmup.h. */
+#include "analyzer/warmup.h"
+
+#include <pthread.h>
+#include <signal.h>
+
+#include "analyzer/symbolizer.h"
+#include "common/phase_times.h"
+
+namespace hetopt::analyzer {
+
+AnalysisWarmup::AnalysisWarmup() {
+  // The thread takes none of the signals hetopt forwards to the program: they stay the main
+  // thread's, whose handlers pass them on.
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &old);
+  try {
+    m_thread = std::thread([] {
+      phases::Scope timed("symbolizer loaded while the program ran");
+      Symbolizer::preload();
+    });
+  } catch (...) {
+    // No thread: the analysis loads the symbolizer itself, as it always could.
+  }
+  pthread_sigmask(SIG_SETMASK, &old, nullptr);
+}
+
+AnalysisWarmup::~AnalysisWarmup() { wait(); }
+
+void AnalysisWarmup::wait() {
+  if (m_thread.joinable()) m_thread.join();
+}
+
+}  // namespace hetopt::analyzer
