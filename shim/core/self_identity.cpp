@@ -8,7 +8,6 @@
 #include "common/log.h"
 
 namespace hetopt::shim {
-namespace {
 
 std::string readCommandLine() {
   std::string s;
@@ -27,11 +26,10 @@ std::string selfExePath() {
   return n > 0 ? std::string(buf, static_cast<size_t>(n)) : std::string();
 }
 
-}  // namespace
-
 bool SelfIdentity::executable(std::string* error) {
   if (m_exeState == 0) {
-    m_exeState = programIdentity("/proc/self/exe", &m_self, &m_exeError, identityCacheDir()) ? 1 : -1;
+    m_exeState =
+        programIdentity("/proc/self/exe", &m_self, &m_exeError, identityCacheDir()) ? 1 : -1;
     m_self.script = ScriptRef{};
   }
   *error = m_exeError;
@@ -71,7 +69,8 @@ bool SelfIdentity::matches(const Plan& plan, std::string* why) {
     // Known without reading the file: the key the stamp stands for.
     m_self.path = plan.programPath;
     m_self.buildId = planExe.rfind("build-id:", 0) == 0 ? planExe.substr(9) : std::string();
-    m_self.contentHash = m_self.buildId.empty() ? planExe.substr(planExe.find(':') + 1) : std::string();
+    m_self.contentHash =
+        m_self.buildId.empty() ? planExe.substr(planExe.find(':') + 1) : std::string();
     m_exeState = 1;
   }
   // A plan naming no script is for every process of its executable (hand-written plans, plans

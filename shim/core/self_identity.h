@@ -9,11 +9,16 @@
 #pragma once
 #include <string>
 
-#include "contracts/plan.h"
 #include "common/program_identity.h"
+#include "contracts/plan.h"
 #include "trace/writer.h"
 
 namespace hetopt::shim {
+
+/// /proc/self/cmdline as read ("" when it cannot be).
+std::string readCommandLine();
+/// /proc/self/exe's target ("" when it cannot be read).
+std::string selfExePath();
 
 class SelfIdentity {
  public:
@@ -25,7 +30,7 @@ class SelfIdentity {
   bool script(std::string* error);      ///< m_self.script, once
 
   ProgramIdentity m_self;
-  std::string m_exePath;  ///< /proc/self/exe
+  std::string m_exePath;                  ///< /proc/self/exe
   int m_exeState = 0, m_scriptState = 0;  ///< 0 not yet, 1 known, -1 failed
   std::string m_exeError, m_scriptError;
 };

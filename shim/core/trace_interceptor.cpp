@@ -45,23 +45,6 @@ struct CallState {
   TwinQueues::CallState queues;
 };
 
-std::string readFile(const char* path) {
-  FILE* f = fopen(path, "rb");
-  if (!f) return {};
-  std::string s;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, f)) > 0) s.append(buf, n);
-  fclose(f);
-  return s;
-}
-
-std::string selfExe() {
-  char buf[4096];
-  ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
-  return n > 0 ? std::string(buf, static_cast<size_t>(n)) : std::string("?");
-}
-
 std::string substitutePid(const std::string& pattern, long pid) {
   std::string out;
   for (size_t i = 0; i < pattern.size(); ++i) {
@@ -89,7 +72,8 @@ bool moduleLookup(uint64_t address, trace::ModuleRecord* out) {
 /// The call model's hooks: what needs the shim's view of the call or the driver.
 bool hostSpanOf(const trace::CallView& view, unsigned arg, trace::HostSpan* out) {
   HostRange r;
-  if (!hostRange(*static_cast<const CallRecord*>(view.source), api::apiInfo(view.id), arg, &r)) return false;
+  if (!hostRange(*static_cast<const CallRecord*>(view.source), api::apiInfo(view.id), arg, &r))
+    return false;
   out->ptr = r.ptr;
   out->bytes = r.bytes;
   out->span = r.span;
@@ -153,7 +137,8 @@ bool lockWithin(std::mutex& m, uint64_t ns) {
 TraceInterceptor* TraceInterceptor::create() {
   ScopedInternal internal;
   auto* t = new TraceInterceptor();
-  const std::string exe = selfExe();
+  std::string exe = selfExePath();
+  if (exe.empty()) exe = "?";
   const std::string value = optionString(Option::TRACE_FILE);
   std::string pattern;
   if (value.empty()) {
@@ -175,10 +160,13 @@ TraceInterceptor* TraceInterceptor::create() {
   t->m_measureSelf = debugEnabled();
   t->m_config.modules = moduleLookup;
   for (const Module& m : ModuleMap::instance().modules(nullptr))
-    if (m.path == exe) t->m_config.programAddress = m.start;  // the trace names the program's build id
+    if (m.path == exe)
+      t->m_config.programAddress = m.start;  // the trace names the program's build id
   t->m_config.writeFailed = [](const std::string& path, const std::string& error) {
-    warn("trace mode: cannot write %s (%s); the trace ends here, marked incomplete, and the "
-         "program goes on", path.c_str(), error.c_str());
+    warn(
+        "trace mode: cannot write %s (%s); the trace ends here, marked incomplete, and the "
+        "program goes on",
+        path.c_str(), error.c_str());
   };
   trace::FileHeader& h = t->m_config.header;
   h.pid = static_cast<uint64_t>(getpid());
@@ -186,10 +174,11 @@ TraceInterceptor* TraceInterceptor::create() {
   h.startUnixNs = clockNs(CLOCK_REALTIME);
   h.writerVersion = HETOPT_VERSION_STRING;
   h.program = exe;
-  h.arguments = readFile("/proc/self/cmdline");
+  h.arguments = readCommandLine();
   describeScript(&h);
   bool stampsOk = true;
-  t->m_config.stampsPerLeaf = static_cast<unsigned>(optionUnsigned(Option::TIMELINE_CALLS, 1, 65536, &stampsOk));
+  t->m_config.stampsPerLeaf =
+      static_cast<unsigned>(optionUnsigned(Option::TIMELINE_CALLS, 1, 65536, &stampsOk));
   if (!stampsOk)
     warn("trace mode: HETOPT_TIMELINE_CALLS='%s' is not a number in 1..65536; using %s",
          optionString(Option::TIMELINE_CALLS), optionInfo(Option::TIMELINE_CALLS).defaultValue);
@@ -213,7 +202,8 @@ TraceInterceptor* TraceInterceptor::create() {
   } else if (timeQueue == "auto") {
     t->m_queues.setTwinMode(!everyCommand);
   } else if (timeQueue != "twin") {
-    warn("trace mode: HETOPT_TIME_QUEUE='%s' is not auto, twin or profiled; using auto", timeQueue.c_str());
+    warn("trace mode: HETOPT_TIME_QUEUE='%s' is not auto, twin or profiled; using auto",
+         timeQueue.c_str());
     t->m_queues.setTwinMode(!everyCommand);
   }
   s_instance = t;
@@ -231,7 +221,8 @@ TraceInterceptor::TraceInterceptor()
 
 uint32_t TraceInterceptor::threadId() {
   const uint32_t gen = m_generation.load(std::memory_order_relaxed);
-  if (HETOPT_LIKELY(t_traceThread && (t_traceThread >> 32) == gen)) return static_cast<uint32_t>(t_traceThread);
+  if (HETOPT_LIKELY(t_traceThread && (t_traceThread >> 32) == gen))
+    return static_cast<uint32_t>(t_traceThread);
   return registerThread(gen);
 }
 
@@ -248,18 +239,21 @@ uint32_t TraceInterceptor::registerThread(uint32_t generation) {
 }
 
 void TraceInterceptor::threadExit(uint32_t tid, uint32_t generation) {
-  if (!m_active.load(std::memory_order_relaxed) || generation != m_generation.load(std::memory_order_relaxed)) return;
+  if (!m_active.load(std::memory_order_relaxed) ||
+      generation != m_generation.load(std::memory_order_relaxed))
+    return;
   alignas(8) unsigned char record[64];
   push(record, raw::threadExit(record, tid));
 }
 
-void TraceInterceptor::timed(uint64_t timingId, const trace::DeviceAgg* timing, uint64_t deviceStart,
-                             uint64_t deviceEnd) {
+void TraceInterceptor::timed(uint64_t timingId, const trace::DeviceAgg* timing,
+                             uint64_t deviceStart, uint64_t deviceEnd) {
   alignas(8) unsigned char record[256];
   push(record, raw::timing(record, timingId, timing, deviceStart, deviceEnd));
 }
 
-void TraceInterceptor::clock(uint64_t queue, trace::ClockMethod method, int64_t offsetNs, uint64_t uncertaintyNs) {
+void TraceInterceptor::clock(uint64_t queue, trace::ClockMethod method, int64_t offsetNs,
+                             uint64_t uncertaintyNs) {
   alignas(8) unsigned char record[64];
   push(record, raw::clock(record, queue, method, offsetNs, uncertaintyNs));
 }
@@ -299,7 +293,7 @@ void TraceInterceptor::signalSnapshot() {
   s_busy.store(false);
 }
 
-// ---- fork -----------------------------------------------------------------------------------------
+// ---- fork ---------------------------------------------------------------------------------------
 
 // Lock order: the timing mutex (held while timings are queued), the label table's, the stream's
 // (its gate, then the recorder's), the block filter's.
@@ -328,7 +322,7 @@ void TraceInterceptor::forkChild() {
   m_pid.store(static_cast<int>(getpid()), std::memory_order_relaxed);
   m_generation.fetch_add(1, std::memory_order_relaxed);  // this thread announces itself again
   m_applier.forkChild();
-  m_selfNs = 0;       // the parent's recording cost is in the parent's trace
+  m_selfNs = 0;  // the parent's recording cost is in the parent's trace
   m_selfCalls = 0;
   trace::RecorderConfig c = m_config;
   c.path = substitutePid(m_childPattern, getpid());
@@ -341,7 +335,7 @@ void TraceInterceptor::forkChild() {
   }
 }
 
-// ---- calls ---------------------------------------------------------------------------------------
+// ---- calls --------------------------------------------------------------------------------------
 
 void TraceInterceptor::noteStartup(api::ApiId id, uint64_t startNs) {
   const uint64_t now = std::max<uint64_t>(m_recorder.sinceStart(startNs), 1);
@@ -359,7 +353,8 @@ void TraceInterceptor::callBegin(CallRecord& call) {
   st.startNs = trace::monotonicNs();
   // The program's start-up as `hetopt run` can overlap it: when its OpenCL use and its first
   // context begin (the Startup record).
-  if (HETOPT_UNLIKELY(m_firstContextNs.load(std::memory_order_relaxed) == 0)) noteStartup(call.id, st.startNs);
+  if (HETOPT_UNLIKELY(m_firstContextNs.load(std::memory_order_relaxed) == 0))
+    noteStartup(call.id, st.startNs);
   const api::ApiInfo& info = api::apiInfo(call.id);
   switch (call.id) {
     case ApiId::clCreateCommandQueue:
@@ -388,15 +383,16 @@ void TraceInterceptor::callBegin(CallRecord& call) {
     default:
       break;
   }
-  if (info.kind == api::ApiKind::Query || info.numArgs == 0 || info.args[0].cls != api::ArgClass::Queue ||
-      info.eventArg < 0)
+  if (info.kind == api::ApiKind::Query || info.numArgs == 0 ||
+      info.args[0].cls != api::ArgClass::Queue || info.eventArg < 0)
     return;
   const TwinQueues::Route route = m_queues.route(call);
   if (route == TwinQueues::Route::Untimed) return;
   // Only sampled commands get an event read (and, where the application passed none, injected).
   const uint64_t weight = m_timing.sample(call, st.timing);
   if (!weight) return;
-  if (route == TwinQueues::Route::Twin && !m_queues.beginTwin(call, st.queues)) return;  // untimed where it was
+  if (route == TwinQueues::Route::Twin && !m_queues.beginTwin(call, st.queues))
+    return;  // untimed where it was
   m_timing.timeCommand(call, st.timing, weight);
 }
 
@@ -432,7 +428,8 @@ void TraceInterceptor::callEnd(CallRecord& call) {
   recordCall(call, hostNs);
   if (timeSelf) {
     if (!m_measureSelf) {
-      if (!t_gapRandom) t_gapRandom = static_cast<uint32_t>(reinterpret_cast<uintptr_t>(&t_gapRandom) >> 4) | 1u;
+      if (!t_gapRandom)
+        t_gapRandom = static_cast<uint32_t>(reinterpret_cast<uintptr_t>(&t_gapRandom) >> 4) | 1u;
       t_gapRandom ^= t_gapRandom << 13;
       t_gapRandom ^= t_gapRandom >> 17;
       t_gapRandom ^= t_gapRandom << 5;
@@ -457,25 +454,27 @@ void TraceInterceptor::recordCall(CallRecord& call, uint64_t hostNs) {
   }
   const uint32_t tid = threadId();
   if (HETOPT_UNLIKELY(m_labels.names(call.id))) m_labels.note(view, outcome, labelOf);
-  const uint64_t timingId = produced ? m_nextTimingId.fetch_add(1, std::memory_order_relaxed) + 1 : 0;
+  const uint64_t timingId =
+      produced ? m_nextTimingId.fetch_add(1, std::memory_order_relaxed) + 1 : 0;
   // Gathered first (the host spans ask the shim), then written straight into the stream.
   raw::CallCopies copies;
   const size_t bytes = copies.gather(view, outcome, hostSpanOf);
   if (HETOPT_LIKELY(bytes <= raw::kMaxRecordBytes)) {
     const trace::RecordRing::Reservation r = m_stream.begin(bytes);
-    raw::call(r.data, copies, tid, view, outcome, st.startNs, hostNs, DeviceTiming::unsampled(st.timing, outcome.ok),
-              timingId);
+    raw::call(r.data, copies, tid, view, outcome, st.startNs, hostNs,
+              DeviceTiming::unsampled(st.timing, outcome.ok), timingId);
     m_stream.end(r);
   }
   size_t pending = m_timing.pending();
   if (produced) {
     const uint64_t hostStart = m_recorder.sinceStart(st.startNs);
-    pending = m_timing.addPending(produced, timingId, st.timing, call.args[0], hostStart, hostStart + hostNs);
+    pending = m_timing.addPending(produced, timingId, st.timing, call.args[0], hostStart,
+                                  hostStart + hostNs);
   }
   m_timing.afterCall(info.kind == api::ApiKind::Sync || blocking, pending);
 }
 
-// ---- allocations ----------------------------------------------------------------------------------
+// ---- allocations --------------------------------------------------------------------------------
 
 void TraceInterceptor::allocated(const AllocEvent& event) {
   if (!m_active.load(std::memory_order_relaxed)) return;
@@ -499,7 +498,8 @@ void TraceInterceptor::allocated(const AllocEvent& event) {
   const uint64_t atNs = trace::monotonicNs();
   const trace::RecordRing::Reservation r = m_stream.begin(raw::allocBytes(depth));
   raw::alloc(r.data, tid, atNs, static_cast<uint8_t>(event.fn), ptr, event.size, event.alignment,
-             realloc ? oldPtr : 0, reinterpret_cast<const uint64_t*>(event.site ? event.site->pcs : nullptr), depth);
+             realloc ? oldPtr : 0,
+             reinterpret_cast<const uint64_t*>(event.site ? event.site->pcs : nullptr), depth);
   m_stream.end(r);
 }
 
@@ -526,7 +526,8 @@ void TraceInterceptor::processExit() {
   m_stream.stop(2000000000ull);
   // Bounded: a recording thread stuck on a lock the program holds at exit must not hang it.
   if (!lockWithin(m_recorder.mutex(), 5000000000ull)) {
-    warn("trace mode: the recording thread did not stop; %s ends at its last checkpoint", m_config.path.c_str());
+    warn("trace mode: the recording thread did not stop; %s ends at its last checkpoint",
+         m_config.path.c_str());
     return;
   }
   std::unique_lock<std::mutex> lock(m_recorder.mutex(), std::adopt_lock);
@@ -534,17 +535,19 @@ void TraceInterceptor::processExit() {
   m_stream.drainLocked(1000000000ull);
   finish();
   if (optionFlag(Option::TIMINGS))
-    warn("timings: recording thread %.1f ms CPU; at exit %.1f ms (stopping it, the last records, "
-         "writing the trace's end)",
-         static_cast<double>(m_stream.threadCpuNs()) / 1e6,
-         static_cast<double>(trace::monotonicNs() - exitStartNs) / 1e6);
+    warn(
+        "timings: recording thread %.1f ms CPU; at exit %.1f ms (stopping it, the last records, "
+        "writing the trace's end)",
+        static_cast<double>(m_stream.threadCpuNs()) / 1e6,
+        static_cast<double>(trace::monotonicNs() - exitStartNs) / 1e6);
   debug("trace written to %s (%llu events)", m_config.path.c_str(),
         static_cast<unsigned long long>(m_recorder.eventsRecorded()));
   if (const uint64_t calls = m_selfCalls.load(std::memory_order_relaxed); calls && m_measureSelf)
-    debug("recording after each call took %.1f ms in all, %.0f ns per call (%llu calls)",
-          static_cast<double>(m_selfNs.load(std::memory_order_relaxed)) / 1e6,
-          static_cast<double>(m_selfNs.load(std::memory_order_relaxed)) / static_cast<double>(calls),
-          static_cast<unsigned long long>(calls));
+    debug(
+        "recording after each call took %.1f ms in all, %.0f ns per call (%llu calls)",
+        static_cast<double>(m_selfNs.load(std::memory_order_relaxed)) / 1e6,
+        static_cast<double>(m_selfNs.load(std::memory_order_relaxed)) / static_cast<double>(calls),
+        static_cast<unsigned long long>(calls));
 }
 
 void TraceInterceptor::finish() {
@@ -558,8 +561,8 @@ void TraceInterceptor::finish() {
 }
 
 void TraceInterceptor::quickExit() {
-  if (getpid() != m_pid.load(std::memory_order_relaxed) || m_signalled.load(std::memory_order_relaxed) ||
-      !m_active.load(std::memory_order_relaxed))
+  if (getpid() != m_pid.load(std::memory_order_relaxed) ||
+      m_signalled.load(std::memory_order_relaxed) || !m_active.load(std::memory_order_relaxed))
     return;
   // Nothing queued without a recording thread (it starts at the first record): then the trace
   // stays as it is, at its last checkpoint.
@@ -568,14 +571,18 @@ void TraceInterceptor::quickExit() {
 
 bool TraceInterceptor::unmapping(void*, size_t, bool discard) {
   // Only the program's own unmapping (the shim's and the recording thread's are nested deeper).
-  if (discard || t_depth > 1 || !m_active.load(std::memory_order_relaxed) || m_stream.ring().empty()) return false;
+  if (discard || t_depth > 1 || !m_active.load(std::memory_order_relaxed) ||
+      m_stream.ring().empty())
+    return false;
   std::lock_guard<std::mutex> lock(m_recorder.mutex());
   m_stream.drainLocked(100000000ull);
   return false;
 }
 
 void TraceInterceptor::beforeExec() {
-  if (getpid() != m_pid.load(std::memory_order_relaxed) || !m_active.load(std::memory_order_relaxed)) return;
+  if (getpid() != m_pid.load(std::memory_order_relaxed) ||
+      !m_active.load(std::memory_order_relaxed))
+    return;
   if (!lockWithin(m_recorder.mutex(), 1000000000ull)) return;
   std::unique_lock<std::mutex> lock(m_recorder.mutex(), std::adopt_lock);
   m_stream.drainLocked(100000000ull);
