@@ -99,7 +99,7 @@ struct SiteAcc {
   // between the first context and the first transfer
   bool allocSeen = false, transferSeen = false, allocatedBeforeOpenCL = false;
   uint64_t leadNs = 0;
-  double leadAtAlloc = 0;       ///< the thread's lead when the first block came
+  double leadAtAlloc = 0;             ///< the thread's lead when the first block came
   uint32_t allocThread = UINT32_MAX;  ///< trace thread index
   // replay of allocations and frees
   int64_t live = 0, liveBlocks = 0;
@@ -214,10 +214,15 @@ class Analyzer {
         const double ns = deviceNs;
         switch (kind) {
           case api::ApiKind::H2d:
-          case api::ApiKind::Unmap: m_h2dNs += ns; break;
+          case api::ApiKind::Unmap:
+            m_h2dNs += ns;
+            break;
           case api::ApiKind::D2h:
-          case api::ApiKind::Map: m_d2hNs += ns; break;
-          default: m_h2dNs += ns / 2, m_d2hNs += ns / 2;  // direction unknown
+          case api::ApiKind::Map:
+            m_d2hNs += ns;
+            break;
+          default:
+            m_h2dNs += ns / 2, m_d2hNs += ns / 2;  // direction unknown
         }
       }
       for (const Moved& m : moved) {
@@ -292,7 +297,8 @@ class Analyzer {
       m_sites[i].peakBlocks = peakBlocks[i];
     }
     if (m_budgetExceeded)
-      m_out->warnings.push_back("peak live bytes are partial: the call tree is too large to replay");
+      m_out->warnings.push_back(
+          "peak live bytes are partial: the call tree is too large to replay");
   }
 
   void release(const TraceObject* o, int64_t blocks) {
@@ -311,7 +317,8 @@ class Analyzer {
   void replayLeaf(const TraceNode& n, uint64_t enclosingIterations) {
     if (n.type == trace::LeafType::Call) return;
     // Counts and sizes come from the trace file: the sums saturate rather than overflow.
-    int64_t times = saturatingI64(std::max<uint64_t>(1, n.host.count / std::max<uint64_t>(enclosingIterations, 1)));
+    int64_t times = saturatingI64(
+        std::max<uint64_t>(1, n.host.count / std::max<uint64_t>(enclosingIterations, 1)));
     for (const trace::Ref& r : n.refs)
       if (r.flags & trace::kRefDestroy) release(m_t.object(r.obj), times);
     if (n.type == trace::LeafType::Free) return;
@@ -368,9 +375,11 @@ class Analyzer {
       // Both are >= 0, so the differences cannot overflow.
       int64_t delta = a.live - live1[s], deltaBlocks = a.liveBlocks - blocks1[s];
       int64_t iterPeak = saturatingAdd(a.peak, saturatingMul(more, std::max<int64_t>(delta, 0)));
-      int64_t iterPeakBlocks = saturatingAdd(a.peakBlocks, saturatingMul(more, std::max<int64_t>(deltaBlocks, 0)));
+      int64_t iterPeakBlocks =
+          saturatingAdd(a.peakBlocks, saturatingMul(more, std::max<int64_t>(deltaBlocks, 0)));
       a.live = std::max<int64_t>(0, saturatingAdd(a.live, saturatingMul(more, delta)));
-      a.liveBlocks = std::max<int64_t>(0, saturatingAdd(a.liveBlocks, saturatingMul(more, deltaBlocks)));
+      a.liveBlocks =
+          std::max<int64_t>(0, saturatingAdd(a.liveBlocks, saturatingMul(more, deltaBlocks)));
       a.peak = std::max(peakBefore[s], iterPeak);
       a.peakBlocks = std::max(blocksPeakBefore[s], iterPeakBlocks);
     }
@@ -428,7 +437,8 @@ class Analyzer {
     }
     const auto api = static_cast<api::ApiId>(n.code);
     if (!st->contextMade) {
-      st->contextMade = api == api::ApiId::clCreateContext || api == api::ApiId::clCreateContextFromType;
+      st->contextMade =
+          api == api::ApiId::clCreateContext || api == api::ApiId::clCreateContextFromType;
       return;
     }
     st->leadNs += static_cast<double>(n.host.total) / static_cast<double>(enclosingIterations);
@@ -548,12 +558,14 @@ class Analyzer {
           u.kind = UntrackedMemory::Kind::Mmap;
           u.anonymous = info.region == trace::RegionClass::Mmap;
           u.mapBytes = info.mapEnd - info.mapStart;
-          u.what = (info.mapName.empty() ? std::string("anonymous mapping ") : info.mapName + " ") + range;
+          u.what = (info.mapName.empty() ? std::string("anonymous mapping ") : info.mapName + " ") +
+                   range;
           break;
         case trace::RegionClass::Heap:
           u.kind = UntrackedMemory::Kind::Heap;
-          u.what = "heap memory no tracked allocation made (below HETOPT_MIN_TRACKED_SIZE, or "
-                   "allocated before tracing)";
+          u.what =
+              "heap memory no tracked allocation made (below HETOPT_MIN_TRACKED_SIZE, or "
+              "allocated before tracing)";
           break;
         case trace::RegionClass::Unknown:
           u.what = "memory of unknown origin";
@@ -664,7 +676,8 @@ class Analyzer {
   uint64_t m_trackedAllocations = 0;
   uint64_t m_kernels = 0, m_deviceMissing = 0, m_deviceTimed = 0, m_deviceUnsampled = 0;
   double m_commDeviceNs = 0, m_commHostNs = 0, m_kernelDeviceNs = 0, m_kernelHostNs = 0;
-  double m_syncHostNs = 0, m_hostCallNs = 0, m_setupHostNs = 0, m_launchNs = 0, m_h2dNs = 0, m_d2hNs = 0;
+  double m_syncHostNs = 0, m_hostCallNs = 0, m_setupHostNs = 0, m_launchNs = 0, m_h2dNs = 0,
+         m_d2hNs = 0;
 };
 
 }  // namespace

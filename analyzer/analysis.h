@@ -35,8 +35,8 @@
 namespace hetopt::analyzer {
 
 struct AnalysisOptions {
-  double threshold = 0.1;         ///< eligibility threshold on the dispatch ratio
-  bool symbolize = true;          ///< false: module+offset only (faster, for tools)
+  double threshold = 0.1;  ///< eligibility threshold on the dispatch ratio
+  bool symbolize = true;   ///< false: module+offset only (faster, for tools)
   Symbolizer::Options symbolizer;
   const GainModel* gain = nullptr;  ///< null: predictions say why there are none
   std::string noGainReason = "no characterization for this device; run `hetopt characterize`";

@@ -11,12 +11,12 @@
 #include "analyzer/profile_store.h"
 #include "analyzer/report.h"
 #include "analyzer/timeline.h"
-#include "store/db.h"
 #include "common/log.h"
 #include "common/paths.h"
 #include "common/phase_times.h"
 #include "common/program_identity.h"
 #include "hetopt/version.h"
+#include "store/db.h"
 #include "trace/reader.h"
 
 namespace hetopt::analyzer {
@@ -165,8 +165,9 @@ bool analyzeTraceFile(const AnalyzeRequest& req, AnalyzeResult* r, std::string* 
   if (db) {
     phases::Scope storing("DB store");
     if (storeProfile(*db, p, &r->profileId, &err)) {
-      r->notes.push_back("profile stored in " + db->path() + " for " + p.program.key() +
-                         (p.program.profileName.empty() ? "" : " as '" + p.program.profileName + "'"));
+      r->notes.push_back(
+          "profile stored in " + db->path() + " for " + p.program.key() +
+          (p.program.profileName.empty() ? "" : " as '" + p.program.profileName + "'"));
       r->stored = true;
     } else {
       r->notes.push_back("profile not stored: " + err);
@@ -212,14 +213,16 @@ int showStoredProfile(const std::string& program, const AnalyzeRequest& req, FIL
     return 2;
   }
   if (lookup.status == ProfileLookup::Status::None) {
-    warn("no profile for %s in %s; run `hetopt trace` on it", id.describe().c_str(), dbPath.c_str());
+    warn("no profile for %s in %s; run `hetopt trace` on it", id.describe().c_str(),
+         dbPath.c_str());
     return 1;
   }
   if (lookup.status == ProfileLookup::Status::Stale) {
-    warn("the profile of %s in %s is for another build (%s, analysed %s); this one is %s: run "
-         "`hetopt trace` on it again",
-         id.describe().c_str(), dbPath.c_str(), lookup.storedKey.c_str(),
-         lookup.storedCreatedUtc.c_str(), id.key().c_str());
+    warn(
+        "the profile of %s in %s is for another build (%s, analysed %s); this one is %s: run "
+        "`hetopt trace` on it again",
+        id.describe().c_str(), dbPath.c_str(), lookup.storedKey.c_str(),
+        lookup.storedCreatedUtc.c_str(), id.key().c_str());
     return 1;
   }
   // Priced with the curves as they are now, as `hetopt run` prices it: a characterization made

@@ -17,9 +17,9 @@ namespace hetopt::analyzer {
 struct AnalyzeRequest {
   std::string tracePath;
   double threshold = 0.1;
-  std::string dbPath;           ///< empty: defaultDbPath()
-  bool store = true;            ///< false: neither store the profile nor read the DB at all
-  bool json = false;            ///< the report as JSON instead of text
+  std::string dbPath;  ///< empty: defaultDbPath()
+  bool store = true;   ///< false: neither store the profile nor read the DB at all
+  bool json = false;   ///< the report as JSON instead of text
   bool symbolize = true;
   bool salvage = false;         ///< analyse what precedes a corrupt chunk instead of failing
   std::string timelinePath;     ///< Chrome trace-event JSON; empty: none
@@ -30,9 +30,9 @@ struct AnalyzeRequest {
 
 struct AnalyzeResult {
   AppProfile profile;
-  int64_t profileId = 0;               ///< row id when stored
-  std::vector<std::string> notes;      ///< one line each: files written, what was not done and why
-  bool storeFailed = false;            ///< the profile could not be stored (the report is valid)
+  int64_t profileId = 0;           ///< row id when stored
+  std::vector<std::string> notes;  ///< one line each: files written, what was not done and why
+  bool storeFailed = false;        ///< the profile could not be stored (the report is valid)
   bool stored = false;  ///< the DB holds a profile for it: this one, or a complete one kept
 };
 

@@ -9,7 +9,8 @@ namespace hetopt::analyzer {
 namespace {
 
 std::string ending(const LedgerRun& r) {
-  return r.end == RunEnd::Signaled ? "signal " + std::to_string(r.code) : "exit status " + std::to_string(r.code);
+  return r.end == RunEnd::Signaled ? "signal " + std::to_string(r.code)
+                                   : "exit status " + std::to_string(r.code);
 }
 
 // The newest usable control run that started before `seq`.
@@ -47,7 +48,8 @@ std::vector<RunPair> timingPairs(const std::vector<LedgerPair>& pairs, uint64_t 
   std::vector<RunPair> out;
   for (const LedgerPair& p : pairs)
     if (p.optimized->planId == planId && p.optimized->sameEnding(*p.control))
-      out.push_back({static_cast<double>(p.control->wallNs), static_cast<double>(p.optimized->wallNs)});
+      out.push_back(
+          {static_cast<double>(p.control->wallNs), static_cast<double>(p.optimized->wallNs)});
   return out;
 }
 
@@ -60,9 +62,11 @@ Failure findFailure(const Ledger& ledger, const std::vector<LedgerPair>& pairs, 
     return f;
   };
   for (const LedgerPair& p : pairs)
-    if (p.optimized->planId == planId && !p.optimized->sameEnding(*p.control)) return failed(p.optimized, p.control);
+    if (p.optimized->planId == planId && !p.optimized->sameEnding(*p.control))
+      return failed(p.optimized, p.control);
   for (const LedgerRun& r : ledger.runs) {
-    if (r.kind != LedgerKind::Optimized || r.planId != planId || !r.usable() || paired(pairs, &r)) continue;
+    if (r.kind != LedgerKind::Optimized || r.planId != planId || !r.usable() || paired(pairs, &r))
+      continue;
     const LedgerRun* control = controlBefore(ledger, r.seq);
     // Unpaired: measured against the newest control before it, if any. A signal with none to
     // compare with is a failure (programs do not die natively in runs the user keeps doing); an
@@ -80,7 +84,8 @@ std::vector<PlanStanding> standings(const Ledger& ledger, const std::vector<Ledg
     s.planId = id;
     s.failed = ledger.reverted(id);
     s.verdict = judgePairs(timingPairs(pairs, id));
-    for (const LedgerRun& r : ledger.runs) s.optimizedRuns += r.kind == LedgerKind::Optimized && r.planId == id;
+    for (const LedgerRun& r : ledger.runs)
+      s.optimizedRuns += r.kind == LedgerKind::Optimized && r.planId == id;
     out.push_back(s);
   }
   return out;
@@ -145,7 +150,8 @@ LoopReport loopReport(const Ledger& ledger) {
   out.plans = standings(ledger, pairs, ids);
   for (const LedgerPair& p : pairs)
     if (p.optimized->sameEnding(*p.control))
-      out.pairs.push_back({static_cast<double>(p.control->wallNs), static_cast<double>(p.optimized->wallNs)});
+      out.pairs.push_back(
+          {static_cast<double>(p.control->wallNs), static_cast<double>(p.optimized->wallNs)});
   // The newest run that followed a plan (optimized, control, or untouched for a reverted one).
   for (auto r = ledger.runs.rbegin(); r != ledger.runs.rend() && out.current == SIZE_MAX; ++r)
     for (size_t i = 0; i < ids.size() && r->planId; ++i)
@@ -161,17 +167,23 @@ std::string whyUntouched(const Ledger& ledger, const NextRun& next) {
         if (r.planId != s.planId) continue;
         const LedgerRun* run = ledger.find(r.seq);
         return "its plan was reverted after an optimized run " +
-               (run ? "(pid " + std::to_string(run->pid) + ") ended with " + ending(*run) : std::string("failed")) +
-               ", unlike the program untouched; a new `hetopt trace` or `hetopt characterize` plans again";
+               (run ? "(pid " + std::to_string(run->pid) + ") ended with " + ending(*run)
+                    : std::string("failed")) +
+               ", unlike the program untouched; a new `hetopt trace` or `hetopt characterize` "
+               "plans again";
       }
     }
     return "its plan was reverted after a failed run";
   }
-  std::string s = next.chain.size() > 1 ? "every plan tried was slower or no faster (" : "its plan was reverted (";
+  std::string s = next.chain.size() > 1 ? "every plan tried was slower or no faster ("
+                                        : "its plan was reverted (";
   for (size_t i = 0; i < next.chain.size(); ++i)
     s += (i ? "; " : "") + std::string(i ? "smaller plan " + std::to_string(i) + ": " : "") +
-         verdictStateName(next.chain[i].verdict.state) + " " + describeVerdict(next.chain[i].verdict);
-  return s + "); a new `hetopt trace` or `hetopt characterize` plans again, `hetopt report` shows the runs";
+         verdictStateName(next.chain[i].verdict.state) + " " +
+         describeVerdict(next.chain[i].verdict);
+  return s +
+         "); a new `hetopt trace` or `hetopt characterize` plans again, `hetopt report` shows the "
+         "runs";
 }
 
 std::string describeVerdict(const Verdict& v) {
@@ -179,7 +191,8 @@ std::string describeVerdict(const Verdict& v) {
   if (v.windowPairs < 2)
     snprintf(buf, sizeof buf, "%zu pair%s so far", v.pairs, v.pairs == 1 ? "" : "s");
   else
-    snprintf(buf, sizeof buf, "%.2fx [%.2f-%.2f] over %zu pairs", v.pairedMedian, v.ciLow, v.ciHigh, v.windowPairs);
+    snprintf(buf, sizeof buf, "%.2fx [%.2f-%.2f] over %zu pairs", v.pairedMedian, v.ciLow, v.ciHigh,
+             v.windowPairs);
   return buf;
 }
 

@@ -66,7 +66,8 @@ enum class NextKind { Optimized, Control, Untouched };
 /// What this run is.
 struct NextRun {
   NextKind kind = NextKind::Untouched;
-  size_t variant = 0;  ///< Optimized: which plan of the chain; Control: the plan it is the control of
+  size_t variant =
+      0;  ///< Optimized: which plan of the chain; Control: the plan it is the control of
   std::vector<PlanStanding> chain;  ///< each plan's standing before this run
   /// Why untouched: "reverted", "failed", "exhausted" (every plan lost).
   std::string why;
@@ -85,12 +86,12 @@ std::vector<PlanStanding> standings(const Ledger& ledger, const std::vector<Ledg
 /// one the newest run followed, the pairs, and the runs `hetopt run` declined.
 struct LoopReport {
   std::vector<PlanStanding> plans;
-  size_t current = SIZE_MAX;  ///< index into plans; SIZE_MAX: no planned run yet
-  std::vector<RunPair> pairs; ///< every timing pair, oldest first
-  size_t declined = 0;        ///< runs `hetopt run` declined to plan
+  size_t current = SIZE_MAX;   ///< index into plans; SIZE_MAX: no planned run yet
+  std::vector<RunPair> pairs;  ///< every timing pair, oldest first
+  size_t declined = 0;         ///< runs `hetopt run` declined to plan
   uint64_t lastDeclinedUnixNs = 0;
-  size_t untouched = 0;       ///< runs of a reverted plan (untouched, not timed)
-  size_t timed = 0;           ///< control and optimized runs
+  size_t untouched = 0;  ///< runs of a reverted plan (untouched, not timed)
+  size_t timed = 0;      ///< control and optimized runs
 };
 LoopReport loopReport(const Ledger& ledger);
 

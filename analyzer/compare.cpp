@@ -42,7 +42,8 @@ std::vector<const StoredRun*> ofKind(const std::vector<StoredRun>& runs, RunKind
 
 // "1.23 s (from 1.10 s to 1.40 s)"
 std::string spread(const WallTimes& w) {
-  return formatDuration(w.medianNs) + " (" + formatDuration(w.minNs) + " to " + formatDuration(w.maxNs) + ")";
+  return formatDuration(w.medianNs) + " (" + formatDuration(w.minNs) + " to " +
+         formatDuration(w.maxNs) + ")";
 }
 
 const char* plural(size_t n) { return n == 1 ? "" : "s"; }
@@ -61,15 +62,16 @@ std::string utcTime(uint64_t unixNs) {
 StoredRun runFromRecord(const AppProfile& profile, const RunRecord& record) {
   StoredRun run;
   run.record = record;
-  run.bar.label = std::string(runKindName(record.kind)) + " " + utcTime(record.startedUnixNs) + " pid " +
-                  std::to_string(record.pid);
+  run.bar.label = std::string(runKindName(record.kind)) + " " + utcTime(record.startedUnixNs) +
+                  " pid " + std::to_string(record.pid);
   runBreakdown(profile, record, &run.bar.breakdown);
   return run;
 }
 
 WallTimes wallTimes(const std::vector<StoredRun>& runs, RunKind kind) {
   std::vector<double> walls;
-  for (const StoredRun* r : ofKind(runs, kind)) walls.push_back(static_cast<double>(r->record.wallNs));
+  for (const StoredRun* r : ofKind(runs, kind))
+    walls.push_back(static_cast<double>(r->record.wallNs));
   WallTimes w;
   w.count = walls.size();
   if (walls.empty()) return w;
@@ -91,13 +93,15 @@ MeasuredSaving measureSaving(const AppProfile& profile, const std::vector<Stored
   return m;
 }
 
-std::vector<BreakdownBar> comparisonBars(const AppProfile& profile, const std::vector<StoredRun>& runs) {
+std::vector<BreakdownBar> comparisonBars(const AppProfile& profile,
+                                         const std::vector<StoredRun>& runs) {
   std::vector<BreakdownBar> bars{{"traced", profile.breakdown}};
   // The time of day is enough to tell runs apart in a plot (the title has the date).
   for (RunKind kind : {RunKind::Untouched, RunKind::Optimized})
     for (const StoredRun* r : ofKind(runs, kind))
-      bars.push_back({std::string(runKindName(kind)) + " " + utcTime(r->record.startedUnixNs).substr(11),
-                      r->bar.breakdown});
+      bars.push_back(
+          {std::string(runKindName(kind)) + " " + utcTime(r->record.startedUnixNs).substr(11),
+           r->bar.breakdown});
   return bars;
 }
 
@@ -106,29 +110,32 @@ namespace {
 // One line per plan the closed loop ran, newest last, the current one marked.
 void loopLines(std::string* s, const LoopReport& loop, const std::string& declineReason) {
   if (loop.plans.empty() && !loop.declined) return;
-  s->append("\nverdicts (the closed loop: control runs untouched beside optimized ones; `hetopt run\n"
-            "--verify=off` turns it off):\n");
+  s->append(
+      "\nverdicts (the closed loop: control runs untouched beside optimized ones; `hetopt run\n"
+      "--verify=off` turns it off):\n");
   for (size_t i = 0; i < loop.plans.size(); ++i) {
     const PlanStanding& p = loop.plans[i];
     char id[24];
     snprintf(id, sizeof id, "%016" PRIx64, p.planId);
     appendf(s, "  plan %.8s  %-12s %s, %zu optimized run%s%s%s\n", id,
-            p.failed ? "reverted" : verdictStateName(p.verdict.state), describeVerdict(p.verdict).c_str(),
-            p.optimizedRuns, plural(p.optimizedRuns),
+            p.failed ? "reverted" : verdictStateName(p.verdict.state),
+            describeVerdict(p.verdict).c_str(), p.optimizedRuns, plural(p.optimizedRuns),
             p.failed ? "; a run failed (ended unlike the untouched program)" : "",
             i == loop.current ? "   <- the newest run's" : "");
   }
   if (loop.untouched)
-    appendf(s, "  %zu run%s untouched since a plan was reverted\n", loop.untouched, plural(loop.untouched));
+    appendf(s, "  %zu run%s untouched since a plan was reverted\n", loop.untouched,
+            plural(loop.untouched));
   if (loop.declined)
-    appendf(s, "  `hetopt run` declined %zu run%s (the newest %s)%s%s\n", loop.declined, plural(loop.declined),
-            utcTime(loop.lastDeclinedUnixNs).c_str(), declineReason.empty() ? "" : ": ", declineReason.c_str());
+    appendf(s, "  `hetopt run` declined %zu run%s (the newest %s)%s%s\n", loop.declined,
+            plural(loop.declined), utcTime(loop.lastDeclinedUnixNs).c_str(),
+            declineReason.empty() ? "" : ": ", declineReason.c_str());
 }
 
 }  // namespace
 
-std::string formatComparison(const AppProfile& p, const std::vector<StoredRun>& runs, const LoopReport& loop,
-                             const std::string& declineReason) {
+std::string formatComparison(const AppProfile& p, const std::vector<StoredRun>& runs,
+                             const LoopReport& loop, const std::string& declineReason) {
   const MeasuredSaving m = measureSaving(p, runs, loop);
   std::string s;
   appendf(&s, "%s (%s)%s\n", p.program.describe().c_str(), p.program.key().c_str(),
@@ -138,7 +145,8 @@ std::string formatComparison(const AppProfile& p, const std::vector<StoredRun>& 
   appendf(&s, "%-23s %10s %10s %13s %10s  %s\n", "run", "total", "kernel", "communication",
           "cpu+sync", "transfers pinned/pageable/other, predicted and measured saving");
   row(&s, "traced", p.breakdown,
-      p.breakdown.recordingNs > 0 ? "recording cost " + formatDuration(p.breakdown.recordingNs) : "");
+      p.breakdown.recordingNs > 0 ? "recording cost " + formatDuration(p.breakdown.recordingNs)
+                                  : "");
   auto ended = [](const RunRecord& rec) {
     if (rec.signal) return ", ended by signal " + std::to_string(rec.signal);
     return rec.exitStatus ? ", exit status " + std::to_string(rec.exitStatus) : std::string();
@@ -155,42 +163,57 @@ std::string formatComparison(const AppProfile& p, const std::vector<StoredRun>& 
     snprintf(plan, sizeof plan, "%016" PRIx64, rec.planId);
     const double saved = m.baselineNs - static_cast<double>(rec.wallNs);
     row(&s, utcTime(rec.startedUnixNs), r->bar.breakdown,
-        std::to_string(rec.pinned) + "/" + std::to_string(rec.pageable) + "/" + std::to_string(rec.other) +
-            ", predicted " + formatDuration(rec.predictedSavingNs) + ", measured " + formatDuration(saved) + " (plan " + std::string(plan, 8) +
-            ")" + ended(rec) + (rec.note.empty() ? "" : ", " + rec.note));
+        std::to_string(rec.pinned) + "/" + std::to_string(rec.pageable) + "/" +
+            std::to_string(rec.other) + ", predicted " + formatDuration(rec.predictedSavingNs) +
+            ", measured " + formatDuration(saved) + " (plan " + std::string(plan, 8) + ")" +
+            ended(rec) + (rec.note.empty() ? "" : ", " + rec.note));
   }
   s += "\nkernel: as traced; communication of an optimized run: as traced less what its pinned\n"
-       "transfers save by the profile's predictions (of an untouched run: as traced); cpu+sync: the\n"
+       "transfers save by the profile's predictions (of an untouched run: as traced); cpu+sync: "
+       "the\n"
        "rest of its measured time.\n";
   loopLines(&s, loop, declineReason);
   if (!m.optimized.count) {
-    s += loop.declined ? "\nno optimized run: `hetopt run` declined the program (see above)\n"
-                       : "\nno optimized run recorded yet: `hetopt run` the program, then report again\n";
+    s += loop.declined
+             ? "\nno optimized run: `hetopt run` declined the program (see above)\n"
+             : "\nno optimized run recorded yet: `hetopt run` the program, then report again\n";
     return s;
   }
-  appendf(&s, "\npredicted saving: %s per run (the newest run's plan)\n",
-          formatDuration(ofKind(runs, RunKind::Optimized).back()->record.predictedSavingNs).c_str());
+  appendf(
+      &s, "\npredicted saving: %s per run (the newest run's plan)\n",
+      formatDuration(ofKind(runs, RunKind::Optimized).back()->record.predictedSavingNs).c_str());
   const bool loss = m.savingNs < 0;
-  const std::string amount = loss ? formatDuration(-m.savingNs) + " LOST" : formatDuration(m.savingNs);
+  const std::string amount =
+      loss ? formatDuration(-m.savingNs) + " LOST" : formatDuration(m.savingNs);
   if (m.upperBound) {
-    appendf(&s, "measured saving:  %s%s (traced %s less its recording cost, against the median of %zu "
+    appendf(&s,
+            "measured saving:  %s%s (traced %s less its recording cost, against the median of %zu "
             "optimized run%s, %s)\n",
-            amount.c_str(), loss ? " per run" : ", an upper bound", formatDuration(m.baselineNs).c_str(),
-            m.optimized.count, plural(m.optimized.count), spread(m.optimized).c_str());
-    s += loss ? "(even against the traced run, which tracing slowed, the optimized runs are slower)\n"
-              : "(the traced run also paid for tracing beyond its recording sample: device timing, the trace\n"
-                "file. The closed loop's control runs measure the real saving: plain `hetopt run`s do them)\n";
+            amount.c_str(), loss ? " per run" : ", an upper bound",
+            formatDuration(m.baselineNs).c_str(), m.optimized.count, plural(m.optimized.count),
+            spread(m.optimized).c_str());
+    s +=
+        loss
+            ? "(even against the traced run, which tracing slowed, the optimized runs are slower)\n"
+            : "(the traced run also paid for tracing beyond its recording sample: device timing, "
+              "the trace\n"
+              "file. The closed loop's control runs measure the real saving: plain `hetopt run`s "
+              "do them)\n";
     return s;
   }
-  appendf(&s, "measured saving:  %s per run (%.1f%%): the median of %zu untouched run%s, %s, less the "
+  appendf(&s,
+          "measured saving:  %s per run (%.1f%%): the median of %zu untouched run%s, %s, less the "
           "median of %zu optimized run%s, %s\n",
-          amount.c_str(), m.baselineNs > 0 ? 100.0 * m.savingNs / m.baselineNs : 0.0, m.untouched.count,
-          plural(m.untouched.count), spread(m.untouched).c_str(), m.optimized.count, plural(m.optimized.count),
-          spread(m.optimized).c_str());
+          amount.c_str(), m.baselineNs > 0 ? 100.0 * m.savingNs / m.baselineNs : 0.0,
+          m.untouched.count, plural(m.untouched.count), spread(m.untouched).c_str(),
+          m.optimized.count, plural(m.optimized.count), spread(m.optimized).c_str());
   if (!m.pairedNs.empty())
-    appendf(&s, "paired:           %zu control run%s each against the optimized run next to it (the run ledger): "
+    appendf(&s,
+            "paired:           %zu control run%s each against the optimized run next to it (the "
+            "run ledger): "
             "median %s (%s to %s)\n",
-            m.pairedNs.size(), plural(m.pairedNs.size()), formatDuration(median(m.pairedNs)).c_str(),
+            m.pairedNs.size(), plural(m.pairedNs.size()),
+            formatDuration(median(m.pairedNs)).c_str(),
             formatDuration(*std::min_element(m.pairedNs.begin(), m.pairedNs.end())).c_str(),
             formatDuration(*std::max_element(m.pairedNs.begin(), m.pairedNs.end())).c_str());
   return s;
@@ -205,25 +228,35 @@ void standingJson(JsonWriter& j, const PlanStanding& p) {
   j.beginObject().member("plan", std::string(id));
   j.member("state", std::string(p.failed ? "reverted" : verdictStateName(v.state)));
   j.member("pairs", static_cast<uint64_t>(v.pairs));
-  if (v.windowPairs) j.member("paired_median", v.pairedMedian); else j.key("paired_median").null();
-  if (v.windowPairs >= 2) j.member("ci_low", v.ciLow).member("ci_high", v.ciHigh);
-  else j.key("ci_low").null().key("ci_high").null();
+  if (v.windowPairs)
+    j.member("paired_median", v.pairedMedian);
+  else
+    j.key("paired_median").null();
+  if (v.windowPairs >= 2)
+    j.member("ci_low", v.ciLow).member("ci_high", v.ciHigh);
+  else
+    j.key("ci_low").null().key("ci_high").null();
   j.member("window_pairs", static_cast<uint64_t>(v.windowPairs)).member("failed", p.failed);
   j.member("optimized_runs", static_cast<uint64_t>(p.optimizedRuns)).endObject();
 }
 
 }  // namespace
 
-std::string comparisonJson(const AppProfile& p, const std::vector<StoredRun>& runs, const LoopReport& loop,
-                           const std::string& declineReason) {
+std::string comparisonJson(const AppProfile& p, const std::vector<StoredRun>& runs,
+                           const LoopReport& loop, const std::string& declineReason) {
   const MeasuredSaving m = measureSaving(p, runs, loop);
   std::string out;
   JsonWriter j(&out);
-  j.beginObject().member("format", 1).member("program", p.program.describe()).member("program_key", p.program.key());
+  j.beginObject()
+      .member("format", 1)
+      .member("program", p.program.describe())
+      .member("program_key", p.program.key());
   j.member("device", p.device).member("traced_utc", p.createdUtc);
   j.key("verdict");
-  if (loop.current < loop.plans.size()) standingJson(j, loop.plans[loop.current]);
-  else j.null();
+  if (loop.current < loop.plans.size())
+    standingJson(j, loop.plans[loop.current]);
+  else
+    j.null();
   j.key("plans").beginArray();
   for (const PlanStanding& s : loop.plans) standingJson(j, s);
   j.endArray();
@@ -233,7 +266,10 @@ std::string comparisonJson(const AppProfile& p, const std::vector<StoredRun>& ru
   j.key("runs").beginObject().member("untouched", static_cast<uint64_t>(m.untouched.count));
   j.member("optimized", static_cast<uint64_t>(m.optimized.count)).endObject();
   j.key("measured").beginObject();
-  if (m.optimized.count) j.member("saving_ns", m.savingNs); else j.key("saving_ns").null();
+  if (m.optimized.count)
+    j.member("saving_ns", m.savingNs);
+  else
+    j.key("saving_ns").null();
   j.member("against", std::string(m.upperBound ? "traced" : "untouched"));
   j.member("upper_bound", m.upperBound && m.optimized.count && m.savingNs >= 0);
   j.key("paired_ns").beginArray();
@@ -241,7 +277,10 @@ std::string comparisonJson(const AppProfile& p, const std::vector<StoredRun>& ru
   j.endArray().endObject();
   j.key("pairs").beginArray();
   for (const RunPair& r : loop.pairs)
-    j.beginObject().member("control_ns", r.controlNs).member("optimized_ns", r.optimizedNs).endObject();
+    j.beginObject()
+        .member("control_ns", r.controlNs)
+        .member("optimized_ns", r.optimizedNs)
+        .endObject();
   j.endArray().endObject();
   return out + "\n";
 }

@@ -19,7 +19,8 @@
 
 namespace hetopt::analyzer {
 
-/// "2026-11-25 18:36:12 UTC" for nanoseconds since the epoch: every time a report prints names its zone.
+/// "2026-11-25 18:36:12 UTC" for nanoseconds since the epoch: every time a report prints names its
+/// zone.
 std::string utcTime(uint64_t unixNs);
 
 /// A run record as a stored run: its bar (runBreakdown) labelled by its kind, when it started and
@@ -50,7 +51,8 @@ MeasuredSaving measureSaving(const AppProfile& profile, const std::vector<Stored
 
 /// The traced run's bar ("traced"), then the untouched runs' and the optimized runs' (each
 /// labelled by its kind and time of day), oldest first.
-std::vector<BreakdownBar> comparisonBars(const AppProfile& profile, const std::vector<StoredRun>& runs);
+std::vector<BreakdownBar> comparisonBars(const AppProfile& profile,
+                                         const std::vector<StoredRun>& runs);
 
 /// The table, the closed loop's verdicts and the savings (ends with '\n'). `declineReason`: why
 /// `hetopt run` declines the program now (empty: it plans).
@@ -60,7 +62,7 @@ std::string formatComparison(const AppProfile& profile, const std::vector<Stored
 /// The same as one JSON object (`hetopt report --json`; fields in its --help): `verdict` is the
 /// plan the newest run followed (`state`, `pairs`, `paired_median`, `ci_low`, `ci_high`), null
 /// before any planned run.
-std::string comparisonJson(const AppProfile& profile, const std::vector<StoredRun>& runs, const LoopReport& loop,
-                           const std::string& declineReason = {});
+std::string comparisonJson(const AppProfile& profile, const std::vector<StoredRun>& runs,
+                           const LoopReport& loop, const std::string& declineReason = {});
 
 }  // namespace hetopt::analyzer

@@ -80,8 +80,9 @@ class CurveGainModel : public GainModel {
     const characterize::Fit* d2h = m_run.findFit(Measure::D2H, PolicyKind::Register);
     if ((memory.h2d.transfers && !(h2d && h2d->fn.valid())) ||
         (memory.d2h.transfers && !(d2h && d2h->fn.valid()))) {
-      out->note = "the characterization has no register curves (the device refused host-pointer "
-                  "buffers, or an old characterization)";
+      out->note =
+          "the characterization has no register curves (the device refused host-pointer "
+          "buffers, or an old characterization)";
       return;
     }
     out->policy = policyName(PolicyKind::Register);
@@ -101,7 +102,8 @@ class CurveGainModel : public GainModel {
   /// (first-touch faults and staging included: 1.2-1.7 GB/s into untouched memory on an H100,
   /// where the warm curve says 7-13) and the standard curves, which time blocking transfers on the
   /// host. A pageable copy's device time leaves out the driver's staging copy on the host: on an
-  /// H100 SHOC's BusSpeedDownload traced 457 ms of device time for copies that pinning made ~2 s shorter.
+  /// H100 SHOC's BusSpeedDownload traced 457 ms of device time for copies that pinning made ~2 s
+  /// shorter.
   void baseline(const TransferStats& h2d, const TransferStats& d2h, GainPrediction* out) const {
     const double measured = h2d.deviceNs + d2h.deviceNs;
     const double curves = transferNs(h2d, d2h, PolicyKind::Standard);
@@ -135,7 +137,8 @@ class CurveGainModel : public GainModel {
   /// OpenCL start-up (measured on an H100: a 241 MiB pool made a program 11% slower end to end),
   /// so a site that crosses once or twice must not be worth less than its pinning.
   double poolCostNs(PolicyKind policy, const CandidateSite& site) const {
-    double extra = allocNs(policy, site.peakLiveBytes) - allocNs(PolicyKind::Standard, site.peakLiveBytes);
+    double extra =
+        allocNs(policy, site.peakLiveBytes) - allocNs(PolicyKind::Standard, site.peakLiveBytes);
     return std::max(0.0, extra);
   }
   /// Predicted time of these transfers with `policy`'s memory; standard's where the policy has

@@ -34,7 +34,8 @@ std::string transfersText(const char* dir, const TransferStats& t) {
 
 std::string memoryText(uint64_t allocations, uint64_t bytes, const TransferStats& h2d,
                        const TransferStats& d2h) {
-  std::string s = allocations ? std::to_string(allocations) + " x " + formatBytes(bytes) : formatBytes(bytes);
+  std::string s =
+      allocations ? std::to_string(allocations) + " x " + formatBytes(bytes) : formatBytes(bytes);
   for (const std::string& t : {transfersText("h2d", h2d), transfersText("d2h", d2h)})
     if (!t.empty()) s += ", " + t;
   return s;
@@ -48,7 +49,8 @@ std::string siteText(const CandidateSite& site) {
     for (size_t i = 1; i < site.frames.size() && i < 3; ++i) {
       const std::string& path = site.frames[i].modulePath;
       char offset[32];
-      snprintf(offset, sizeof offset, "+0x%llx", static_cast<unsigned long long>(site.frames[i].offset));
+      snprintf(offset, sizeof offset, "+0x%llx",
+               static_cast<unsigned long long>(site.frames[i].offset));
       s += " < " + path.substr(path.rfind('/') + 1) + offset;
     }
   return s + " (" + site.allocator + ")";
@@ -60,16 +62,17 @@ std::string siteText(const CandidateSite& site) {
 std::string numbersText(const GainPrediction& g, double hiddenNs = 0) {
   if (!g.known) return g.note.empty() ? "no prediction" : g.note;
   return std::string(g.measured ? "traced " : "pageable ~") + formatDuration(g.standardNs) +
-         (!g.measured && g.tracedNs > 0 ? " (device time traced " + formatDuration(g.tracedNs) + ")" : "") +
+         (!g.measured && g.tracedNs > 0 ? " (device time traced " + formatDuration(g.tracedNs) + ")"
+                                        : "") +
          ", pinned ~" + formatDuration(g.optimizedNs - g.costNs) + " + pinning ~" +
          formatDuration(g.costNs) +
-         (hiddenNs > 0 ? " (and ~" + formatDuration(hiddenNs) + " before the program needs it)" : "") +
+         (hiddenNs > 0 ? " (and ~" + formatDuration(hiddenNs) + " before the program needs it)"
+                       : "") +
          ": saves " + formatDuration(g.savingNs());
 }
 
 /// Per MiB moved: what the transfers cost more pageable than pinned (the plan's `wait`).
-uint64_t waitPerMiB(const GainPrediction& g, const TransferStats& h2d,
-                    const TransferStats& d2h) {
+uint64_t waitPerMiB(const GainPrediction& g, const TransferStats& h2d, const TransferStats& d2h) {
   const double mib = static_cast<double>(h2d.bytes + d2h.bytes) / (1 << 20);
   const double extra = g.standardNs - (g.optimizedNs - g.costNs);
   if (!g.known || mib <= 0 || extra <= 0) return 0;
@@ -103,8 +106,8 @@ namespace {
 
 class Planner {
  public:
-  Planner(const AppProfile& profile, const PlanOptions& options,
-          const GainModel* gain, Plan* plan, PlanDecision* decision)
+  Planner(const AppProfile& profile, const PlanOptions& options, const GainModel* gain, Plan* plan,
+          PlanDecision* decision)
       : m_profile(profile), m_opt(options), m_gain(gain), m_plan(plan), m_d(decision) {
     m_d->runNs = profile.breakdown.totalNs;
     m_d->gainSource = gain ? gain->describe() + " (this machine's curves now)"
@@ -118,7 +121,8 @@ class Planner {
     }
     m_forcedPool = poolPolicyFor(m_opt.forcedPolicy);
     if (!m_opt.forcedPolicy.empty() && m_forcedPool.empty()) {
-      *whyNot = "policy '" + m_opt.forcedPolicy + "' cannot back a pool (use opencl, hybrid, locked)";
+      *whyNot =
+          "policy '" + m_opt.forcedPolicy + "' cannot back a pool (use opencl, hybrid, locked)";
       return false;
     }
     // One context, on one device (or by type): made by the shim at start-up and handed to the
@@ -141,9 +145,10 @@ class Planner {
     for (size_t i = 0; i < m_profile.candidates.size(); ++i)
       planSite(m_profile.candidates[i], priced[i], hidden[i]);
     for (const UntrackedMemory& u : m_profile.untracked) planUntracked(u);
-    std::stable_sort(m_d->sites.begin(), m_d->sites.end(), [](const SiteDecision& a, const SiteDecision& b) {
-      return a.planned != b.planned ? a.planned : a.savingNs > b.savingNs;
-    });
+    std::stable_sort(m_d->sites.begin(), m_d->sites.end(),
+                     [](const SiteDecision& a, const SiteDecision& b) {
+                       return a.planned != b.planned ? a.planned : a.savingNs > b.savingNs;
+                     });
     m_d->overheadNs = kSiteCaptureNs * static_cast<double>(m_profile.trackedAllocations);
     if ((!m_plan->sites.empty() || m_plan->hasRegistrations()) && !m_plan->driverLate)
       m_d->startupNs = startupSavingNs(m_profile, m_plan->earlyContext);
@@ -184,7 +189,8 @@ class Planner {
   std::vector<double> offCriticalPathNs(const std::vector<GainPrediction>& priced) const {
     std::vector<double> hidden(priced.size(), 0.0);
     uint64_t latencyNs = 0, nsPerMiB = 0;
-    if (!m_gain || forced() || m_opt.directAllocation || !m_gain->registerCost(&latencyNs, &nsPerMiB))
+    if (!m_gain || forced() || m_opt.directAllocation ||
+        !m_gain->registerCost(&latencyNs, &nsPerMiB))
       return hidden;
     struct Job {
       size_t site;
@@ -200,11 +206,13 @@ class Planner {
       // (registering it locks every page of it).
       const uint64_t moved = std::max(site.h2d.maxBytes, site.d2h.maxBytes);
       if (moved < site.maxAllocBytes / 2) continue;
-      const double first = static_cast<double>(latencyNs) +
-                           static_cast<double>(nsPerMiB) * static_cast<double>(site.typicalAllocBytes) / (1 << 20);
+      const double first =
+          static_cast<double>(latencyNs) +
+          static_cast<double>(nsPerMiB) * static_cast<double>(site.typicalAllocBytes) / (1 << 20);
       jobs.push_back({i, slack, std::min(first, g.costNs)});
     }
-    std::stable_sort(jobs.begin(), jobs.end(), [](const Job& a, const Job& b) { return a.slackNs < b.slackNs; });
+    std::stable_sort(jobs.begin(), jobs.end(),
+                     [](const Job& a, const Job& b) { return a.slackNs < b.slackNs; });
     double busyNs = 0;
     for (const Job& j : jobs) {
       hidden[j.site] = std::clamp(j.slackNs - busyNs, 0.0, j.costNs);
@@ -237,9 +245,12 @@ class Planner {
     // What the trace saw there, for the shim's conformance check (shim/core/conformance.h).
     planned.profiled = site.allocations > 0 && site.minAllocBytes <= site.maxAllocBytes;
     if (planned.profiled)
-      planned.profile = {site.allocations, site.minAllocBytes, site.maxAllocBytes,
+      planned.profile = {site.allocations,
+                         site.minAllocBytes,
+                         site.maxAllocBytes,
                          std::clamp(site.typicalAllocBytes, site.minAllocBytes, site.maxAllocBytes),
-                         site.peakLiveBytes, site.peakLiveBlocks};
+                         site.peakLiveBytes,
+                         site.peakLiveBlocks};
     planned.waitNsPerMiB = waitPerMiB(g, site.h2d, site.d2h);
     std::string pool;
     if (forced()) {
@@ -250,7 +261,8 @@ class Planner {
     } else if (!g.known || !worthIt(g.savingNs()) || (!g.registers() && !g.pools())) {
       d.strategy = "untouched";
       if (!g.registers() && !g.pools()) d.savingNs = 0;  // nothing would pin it
-      d.why = g.known ? smallText(g.savingNs()) + "; " + numbersText(g, hiddenNs) : numbersText(g, hiddenNs);
+      d.why = g.known ? smallText(g.savingNs()) + "; " + numbersText(g, hiddenNs)
+                      : numbersText(g, hiddenNs);
       m_d->sites.push_back(std::move(d));
       return;
     } else {
@@ -260,14 +272,17 @@ class Planner {
     }
     if (planned.strategy == SiteStrategy::Register) {
       d.strategy = "register in place";
-      d.when = "each block where malloc put it, on a background thread, once the program's context "
-               "exists";
+      d.when =
+          "each block where malloc put it, on a background thread, once the program's context "
+          "exists";
     } else {
       if (m_poolPolicy.empty()) m_poolPolicy = pool;  // one pool: the most valuable site's policy
       d.strategy = m_poolPolicy + " pool";
-      d.when = "served from a pool pinned in the program's context as soon as it exists; blocks "
-               "before that are registered in place";
-      m_poolLive = site.peakLiveBytes > UINT64_MAX - m_poolLive ? UINT64_MAX : m_poolLive + site.peakLiveBytes;
+      d.when =
+          "served from a pool pinned in the program's context as soon as it exists; blocks "
+          "before that are registered in place";
+      m_poolLive = site.peakLiveBytes > UINT64_MAX - m_poolLive ? UINT64_MAX
+                                                                : m_poolLive + site.peakLiveBytes;
     }
     d.planned = true;
     if (g.known) m_d->savingNs += std::max(0.0, g.savingNs());
@@ -296,16 +311,19 @@ class Planner {
       d.strategy = "register in place";
       d.when = u.kind == UntrackedMemory::Kind::Static
                    ? "when the program's context exists"
-                   : "mappings made before the context when it exists, later ones at their first transfer";
-      d.why = m_opt.forceRegistrations ? "forced (--policy register); " + numbersText(g) : numbersText(g);
+                   : "mappings made before the context when it exists, later ones at their first "
+                     "transfer";
+      d.why = m_opt.forceRegistrations ? "forced (--policy register); " + numbersText(g)
+                                       : numbersText(g);
       d.planned = true;
       if (g.known) m_d->savingNs += std::max(0.0, g.savingNs());
       if (u.kind == UntrackedMemory::Kind::Static) {
         m_plan->staticRanges.push_back({u.moduleKey, u.moduleOffset, u.regionBytes});
       } else {
         uint64_t hi = std::max(u.mapBytes, u.regionBytes);
-        m_plan->mmapMinBytes = m_plan->registersMappings() ? std::min(m_plan->mmapMinBytes, u.regionBytes)
-                                                           : u.regionBytes;
+        m_plan->mmapMinBytes = m_plan->registersMappings()
+                                   ? std::min(m_plan->mmapMinBytes, u.regionBytes)
+                                   : u.regionBytes;
         m_plan->mmapMaxBytes = std::max(m_plan->mmapMaxBytes, hi);
       }
     }
@@ -318,11 +336,12 @@ class Planner {
     if (m_plan->sites.empty() && !m_plan->hasRegistrations()) {
       double best = 0;
       for (const SiteDecision& d : m_d->sites) best = std::max(best, d.savingNs);
-      *whyNot = best > 0 ? "pinning would save too little: the best site " + formatDuration(best) +
-                               ", where a site must save " +
-                               formatDuration(std::max(kMinSiteSavingNs, kMinSiteShare * m_d->runNs)) +
-                               " on " + m_profile.device
-                         : "pinning does not pay for this program's transfers on " + m_profile.device;
+      *whyNot = best > 0
+                    ? "pinning would save too little: the best site " + formatDuration(best) +
+                          ", where a site must save " +
+                          formatDuration(std::max(kMinSiteSavingNs, kMinSiteShare * m_d->runNs)) +
+                          " on " + m_profile.device
+                    : "pinning does not pay for this program's transfers on " + m_profile.device;
       *whyNot += " (`hetopt run --dry-run` shows each site's numbers)";
       m_d->verdict = *whyNot;
       return false;
@@ -361,7 +380,8 @@ class Planner {
       m_poolLive = 0;
       for (PlanSite& s : m_plan->sites) {
         s.strategy = SiteStrategy::Pool;
-        m_poolLive = std::min<uint64_t>(m_poolLive + std::min<uint64_t>(s.profile.peakLiveBytes, 1ull << 52), 1ull << 53);
+        m_poolLive = std::min<uint64_t>(
+            m_poolLive + std::min<uint64_t>(s.profile.peakLiveBytes, 1ull << 52), 1ull << 53);
       }
     }
     if (!m_plan->hasPoolSites()) {
@@ -393,9 +413,8 @@ class Planner {
 
 }  // namespace
 
-bool buildPlan(const AppProfile& profile, const PlanOptions& options,
-               const GainModel* gain, Plan* plan, std::string* whyNot,
-               PlanDecision* decision) {
+bool buildPlan(const AppProfile& profile, const PlanOptions& options, const GainModel* gain,
+               Plan* plan, std::string* whyNot, PlanDecision* decision) {
   *plan = Plan();
   PlanDecision local;
   PlanDecision* d = decision ? decision : &local;
@@ -417,16 +436,20 @@ std::vector<PlanVariant> planChain(const Plan& plan, const PlanOptions& options)
   uint64_t most = 0;
   size_t site = SIZE_MAX, range = SIZE_MAX;
   for (size_t i = 0; i < last.sites.size(); ++i)
-    if (last.sites[i].profile.peakLiveBytes >= most) most = last.sites[i].profile.peakLiveBytes, site = i, range = SIZE_MAX;
+    if (last.sites[i].profile.peakLiveBytes >= most)
+      most = last.sites[i].profile.peakLiveBytes, site = i, range = SIZE_MAX;
   for (size_t i = 0; i < last.staticRanges.size(); ++i)
-    if (last.staticRanges[i].bytes > most) most = last.staticRanges[i].bytes, range = i, site = SIZE_MAX;
+    if (last.staticRanges[i].bytes > most)
+      most = last.staticRanges[i].bytes, range = i, site = SIZE_MAX;
   PlanVariant smaller{last, ""};
   if (range != SIZE_MAX) {
-    smaller.plan.staticRanges.erase(smaller.plan.staticRanges.begin() + static_cast<ptrdiff_t>(range));
+    smaller.plan.staticRanges.erase(smaller.plan.staticRanges.begin() +
+                                    static_cast<ptrdiff_t>(range));
     smaller.change = "without its largest static range (" + formatBytes(most) + ")";
   } else {
     smaller.plan.sites.erase(smaller.plan.sites.begin() + static_cast<ptrdiff_t>(site));
-    smaller.change = "without the site that pins the most (" + formatBytes(most) + " at the traced peak)";
+    smaller.change =
+        "without the site that pins the most (" + formatBytes(most) + " at the traced peak)";
     if (!smaller.plan.hasPoolSites()) {
       smaller.plan.poolPolicy = "none";
       smaller.plan.poolBytes = 0;
@@ -434,8 +457,10 @@ std::vector<PlanVariant> planChain(const Plan& plan, const PlanOptions& options)
       uint64_t live = 0;
       for (const PlanSite& s : smaller.plan.sites)
         if (s.strategy == SiteStrategy::Pool) live += s.profile.peakLiveBytes;
-      const uint64_t bytes = static_cast<uint64_t>(static_cast<double>(live) * options.poolSlack) + (1u << 20);
-      smaller.plan.poolBytes = std::min(smaller.plan.poolBytes, (bytes + (1u << 20) - 1) & ~uint64_t{(1u << 20) - 1});
+      const uint64_t bytes =
+          static_cast<uint64_t>(static_cast<double>(live) * options.poolSlack) + (1u << 20);
+      smaller.plan.poolBytes =
+          std::min(smaller.plan.poolBytes, (bytes + (1u << 20) - 1) & ~uint64_t{(1u << 20) - 1});
     }
   }
   if (!chain.back().change.empty()) smaller.change = chain.back().change + ", " + smaller.change;
@@ -456,13 +481,16 @@ std::string planSummary(const Plan& plan, const PlanDecision& decision) {
   std::string s = "optimizing: ";
   std::string what;
   if (registered)
-    what = std::to_string(registered) + (registered == 1 ? " site" : " sites") + " registered in place (~" +
-           formatBytes(registeredBytes) + " at the traced peak)";
+    what = std::to_string(registered) + (registered == 1 ? " site" : " sites") +
+           " registered in place (~" + formatBytes(registeredBytes) + " at the traced peak)";
   if (pooled)
-    what += (what.empty() ? "" : ", ") + std::to_string(pooled) + (pooled == 1 ? " site" : " sites") +
-            (plan.directAllocation ? " allocated by the " + plan.poolPolicy + " policy (no pool)"
-                                   : " from a pool (" + plan.poolPolicy + ", " + formatBytes(plan.poolBytes) + ")");
-  if (plan.hasRegistrations()) what += std::string(what.empty() ? "" : ", ") + "untracked memory registered in place";
+    what += (what.empty() ? "" : ", ") + std::to_string(pooled) +
+            (pooled == 1 ? " site" : " sites") +
+            (plan.directAllocation
+                 ? " allocated by the " + plan.poolPolicy + " policy (no pool)"
+                 : " from a pool (" + plan.poolPolicy + ", " + formatBytes(plan.poolBytes) + ")");
+  if (plan.hasRegistrations())
+    what += std::string(what.empty() ? "" : ", ") + "untracked memory registered in place";
   s += what.empty() ? "nothing pinned" : what;
   if (plan.earlyContext) s += ", the context made early";
   const double net = decision.netSavingNs();
@@ -490,18 +518,22 @@ std::string describeDecision(const AppProfile& profile, const Plan& plan,
   s += "\n";
   if (planned && plan.hasPoolSites())
     s += "pool:    " + plan.poolPolicy + ", " + formatBytes(plan.poolBytes) + "\n";
-  if (planned && plan.directAllocation) s += "pool:    none (--no-pool: each block made by " + plan.poolPolicy + ")\n";
+  if (planned && plan.directAllocation)
+    s += "pool:    none (--no-pool: each block made by " + plan.poolPolicy + ")\n";
   if (planned && plan.earlyContext)
-    s += "context: made by hetopt at start-up and handed to the program's clCreateContext (it makes "
-         "one, on this device): pinning starts while it still prepares its input\n";
+    s +=
+        "context: made by hetopt at start-up and handed to the program's clCreateContext (it makes "
+        "one, on this device): pinning starts while it still prepares its input\n";
   if (planned && !decision.driver.empty()) s += "driver:  " + decision.driver + "\n";
   const AppProfile::Startup& st = profile.startup;
   if (st.known() && !(planned && plan.driverLate))
-    s += "start-up: traced first OpenCL call at " + formatDuration(static_cast<double>(st.firstCallNs)) +
-         " (drivers loaded in " + formatDuration(static_cast<double>(st.enumerateNs)) + ")" +
-         (st.firstContextNs ? ", first context at " + formatDuration(static_cast<double>(st.firstContextNs)) +
-                                  " (made in " + formatDuration(static_cast<double>(st.contextNs)) + ")"
-                            : std::string()) +
+    s += "start-up: traced first OpenCL call at " +
+         formatDuration(static_cast<double>(st.firstCallNs)) + " (drivers loaded in " +
+         formatDuration(static_cast<double>(st.enumerateNs)) + ")" +
+         (st.firstContextNs
+              ? ", first context at " + formatDuration(static_cast<double>(st.firstContextNs)) +
+                    " (made in " + formatDuration(static_cast<double>(st.contextNs)) + ")"
+              : std::string()) +
          "; overlapped when optimized ~" + formatDuration(decision.startupNs) + "\n";
   s += (planned ? "plan:    " : "decline: ") + decision.verdict + "\n";
   return s;

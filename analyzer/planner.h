@@ -31,7 +31,8 @@ inline constexpr double kMinPlanShare = 0.04;
 inline constexpr double kSiteCaptureNs = 2000;
 
 struct PlanOptions {
-  std::string forcedPolicy;  ///< non-empty: every candidate site, this pool policy (experiments, CI)
+  std::string
+      forcedPolicy;  ///< non-empty: every candidate site, this pool policy (experiments, CI)
   /// Every static range and anonymous mapping that can be registered in place is planned,
   /// whatever the register curves say (`--policy register`: experiments, CI on PoCL).
   bool forceRegistrations = false;
@@ -42,13 +43,13 @@ struct PlanOptions {
   /// The program's one context made early by the shim, when the profile says it made exactly one
   /// (`hetopt run --late-context` turns it off).
   bool earlyContext = true;
-  /// In an optimized run a forked copy called OpenCL (forkMarkerPath beside its plan): `driver late`, as
-  /// for a program that forked when traced.
+  /// In an optimized run a forked copy called OpenCL (forkMarkerPath beside its plan): `driver
+  /// late`, as for a program that forked when traced.
   bool forkedWhenOptimized = false;
   /// A module of the program that imports fork (common/elf_imports.h: the executable or a library
   /// it needs; empty when none does): `driver late`, as the shim would decide at start-up anyway.
   std::string forkImporter;
-  double poolSlack = 1.25;   ///< pool = slack * sum of the pooled sites' peak live bytes (+ 1 MiB)
+  double poolSlack = 1.25;  ///< pool = slack * sum of the pooled sites' peak live bytes (+ 1 MiB)
 };
 
 /// What was decided for one candidate site or piece of untracked memory, and why.
@@ -63,17 +64,20 @@ struct SiteDecision {
 };
 
 struct PlanDecision {
-  std::vector<SiteDecision> sites;  ///< candidate sites (most valuable first), then untracked memory
-  double savingNs = 0;    ///< predicted saving of what is planned (pinning)
-  double startupNs = 0;   ///< predicted start-up saved beside it (startupSavingNs)
-  double overheadNs = 0;  ///< the shim's own predicted cost
-  double runNs = 0;       ///< the traced run's wall time
-  std::string gainSource; ///< which curves, or the profile's stored predictions
-  std::string verdict;    ///< one line: optimized and how, or why not
+  std::vector<SiteDecision>
+      sites;               ///< candidate sites (most valuable first), then untracked memory
+  double savingNs = 0;     ///< predicted saving of what is planned (pinning)
+  double startupNs = 0;    ///< predicted start-up saved beside it (startupSavingNs)
+  double overheadNs = 0;   ///< the shim's own predicted cost
+  double runNs = 0;        ///< the traced run's wall time
+  std::string gainSource;  ///< which curves, or the profile's stored predictions
+  std::string verdict;     ///< one line: optimized and how, or why not
   /// Which driver start the plan uses and why: "early: ..." or "late: <why>; ..." (`driver late`).
   std::string driver;
   /// What the plan is predicted to save, net of the shim's own cost (never below 0).
-  double netSavingNs() const { return savingNs + startupNs - overheadNs > 0 ? savingNs + startupNs - overheadNs : 0; }
+  double netSavingNs() const {
+    return savingNs + startupNs - overheadNs > 0 ? savingNs + startupNs - overheadNs : 0;
+  }
 };
 
 /// What an optimized run saves of the program's start-up, from the profile's start-up times: the
@@ -92,8 +96,7 @@ double startupSavingNs(const AppProfile& profile, bool earlyContext);
 /// timestamps between calls, and the program's own computing in between only adds slack. The
 /// planner uses it only for blocks at least half of which crosses in one transfer (a block mostly
 /// never sent stays priced in full: registering it locks all of it).
-double registrationSlackNs(const AppProfile& profile, const CandidateSite& site,
-                           bool earlyContext);
+double registrationSlackNs(const AppProfile& profile, const CandidateSite& site, bool earlyContext);
 
 /// The one line `hetopt run` prints when it optimizes: what is pinned how, about how much memory,
 /// the predicted saving, and where to see what was done.
@@ -103,9 +106,8 @@ std::string planSummary(const Plan& plan, const PlanDecision& decision);
 /// profile's device) every site is priced anew; without, the predictions stored with the profile
 /// are used. False with *whyNot (one line, the deciding number) when the program should run
 /// untouched. `decision` (optional) receives every site's line either way.
-bool buildPlan(const AppProfile& profile, const PlanOptions& options,
-               const GainModel* gain, Plan* plan, std::string* whyNot,
-               PlanDecision* decision = nullptr);
+bool buildPlan(const AppProfile& profile, const PlanOptions& options, const GainModel* gain,
+               Plan* plan, std::string* whyNot, PlanDecision* decision = nullptr);
 
 /// The plan and the smaller plans the closed loop tries when it loses (analyzer/closed_loop.h),
 /// in order: the plan itself; without its early start (`driver late`, no early context), when it

@@ -24,7 +24,8 @@ std::string programSlug(const ProgramIdentity& program) {
   if (script.kind == ScriptRef::Kind::Module) base += "-m-" + script.name;
   if (script.kind == ScriptRef::Kind::Code) base += "-c-" + script.hash.substr(0, 8);
   std::string slug;
-  for (char c : base) slug += (isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_') ? c : '_';
+  for (char c : base)
+    slug += (isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_') ? c : '_';
   return slug.empty() ? "program" : slug;
 }
 
@@ -32,16 +33,21 @@ std::string programLabel(const ProgramIdentity& program) {
   const ScriptRef& script = program.script;
   const std::string exe = baseName(program.path);
   switch (script.kind) {
-    case ScriptRef::Kind::File: return exe + " " + baseName(script.name);
-    case ScriptRef::Kind::Module: return exe + " -m " + script.name;
-    case ScriptRef::Kind::Code: return exe + " -c <code " + script.hash.substr(0, 8) + ">";
-    case ScriptRef::Kind::None: break;
+    case ScriptRef::Kind::File:
+      return exe + " " + baseName(script.name);
+    case ScriptRef::Kind::Module:
+      return exe + " -m " + script.name;
+    case ScriptRef::Kind::Code:
+      return exe + " -c <code " + script.hash.substr(0, 8) + ">";
+    case ScriptRef::Kind::None:
+      break;
   }
   return exe;
 }
 
 bool writeBreakdownPlot(const std::string& dir, const std::string& slug, const std::string& title,
-                        const std::vector<BreakdownBar>& bars, PlotOutput* out, std::string* error) {
+                        const std::vector<BreakdownBar>& bars, PlotOutput* out,
+                        std::string* error) {
   *out = PlotOutput{};
   if (!makePrivateDirs(dir, error)) return false;
   const std::string stem = slug + "-breakdown";
@@ -87,8 +93,9 @@ set tics nomirror
         "     '' using 3 title \"communication\" lc rgb \"#e15759\", \\\n"
         "     '' using 4 title \"cpu+sync\" lc rgb \"#bab0ac\"\n";
   // The same figure as PNG (cairo's where this gnuplot has it) for places that show no SVG.
-  gp += "if (strstrt(GPVAL_TERMINALS, \"pngcairo\") > 0) { set terminal pngcairo size 720,480 "
-        "font \"sans,10\" noenhanced } else { set terminal png size 720,480 noenhanced }\n";
+  gp +=
+      "if (strstrt(GPVAL_TERMINALS, \"pngcairo\") > 0) { set terminal pngcairo size 720,480 "
+      "font \"sans,10\" noenhanced } else { set terminal png size 720,480 noenhanced }\n";
   gp += "set output " + gnuplotQuote(stem + ".png") + "\nreplot\n";
   if (!writePrivateFile(out->script, gp, error)) return false;
 
@@ -98,7 +105,8 @@ set tics nomirror
     return true;
   }
   std::string err;
-  if (!runGnuplot(gnuplot, out->script, {dir + "/" + stem + ".svg", dir + "/" + stem + ".png"}, &err)) {
+  if (!runGnuplot(gnuplot, out->script, {dir + "/" + stem + ".svg", dir + "/" + stem + ".png"},
+                  &err)) {
     out->note = err;
     return true;
   }

@@ -23,8 +23,8 @@ struct PlotOutput {
 };
 
 /// Writes DIR/SLUG-breakdown.{dat,gp} (DIR created 0700) and renders DIR/SLUG-breakdown.svg and
-/// .png when gnuplot is available. Bars show seconds; the key names each part. False with *error only
-/// when the files cannot be written.
+/// .png when gnuplot is available. Bars show seconds; the key names each part. False with *error
+/// only when the files cannot be written.
 bool writeBreakdownPlot(const std::string& dir, const std::string& slug, const std::string& title,
                         const std::vector<BreakdownBar>& bars, PlotOutput* out, std::string* error);
 

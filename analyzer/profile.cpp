@@ -32,11 +32,16 @@ void TransferStats::finish() {
 
 const char* untrackedKindName(UntrackedMemory::Kind k) {
   switch (k) {
-    case UntrackedMemory::Kind::Static: return "static";
-    case UntrackedMemory::Kind::Stack: return "stack";
-    case UntrackedMemory::Kind::Mmap: return "mmap";
-    case UntrackedMemory::Kind::Heap: return "heap (untracked)";
-    case UntrackedMemory::Kind::Unknown: break;
+    case UntrackedMemory::Kind::Static:
+      return "static";
+    case UntrackedMemory::Kind::Stack:
+      return "stack";
+    case UntrackedMemory::Kind::Mmap:
+      return "mmap";
+    case UntrackedMemory::Kind::Heap:
+      return "heap (untracked)";
+    case UntrackedMemory::Kind::Unknown:
+      break;
   }
   return "unknown";
 }
@@ -64,9 +69,8 @@ bool transferSaving(const AppProfile& p, Share share, double* h2d, double* d2h) 
 // The breakdown's communication part less `savedH2d + savedD2h` of transfer time.
 void cutCommunication(const AppProfile& p, double savedH2d, double savedD2h, Breakdown* b) {
   // The communication part may have been scaled to fit the wall time: scale the saving with it.
-  const double commScale = p.eligibility.communicationNs > 0
-                               ? b->communicationNs / p.eligibility.communicationNs
-                               : 1.0;
+  const double commScale =
+      p.eligibility.communicationNs > 0 ? b->communicationNs / p.eligibility.communicationNs : 1.0;
   const double cut = std::min(b->communicationNs, (savedH2d + savedD2h) * commScale);
   b->communicationNs -= cut;
   b->totalNs -= cut;
@@ -78,7 +82,9 @@ void cutCommunication(const AppProfile& p, double savedH2d, double savedD2h, Bre
 
 bool predictOptimizedBreakdown(const AppProfile& p, Breakdown* out) {
   double savedH2d = 0, savedD2h = 0;
-  if (!transferSaving(p, [](const CandidateSite&) { return 1.0; }, &savedH2d, &savedD2h)) return false;
+  if (!transferSaving(
+          p, [](const CandidateSite&) { return 1.0; }, &savedH2d, &savedD2h))
+    return false;
   Breakdown b = p.breakdown;
   cutCommunication(p, savedH2d, savedD2h, &b);
   *out = b;

@@ -19,7 +19,8 @@ namespace hetopt::analyzer {
 struct TransferStats {
   uint64_t transfers = 0;
   uint64_t bytes = 0;
-  uint64_t typicalBytes = 0;  ///< the size that carries the most bytes (what the policy is chosen for)
+  uint64_t typicalBytes =
+      0;  ///< the size that carries the most bytes (what the policy is chosen for)
   uint64_t maxBytes = 0;
   double deviceNs = 0;  ///< device time of these transfers as traced (0 without profiling info)
   /// Distinct sizes with their counts, largest volume first. Predictions use all of them; the DB
@@ -45,16 +46,16 @@ struct TransferStats {
 /// full as if it lay on the critical path.
 struct GainPrediction {
   bool known = false;
-  std::string note;          ///< why not known, or which characterization was used
+  std::string note;  ///< why not known, or which characterization was used
   /// How the memory is pinned: "hybrid"/"opencl"/"locked" with allocMode "pool" (a pool of that
   /// policy), "register" with "direct" (registered in place, per block), or "standard" ("plain").
   std::string policy;
-  std::string allocMode;     ///< "pool", "direct", "plain"
-  double standardNs = 0;     ///< the site's transfers as they are: max(measured, curves)
-  double optimizedNs = 0;    ///< ... pinned (curves), plus the strategy's pinning cost
-  double costNs = 0;         ///< of optimizedNs, the pinning cost (pool share or registrations)
-  bool measured = false;     ///< standardNs is the trace's measured time (above the curves)
-  double tracedNs = 0;       ///< the transfers' device time as traced (0: not timed)
+  std::string allocMode;   ///< "pool", "direct", "plain"
+  double standardNs = 0;   ///< the site's transfers as they are: max(measured, curves)
+  double optimizedNs = 0;  ///< ... pinned (curves), plus the strategy's pinning cost
+  double costNs = 0;       ///< of optimizedNs, the pinning cost (pool share or registrations)
+  bool measured = false;   ///< standardNs is the trace's measured time (above the curves)
+  double tracedNs = 0;     ///< the transfers' device time as traced (0: not timed)
   double savingNs() const { return standardNs - optimizedNs; }
   bool registers() const { return policy == "register"; }
   bool pools() const { return allocMode == "pool" && !policy.empty() && policy != "standard"; }
@@ -62,14 +63,14 @@ struct GainPrediction {
 
 /// One allocation site whose memory feeds host<->device transfers.
 struct CandidateSite {
-  uint64_t siteKey = 0;            ///< the shim's siteKey(): stable across runs of this binary
-  std::vector<ModulePc> frames;    ///< return addresses, innermost first
-  SiteLocation location;           ///< symbolized (or module+offset)
-  std::string allocator;           ///< "malloc", "calloc", "realloc", "new[]", ...
-  uint64_t allocations = 0;        ///< allocations made at this site
-  uint64_t feedingAllocations = 0; ///< ... of which at least one version was transferred
+  uint64_t siteKey = 0;             ///< the shim's siteKey(): stable across runs of this binary
+  std::vector<ModulePc> frames;     ///< return addresses, innermost first
+  SiteLocation location;            ///< symbolized (or module+offset)
+  std::string allocator;            ///< "malloc", "calloc", "realloc", "new[]", ...
+  uint64_t allocations = 0;         ///< allocations made at this site
+  uint64_t feedingAllocations = 0;  ///< ... of which at least one version was transferred
   uint64_t minAllocBytes = 0, maxAllocBytes = 0, typicalAllocBytes = 0;
-  uint64_t peakLiveBytes = 0;      ///< most bytes from this site alive at once (sizes the pool)
+  uint64_t peakLiveBytes = 0;  ///< most bytes from this site alive at once (sizes the pool)
   uint64_t peakLiveBlocks = 0;
   TransferStats h2d, d2h;
   /// When its first block could be pinned off the critical path, in program order (the trace
@@ -86,18 +87,18 @@ struct CandidateSite {
 struct UntrackedMemory {
   enum class Kind : uint8_t { Static, Stack, Mmap, Heap, Unknown };
   Kind kind = Kind::Unknown;
-  std::string what;  ///< "g_weights (static_mmap.cpp:32)", "anonymous mapping", ...
-  std::string modulePath;  ///< for static data: the module holding it
+  std::string what;          ///< "g_weights (static_mmap.cpp:32)", "anonymous mapping", ...
+  std::string modulePath;    ///< for static data: the module holding it
   uint64_t regionBytes = 0;  ///< size of the transferred range (every transfer into it, widened)
   /// Static data: where the range lies in its module, ASLR-independent (the shim finds it again in
-  /// a later run of the same build): moduleIdentity() of the module (contracts/site_key.h; 0: module
-  /// unknown) and the range's start minus the module's load bias.
+  /// a later run of the same build): moduleIdentity() of the module (contracts/site_key.h; 0:
+  /// module unknown) and the range's start minus the module's load bias.
   uint64_t moduleKey = 0;
   uint64_t moduleOffset = 0;
   uint64_t mapBytes = 0;   ///< mmap: size of the mapping holding it at trace time (0: unknown)
   bool anonymous = false;  ///< mmap: an anonymous mapping (a file mapping is never registered)
   TransferStats h2d, d2h;
-  GainPrediction gain;     ///< what registering it in place would save (the register curves)
+  GainPrediction gain;  ///< what registering it in place would save (the register curves)
   /// Whether `hetopt run` can find it again and register it: static data in a known module, or
   /// an anonymous mapping.
   bool registrable() const {
@@ -144,7 +145,7 @@ struct Eligibility {
   double ratio = 0;            ///< communication / computation (infinite when no kernel ran)
   double threshold = 0.1;      ///< the source's threshold (configurable)
   bool eligible = false;
-  std::string reason;          ///< one line: the numbers and the verdict
+  std::string reason;  ///< one line: the numbers and the verdict
 };
 
 /// The warning an analysis of an incomplete trace carries (a profile made from one may be replaced
@@ -154,13 +155,13 @@ inline constexpr const char* kIncompleteTraceWarning = "the trace is incomplete"
 struct AppProfile {
   ProgramIdentity program;
   std::string traceFile;
-  std::string device;          ///< "platform / device" the trace ran on
+  std::string device;  ///< "platform / device" the trace ran on
   std::string createdUtc;
   std::string hetoptVersion;
   Eligibility eligibility;
   Breakdown breakdown;
   std::vector<CandidateSite> candidates;  ///< most valuable first
-  uint64_t hostOnlySites = 0;        ///< tracked allocation sites none of whose memory crossed
+  uint64_t hostOnlySites = 0;             ///< tracked allocation sites none of whose memory crossed
   uint64_t hostOnlyAllocations = 0;
   uint64_t trackedAllocations = 0;
   /// The program's clCreateContext[FromType] calls, and how many devices the first one named (0:

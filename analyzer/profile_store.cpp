@@ -4,8 +4,8 @@
 
 #include <cmath>
 
-#include "store/db_row.h"
 #include "contracts/db_schema.h"
+#include "store/db_row.h"
 
 namespace hetopt::analyzer {
 namespace {
@@ -13,9 +13,9 @@ namespace {
 // Which member fills which column, per table (the columns: contracts/db_schema.cpp). Row ids,
 // ranks and other keys are bound by the code that stores the row.
 #define FIELD HETOPT_DB_FIELD
-#define TRANSFER_FIELDS(T, dir)                                                                   \
-  FIELD(T, #dir "_transfers", dir.transfers), FIELD(T, #dir "_bytes", dir.bytes),               \
-      FIELD(T, #dir "_typical", dir.typicalBytes), FIELD(T, #dir "_max", dir.maxBytes),         \
+#define TRANSFER_FIELDS(T, dir)                                                         \
+  FIELD(T, #dir "_transfers", dir.transfers), FIELD(T, #dir "_bytes", dir.bytes),       \
+      FIELD(T, #dir "_typical", dir.typicalBytes), FIELD(T, #dir "_max", dir.maxBytes), \
       FIELD(T, #dir "_ns", dir.deviceNs)
 
 /// Named profiles ("@NAME") hold one profile per name, whatever program it was traced from.
@@ -162,7 +162,10 @@ const DbField<TransferStats::SizeCount> kSizeFields[] = {
 };
 
 const DbField<UntrackedMemory> kUntrackedFields[] = {
-    {"kind", [](DbStatement& s, int i, const UntrackedMemory& u) { s.bind(i, std::string(untrackedKindName(u.kind))); },
+    {"kind",
+     [](DbStatement& s, int i, const UntrackedMemory& u) {
+       s.bind(i, std::string(untrackedKindName(u.kind)));
+     },
      [](const DbStatement& q, int i, UntrackedMemory* u) {
        const std::string kind = q.columnText(i);
        for (auto k : {UntrackedMemory::Kind::Static, UntrackedMemory::Kind::Stack,
@@ -221,7 +224,10 @@ const DbField<StoredRun> kRunFields[] = {
     FIELD(StoredRun, "signal", record.signal),
     FIELD(StoredRun, "ledger_seq", record.seq),
     FIELD(StoredRun, "note", record.note),
-    {"kind", [](DbStatement& s, int i, const StoredRun& r) { s.bind(i, std::string(runKindName(r.record.kind))); },
+    {"kind",
+     [](DbStatement& s, int i, const StoredRun& r) {
+       s.bind(i, std::string(runKindName(r.record.kind)));
+     },
      // A name this hetopt does not know reads as optimized, as rows from before kinds did.
      [](const DbStatement& q, int i, StoredRun* r) {
        parseRunKind(q.columnText(i), &r->record.kind);
@@ -230,10 +236,8 @@ const DbField<StoredRun> kRunFields[] = {
 };
 
 const DbField<RunSiteCounts> kRunSiteFields[] = {
-    FIELD(RunSiteCounts, "site_key", key),
-    FIELD(RunSiteCounts, "transfers", transfers),
-    FIELD(RunSiteCounts, "bytes", bytes),
-    FIELD(RunSiteCounts, "pinned", pinned),
+    FIELD(RunSiteCounts, "site_key", key),      FIELD(RunSiteCounts, "transfers", transfers),
+    FIELD(RunSiteCounts, "bytes", bytes),       FIELD(RunSiteCounts, "pinned", pinned),
     FIELD(RunSiteCounts, "pageable", pageable),
 };
 
@@ -247,7 +251,8 @@ bool storeSizes(Db& db, int64_t profileId, const char* owner, int rank, const ch
   DbStatement s(db, table("app_transfer_sizes").insertSql().c_str());
   for (size_t i = 0; i < t.sizes.size() && i < TransferStats::kStoredSizes; ++i) {
     s.reset();
-    s.bind(s.parameterIndex(":profile_id"), profileId).bind(s.parameterIndex(":owner"), std::string(owner));
+    s.bind(s.parameterIndex(":profile_id"), profileId)
+        .bind(s.parameterIndex(":owner"), std::string(owner));
     s.bind(s.parameterIndex(":owner_rank"), int64_t{rank});
     s.bind(s.parameterIndex(":direction"), std::string(direction));
     s.bind(s.parameterIndex(":idx"), static_cast<int64_t>(i));
@@ -261,8 +266,11 @@ bool storeSizes(Db& db, int64_t profileId, const char* owner, int rank, const ch
 bool loadSizes(Db& db, int64_t profileId, const char* owner, int rank, const char* direction,
                TransferStats* t, std::string* error) {
   const DbTable& sizes = table("app_transfer_sizes");
-  DbStatement q(db, sizes.selectSql("WHERE profile_id=? AND owner=? AND owner_rank=? AND direction=? "
-                                    "ORDER BY idx").c_str());
+  DbStatement q(db,
+                sizes
+                    .selectSql("WHERE profile_id=? AND owner=? AND owner_rank=? AND direction=? "
+                               "ORDER BY idx")
+                    .c_str());
   q.bind(1, profileId).bind(2, std::string(owner)).bind(3, int64_t{rank});
   q.bind(4, std::string(direction));
   return dbLoadRows<TransferStats::SizeCount>(q, sizes, kSizeFields, &t->sizes,
@@ -272,7 +280,8 @@ bool loadSizes(Db& db, int64_t profileId, const char* owner, int rank, const cha
 /// Binds the (profile_id, rank) keys of a profile's child row.
 void bindRank(DbStatement& s, int64_t profileId, size_t rank) {
   s.reset();
-  s.bind(s.parameterIndex(":profile_id"), profileId).bind(s.parameterIndex(":rank"), static_cast<int64_t>(rank));
+  s.bind(s.parameterIndex(":profile_id"), profileId)
+      .bind(s.parameterIndex(":rank"), static_cast<int64_t>(rank));
 }
 
 /// The rows of app_run_breakdowns of `profileId` that `filter` (after the profile) picks.
@@ -424,13 +433,16 @@ bool loadProfileAt(Db& db, const std::string& path, const std::string& key, AppP
       if (u.gain.known) u.gain.policy = "register";
   }
   for (size_t r = 0; r < p.candidates.size(); ++r) {
-    if (!loadSizes(db, lookup->id, "site", static_cast<int>(r), "h2d", &p.candidates[r].h2d, error) ||
+    if (!loadSizes(db, lookup->id, "site", static_cast<int>(r), "h2d", &p.candidates[r].h2d,
+                   error) ||
         !loadSizes(db, lookup->id, "site", static_cast<int>(r), "d2h", &p.candidates[r].d2h, error))
       return false;
   }
   for (size_t r = 0; r < p.untracked.size(); ++r) {
-    if (!loadSizes(db, lookup->id, "untracked", static_cast<int>(r), "h2d", &p.untracked[r].h2d, error) ||
-        !loadSizes(db, lookup->id, "untracked", static_cast<int>(r), "d2h", &p.untracked[r].d2h, error))
+    if (!loadSizes(db, lookup->id, "untracked", static_cast<int>(r), "h2d", &p.untracked[r].h2d,
+                   error) ||
+        !loadSizes(db, lookup->id, "untracked", static_cast<int>(r), "d2h", &p.untracked[r].d2h,
+                   error))
       return false;
   }
   lookup->status = ProfileLookup::Status::Found;
@@ -473,16 +485,20 @@ bool storeRun(Db& db, int64_t profileId, const StoredRun& run, size_t keep, std:
   DbStatement site(db, table("app_run_sites").insertSql(true).c_str());
   for (const RunSiteCounts& c : run.record.sites) {
     site.reset();
-    site.bind(site.parameterIndex(":profile_id"), profileId).bind(site.parameterIndex(":label"), run.bar.label);
+    site.bind(site.parameterIndex(":profile_id"), profileId)
+        .bind(site.parameterIndex(":label"), run.bar.label);
     if (!dbStoreRow<RunSiteCounts>(site, kRunSiteFields, c, "storing a run's sites", error))
       return false;
   }
   {
-    DbStatement prune(db,
-                      "DELETE FROM app_run_breakdowns WHERE profile_id=?1 AND wall_ns>0 AND kind=?2 AND "
-                      "label NOT IN (SELECT label FROM app_run_breakdowns WHERE profile_id=?1 AND "
-                      "wall_ns>0 AND kind=?2 ORDER BY started_ns DESC LIMIT ?3)");
-    prune.bind(1, profileId).bind(2, std::string(runKindName(run.record.kind))).bind(3, static_cast<int64_t>(keep));
+    DbStatement prune(
+        db,
+        "DELETE FROM app_run_breakdowns WHERE profile_id=?1 AND wall_ns>0 AND kind=?2 AND "
+        "label NOT IN (SELECT label FROM app_run_breakdowns WHERE profile_id=?1 AND "
+        "wall_ns>0 AND kind=?2 ORDER BY started_ns DESC LIMIT ?3)");
+    prune.bind(1, profileId)
+        .bind(2, std::string(runKindName(run.record.kind)))
+        .bind(3, static_cast<int64_t>(keep));
     if (!prune.run()) return dbFail(error, "pruning old runs", prune.error());
   }
   return tx.commit(error);
@@ -511,9 +527,10 @@ bool storeLauncher(Db& db, const LauncherRecord& rec, std::string* error) {
   DbTransaction tx(db, error);
   if (!tx.ok()) return false;
   {
-    DbStatement del(db, isNamedPath(rec.launcherPath)
-                            ? "DELETE FROM app_launchers WHERE launcher_path=?1"
-                            : "DELETE FROM app_launchers WHERE launcher_path=?1 AND launcher_key=?2");
+    DbStatement del(db,
+                    isNamedPath(rec.launcherPath)
+                        ? "DELETE FROM app_launchers WHERE launcher_path=?1"
+                        : "DELETE FROM app_launchers WHERE launcher_path=?1 AND launcher_key=?2");
     del.bind(1, rec.launcherPath);
     if (!isNamedPath(rec.launcherPath)) del.bind(2, rec.launcherKey);
     if (!del.run()) return dbFail(error, "replacing the launcher record", del.error());
@@ -525,7 +542,8 @@ bool storeLauncher(Db& db, const LauncherRecord& rec, std::string* error) {
   DbStatement child(db, table("app_launched").insertSql().c_str());
   for (size_t i = 0; i < rec.launched.size(); ++i) {
     child.reset();
-    child.bind(child.parameterIndex(":launcher_id"), id).bind(child.parameterIndex(":idx"), static_cast<int64_t>(i));
+    child.bind(child.parameterIndex(":launcher_id"), id)
+        .bind(child.parameterIndex(":idx"), static_cast<int64_t>(i));
     if (!dbStoreRow<LaunchedProgram>(child, kLaunchedFields, rec.launched[i],
                                      "storing a launched program", error))
       return false;
@@ -540,10 +558,11 @@ bool loadLauncher(Db& db, const std::string& path, const std::string& key, Launc
   if (!db.hasTable("app_launchers", &exist, error)) return false;
   if (!exist) return true;
   const DbTable& launchers = table("app_launchers");
-  DbStatement q(db, launchers
-                        .selectSql(isNamedPath(path) ? "WHERE launcher_path=?1 ORDER BY id DESC LIMIT 1"
-                                                     : "WHERE launcher_path=?1 AND launcher_key=?2")
-                        .c_str());
+  DbStatement q(db,
+                launchers
+                    .selectSql(isNamedPath(path) ? "WHERE launcher_path=?1 ORDER BY id DESC LIMIT 1"
+                                                 : "WHERE launcher_path=?1 AND launcher_key=?2")
+                    .c_str());
   q.bind(1, path);
   if (!isNamedPath(path)) q.bind(2, key);
   DbStatement::Step st = q.step();

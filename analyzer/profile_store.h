@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "analyzer/profile.h"
-#include "store/db.h"
 #include "contracts/run_record.h"
+#include "store/db.h"
 
 namespace hetopt::analyzer {
 

@@ -43,16 +43,19 @@ std::string percent(double fraction) {
 }
 
 // "  <label>  <duration> <share><rest>", one row of the breakdown tables.
-void breakdownRow(std::string* r, const Breakdown& b, const char* label, double ns, const std::string& rest = "") {
-  appendf(r, "  %-14s %10s %s%s\n", label, formatDuration(ns).c_str(), percent(b.fraction(ns)).c_str(), rest.c_str());
+void breakdownRow(std::string* r, const Breakdown& b, const char* label, double ns,
+                  const std::string& rest = "") {
+  appendf(r, "  %-14s %10s %s%s\n", label, formatDuration(ns).c_str(),
+          percent(b.fraction(ns)).c_str(), rest.c_str());
 }
 
 std::string transferLine(const char* dir, const TransferStats& t) {
   if (t.transfers == 0) return std::string(dir) + " none";
   std::string s = std::string(dir) + " " + std::to_string(t.transfers) + " x ";
   // Several sizes: the one that carries the most bytes, said so (not an average).
-  s += t.sizes.size() <= 1 ? formatBytes(t.typicalBytes)
-                           : formatBytes(t.typicalBytes) + " mostly, " + std::to_string(t.sizes.size()) + " sizes";
+  s += t.sizes.size() <= 1
+           ? formatBytes(t.typicalBytes)
+           : formatBytes(t.typicalBytes) + " mostly, " + std::to_string(t.sizes.size()) + " sizes";
   s += " (" + formatBytes(t.bytes);
   if (t.deviceNs > 0) s += ", " + formatDuration(t.deviceNs);
   return s + ")";
@@ -82,8 +85,11 @@ void writeLocation(JsonWriter& j, const SiteLocation& loc) {
   if (!loc.note.empty()) j.member("note", loc.note);
   j.key("callers").beginArray();
   for (const SourceFrame& f : loc.callers)
-    j.beginObject().member("function", f.function).member("file", f.file)
-        .member("line", static_cast<uint64_t>(f.line)).endObject();
+    j.beginObject()
+        .member("function", f.function)
+        .member("file", f.file)
+        .member("line", static_cast<uint64_t>(f.line))
+        .endObject();
   j.endArray();
   j.endObject();
 }
@@ -124,7 +130,8 @@ std::vector<PrintedSite> printedSites(const AppProfile& p) {
   for (size_t i = 0; i < n; ++i) {
     const CandidateSite& c = p.candidates[i];
     for (size_t k = 0; k < c.frames.size(); ++k)
-      if (c.frames[k].modulePath == c.location.modulePath && c.frames[k].offset == c.location.offset) {
+      if (c.frames[k].modulePath == c.location.modulePath &&
+          c.frames[k].offset == c.location.offset) {
         first[i] = k + 1;
         break;
       }
@@ -173,7 +180,8 @@ std::vector<PrintedSite> printedSites(const AppProfile& p) {
     m.peakLiveBlocks += c.peakLiveBlocks;
     mergeTransfers(&m.h2d, c.h2d);
     mergeTransfers(&m.d2h, c.d2h);
-    if (m.gain.known && c.gain.known && m.gain.policy == c.gain.policy && m.gain.allocMode == c.gain.allocMode) {
+    if (m.gain.known && c.gain.known && m.gain.policy == c.gain.policy &&
+        m.gain.allocMode == c.gain.allocMode) {
       m.gain.standardNs += c.gain.standardNs;
       m.gain.optimizedNs += c.gain.optimizedNs;
     } else if (m.gain.known || c.gain.known) {
@@ -257,8 +265,9 @@ bool libraryHeading(std::string* r, const SiteGroup& g, const std::vector<Printe
   }
   appendf(r, "  %s (%s): %zu sites inside it, not the program's own code\n", g.library.name.c_str(),
           g.library.path.c_str(), g.members.size());
-  appendf(r, "      together: %" PRIu64 " allocations, peak live at most %s; %s   %s\n", allocations,
-          formatBytes(peak).c_str(), transferLine("h2d", h2d).c_str(), transferLine("d2h", d2h).c_str());
+  appendf(r, "      together: %" PRIu64 " allocations, peak live at most %s; %s   %s\n",
+          allocations, formatBytes(peak).c_str(), transferLine("h2d", h2d).c_str(),
+          transferLine("d2h", d2h).c_str());
   if (notes.size() != 1 || notes.begin()->first.empty()) return false;
   appendf(r, "      (%s)\n", notes.begin()->first.c_str());
   return true;
@@ -272,11 +281,13 @@ void siteEntry(std::string* r, const PrintedSite& ps, int number, bool grouped, 
   const CandidateSite& c = ps.site;
   appendf(r, "%s  #%d %s\n", indent, number, c.location.describe().c_str());
   if (ps.merged > 1)
-    appendf(r, "%s      (%zu sites whose recorded frames all print alike: shown as one)\n", indent, ps.merged);
+    appendf(r, "%s      (%zu sites whose recorded frames all print alike: shown as one)\n", indent,
+            ps.merged);
   if (c.location.hasSource) appendf(r, "%s      %s\n", indent, c.location.source.file.c_str());
   if (!c.location.callers.empty())
     appendf(r, "%s      %s\n", indent, c.location.describeCallers().c_str());
-  else if (!c.location.note.empty() && showNote) appendf(r, "%s      (%s)\n", indent, c.location.note.c_str());
+  else if (!c.location.note.empty() && showNote)
+    appendf(r, "%s      (%s)\n", indent, c.location.note.c_str());
   if (!ps.via.empty()) {
     std::string via;
     for (const ModulePc& f : ps.via) {
@@ -288,14 +299,18 @@ void siteEntry(std::string* r, const PrintedSite& ps, int number, bool grouped, 
   }
   appendf(r, "%s      %s: %" PRIu64 " allocation%s", indent, c.allocator.c_str(), c.allocations,
           c.allocations == 1 ? "" : "s");
-  if (c.minAllocBytes == c.maxAllocBytes) appendf(r, " of %s", formatBytes(c.maxAllocBytes).c_str());
-  else appendf(r, " of %s..%s", formatBytes(c.minAllocBytes).c_str(), formatBytes(c.maxAllocBytes).c_str());
+  if (c.minAllocBytes == c.maxAllocBytes)
+    appendf(r, " of %s", formatBytes(c.maxAllocBytes).c_str());
+  else
+    appendf(r, " of %s..%s", formatBytes(c.minAllocBytes).c_str(),
+            formatBytes(c.maxAllocBytes).c_str());
   appendf(r, ", peak live %s in %" PRIu64 " block%s\n", formatBytes(c.peakLiveBytes).c_str(),
           c.peakLiveBlocks, c.peakLiveBlocks == 1 ? "" : "s");
-  appendf(r, "%s      %s   %s\n", indent, transferLine("h2d", c.h2d).c_str(), transferLine("d2h", c.d2h).c_str());
+  appendf(r, "%s      %s   %s\n", indent, transferLine("h2d", c.h2d).c_str(),
+          transferLine("d2h", c.d2h).c_str());
   if (c.gain.known && c.gain.policy == "standard") {
-    appendf(r, "%s      predicted: malloc memory is already the best for these sizes here (%s)\n", indent,
-            formatDuration(c.gain.standardNs).c_str());
+    appendf(r, "%s      predicted: malloc memory is already the best for these sizes here (%s)\n",
+            indent, formatDuration(c.gain.standardNs).c_str());
   } else if (c.gain.known) {
     appendf(r, "%s      predicted: %s (%s) saves %s of %s\n", indent, c.gain.policy.c_str(),
             c.gain.allocMode.c_str(), formatDuration(c.gain.savingNs()).c_str(),
@@ -326,7 +341,8 @@ std::string formatReport(const AppProfile& p) {
               std::to_string(b.deviceTimed + b.deviceUnsampled) +
               " commands timed, the others estimated from their call's timed mean";
   appendf(&r, "\nExecution breakdown (total %s)%s\n", formatDuration(b.totalNs).c_str(),
-          b.hasDeviceTimes ? sampled.c_str() : " -- no device timestamps in the trace: device parts unknown");
+          b.hasDeviceTimes ? sampled.c_str()
+                           : " -- no device timestamps in the trace: device parts unknown");
   breakdownRow(&r, b, "kernel", b.kernelNs);
   breakdownRow(&r, b, "communication", b.communicationNs);
   breakdownRow(&r, b, "cpu+sync", b.cpuSyncNs);
@@ -335,8 +351,9 @@ std::string formatReport(const AppProfile& p) {
             formatDuration(b.recordingNs).c_str(), percent(b.fraction(b.recordingNs)).c_str());
   Breakdown predicted;
   if (predictOptimizedBreakdown(p, &predicted) && b.totalNs > 0)
-    appendf(&r, "  predicted with the best policies for the candidate sites: communication %s, "
-                "total %s (%.1f%% less)\n",
+    appendf(&r,
+            "  predicted with the best policies for the candidate sites: communication %s, "
+            "total %s (%.1f%% less)\n",
             formatDuration(predicted.communicationNs).c_str(),
             formatDuration(predicted.totalNs).c_str(),
             100 * (b.totalNs - predicted.totalNs) / b.totalNs);
@@ -353,8 +370,7 @@ std::string formatReport(const AppProfile& p) {
   appendf(&r,
           "\nCandidate allocation sites: %zu of %" PRIu64 " tracked sites (%" PRIu64
           " host-only sites, %" PRIu64 " of %" PRIu64 " allocations host-only)\n",
-          p.candidates.size(), sites, p.hostOnlySites, p.hostOnlyAllocations,
-          p.trackedAllocations);
+          p.candidates.size(), sites, p.hostOnlySites, p.hostOnlyAllocations, p.trackedAllocations);
   const std::vector<PrintedSite> printed = printedSites(p);
   int n = 0;
   for (const SiteGroup& g : groupByLibrary(p, printed)) {
@@ -362,7 +378,8 @@ std::string formatReport(const AppProfile& p) {
     for (size_t i : g.members) siteEntry(&r, printed[i], ++n, g.headed, !noteShown);
   }
   if (!p.untracked.empty()) {
-    appendf(&r, "\nTransferred memory no tracked allocation made (can only be registered in place)\n");
+    appendf(&r,
+            "\nTransferred memory no tracked allocation made (can only be registered in place)\n");
     for (const UntrackedMemory& u : p.untracked) {
       appendf(&r, "  %-7s %s", untrackedKindName(u.kind), u.what.c_str());
       if (!u.modulePath.empty()) appendf(&r, " in %s", baseName(u.modulePath).c_str());
@@ -379,7 +396,8 @@ std::string formatReport(const AppProfile& p) {
     }
   }
   if (p.openclMapped.h2d.transfers + p.openclMapped.d2h.transfers > 0) {
-    appendf(&r, "\nTransfers from memory mapped from OpenCL buffers (already pinned, nothing to do)\n");
+    appendf(&r,
+            "\nTransfers from memory mapped from OpenCL buffers (already pinned, nothing to do)\n");
     appendf(&r, "      %s   %s\n", transferLine("h2d", p.openclMapped.h2d).c_str(),
             transferLine("d2h", p.openclMapped.d2h).c_str());
   }
@@ -420,7 +438,8 @@ std::string profileToJson(const AppProfile& p) {
   j.member("dispatch_sync_ns", b.dispatchSyncNs).member("setup_ns", b.setupNs);
   j.member("recording_ns", b.recordingNs);
   j.member("kernels", b.kernels);
-  j.member("device_timed_commands", b.deviceTimed).member("device_sampled_out_commands", b.deviceUnsampled);
+  j.member("device_timed_commands", b.deviceTimed)
+      .member("device_sampled_out_commands", b.deviceUnsampled);
   j.endObject();
 
   j.key("candidates").beginArray();
@@ -431,11 +450,15 @@ std::string profileToJson(const AppProfile& p) {
     j.member("site_key", std::string(key));
     writeLocation(j, c.location);
     Library lib;
-    if (siteLibrary(p, c.location, &lib)) j.member("library", lib.name).member("library_path", lib.path);
+    if (siteLibrary(p, c.location, &lib))
+      j.member("library", lib.name).member("library_path", lib.path);
     j.key("frames").beginArray();
     for (const ModulePc& f : c.frames)
-      j.beginObject().member("module", f.modulePath).member("build_id", f.buildId)
-          .member("offset", f.offset).endObject();
+      j.beginObject()
+          .member("module", f.modulePath)
+          .member("build_id", f.buildId)
+          .member("offset", f.offset)
+          .endObject();
     j.endArray();
     j.member("allocator", c.allocator).member("allocations", c.allocations);
     j.member("feeding_allocations", c.feedingAllocations);
@@ -456,7 +479,8 @@ std::string profileToJson(const AppProfile& p) {
     j.endObject();
   }
   j.endArray();
-  j.member("host_only_sites", p.hostOnlySites).member("host_only_allocations", p.hostOnlyAllocations);
+  j.member("host_only_sites", p.hostOnlySites)
+      .member("host_only_allocations", p.hostOnlyAllocations);
   j.member("tracked_allocations", p.trackedAllocations);
   j.key("untracked").beginArray();
   for (const UntrackedMemory& u : p.untracked) {

@@ -49,8 +49,8 @@ class LlvmBackend final : public SymbolizerBackend {
  public:
   bool frames(const std::string& path, uint64_t address, std::vector<SourceFrame>* out,
               std::string* note) override {
-    auto result = m_llvm.symbolizeInlinedCode(
-        path, {address, llvm::object::SectionedAddress::UndefSection});
+    auto result =
+        m_llvm.symbolizeInlinedCode(path, {address, llvm::object::SectionedAddress::UndefSection});
     if (!result) {
       *note = llvm::toString(result.takeError());
       return false;
@@ -154,8 +154,8 @@ class LlvmBackend final : public SymbolizerBackend {
 }  // namespace
 }  // namespace hetopt::analyzer
 
-extern "C" HETOPT_EXPORT hetopt::analyzer::SymbolizerBackend*
-hetopt_symbolizer_backend_create(uint32_t abi) {
+extern "C" HETOPT_EXPORT hetopt::analyzer::SymbolizerBackend* hetopt_symbolizer_backend_create(
+    uint32_t abi) {
   if (abi != hetopt::analyzer::kSymbolizerBackendAbi) return nullptr;
   return new hetopt::analyzer::LlvmBackend();
 }

@@ -40,7 +40,8 @@ CreateBackend loadBackend(const std::string& path, std::string* why, bool quiet 
     std::string file = path.empty() ? installedLibrary(kBackendLibrary, &l.error) : path;
     if (!file.empty()) {
       if (void* handle = dlopen(file.c_str(), RTLD_NOW | RTLD_LOCAL)) {
-        l.create = reinterpret_cast<CreateBackend>(dlsym(handle, "hetopt_symbolizer_backend_create"));
+        l.create =
+            reinterpret_cast<CreateBackend>(dlsym(handle, "hetopt_symbolizer_backend_create"));
         if (!l.create) l.error = file + " has no hetopt_symbolizer_backend_create";
       } else {
         const char* e = dlerror();

@@ -61,7 +61,7 @@ struct SiteLocation {
 struct DataLocation {
   bool found = false;
   std::string name;
-  SourceFrame decl;  ///< file/line of the definition when the debug info has it
+  SourceFrame decl;              ///< file/line of the definition when the debug info has it
   uint64_t start = 0, size = 0;  ///< the variable's range (module offsets)
   std::string note;
   /// "g_weights (static_mmap.cpp:32)" or "g_weights".

@@ -5,16 +5,16 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
-#include <algorithm>
 #include <set>
 
 #include "analyzer/analysis.h"
-#include "common/json_writer.h"
-#include "common/units.h"
 #include "api_table.h"
+#include "common/json_writer.h"
 #include "common/paths.h"
+#include "common/units.h"
 
 namespace hetopt::analyzer {
 namespace {
@@ -25,7 +25,9 @@ constexpr int64_t kHostPid = 2;
 constexpr int64_t kLoopsPid = 3;
 
 int64_t pidOf(TimelineEvent::Track t) {
-  return t == TimelineEvent::Track::DeviceQueue ? kDevicePid : t == TimelineEvent::Track::HostThread ? kHostPid : kLoopsPid;
+  return t == TimelineEvent::Track::DeviceQueue  ? kDevicePid
+         : t == TimelineEvent::Track::HostThread ? kHostPid
+                                                 : kLoopsPid;
 }
 
 void metadata(JsonWriter& j, const char* what, int64_t pid, const int64_t* tid,
@@ -54,7 +56,9 @@ std::string timelineJson(const TimelineInfo& info, const std::vector<TimelineEve
            "host" + (info.pid ? " (pid " + std::to_string(info.pid) + ")" : std::string()));
   std::set<uint64_t> queues, threads, loops;
   for (const TimelineEvent& e : events)
-    (e.track == TimelineEvent::Track::DeviceQueue ? queues : e.track == TimelineEvent::Track::HostThread ? threads : loops)
+    (e.track == TimelineEvent::Track::DeviceQueue  ? queues
+     : e.track == TimelineEvent::Track::HostThread ? threads
+                                                   : loops)
         .insert(e.trackId);
   if (!loops.empty()) metadata(j, "process_name", kLoopsPid, nullptr, "host: loops (aggregated)");
   auto nameOf = [](const std::vector<std::pair<uint64_t, std::string>>& names, uint64_t id,
@@ -104,7 +108,7 @@ bool writeTimeline(const std::string& path, const TimelineInfo& info,
   return writePrivateFile(path, timelineJson(info, events), error);
 }
 
-// ---- laying a trace out --------------------------------------------------------------------------
+// ---- laying a trace out -------------------------------------------------------------------------
 
 namespace {
 
@@ -115,7 +119,8 @@ using trace::TraceObject;
 
 class TimelineBuilder {
  public:
-  TimelineBuilder(const Trace& t, const std::set<uint32_t>& candidateSites, std::vector<TimelineEvent>* out)
+  TimelineBuilder(const Trace& t, const std::set<uint32_t>& candidateSites,
+                  std::vector<TimelineEvent>* out)
       : m_t(t), m_candidates(candidateSites), m_out(out) {}
 
   /// Format 6 on: each kept call at its wall-clock time, its device command at the device's time
@@ -164,13 +169,14 @@ class TimelineBuilder {
     } else {
       d.category = kind == api::ApiKind::H2d || kind == api::ApiKind::Unmap ? "h2d"
                    : kind == api::ApiKind::D2h || kind == api::ApiKind::Map ? "d2h"
-                                                                              : "device";
+                                                                            : "device";
       d.name = name;
     }
     d.args = {{"enqueued by", name}};
     return d;
   }
-  TimelineEvent hostEvent(uint64_t tid, std::string name, const char* category, double start, double duration) const {
+  TimelineEvent hostEvent(uint64_t tid, std::string name, const char* category, double start,
+                          double duration) const {
     TimelineEvent e;
     e.track = TimelineEvent::Track::HostThread;
     e.trackId = tid;
@@ -217,24 +223,30 @@ class TimelineBuilder {
         TimelineEvent e = hostEvent(tid, name, "alloc", static_cast<double>(s.startNs), 0);
         e.instant = true;
         if (!n->args.empty()) e.name += " " + formatBytes(n->args[0].first);
-        e.args = {{"candidate site", std::to_string(n->site - 1)}, {"allocations at this place", std::to_string(n->host.count)}};
+        e.args = {{"candidate site", std::to_string(n->site - 1)},
+                  {"allocations at this place", std::to_string(n->host.count)}};
         m_out->push_back(std::move(e));
       }
       return;
     }
     if (n->type != trace::LeafType::Call) return;
     const trace::TraceClock* clock = nullptr;
-    if (auto it = m_t.clocks.find(static_cast<trace::ObjectId>(queueOf(*n))); it != m_t.clocks.end()) clock = &it->second;
+    if (auto it = m_t.clocks.find(static_cast<trace::ObjectId>(queueOf(*n)));
+        it != m_t.clocks.end())
+      clock = &it->second;
     for (size_t i = 0; i < n->stamps.size(); ++i) {
       const trace::Stamp& s = n->stamps[i];
-      TimelineEvent e = hostEvent(tid, name, "api", static_cast<double>(s.startNs), static_cast<double>(s.hostNs));
+      TimelineEvent e = hostEvent(tid, name, "api", static_cast<double>(s.startNs),
+                                  static_cast<double>(s.hostNs));
       e.args = {{"occurrence", std::to_string(i + 1) + " of " + std::to_string(n->host.count)}};
       if (s.deviceEnd) {
         if (clock) {
           TimelineEvent d = deviceEvent(*n, name);
           // Exact in integers; saturating, as a corrupt trace's stamps and offset may overflow.
-          d.startNs = static_cast<double>(saturatingAdd(static_cast<int64_t>(s.deviceStart), clock->offsetNs));
-          d.durationNs = s.deviceEnd > s.deviceStart ? static_cast<double>(s.deviceEnd - s.deviceStart) : 0;
+          d.startNs = static_cast<double>(
+              saturatingAdd(static_cast<int64_t>(s.deviceStart), clock->offsetNs));
+          d.durationNs =
+              s.deviceEnd > s.deviceStart ? static_cast<double>(s.deviceEnd - s.deviceStart) : 0;
           m_out->push_back(std::move(d));
         } else {
           ++m_unaligned;
@@ -256,7 +268,9 @@ class TimelineBuilder {
     e.category = "loop";
     e.startNs = static_cast<double>(s.first);
     e.durationNs = static_cast<double>(s.end - s.first);
-    e.args = {{"aggregated", "one span for the whole loop; its calls beyond each one's first occurrences are not on the thread's track"},
+    e.args = {{"aggregated",
+               "one span for the whole loop; its calls beyond each one's first occurrences are not "
+               "on the thread's track"},
               {"iterations", std::to_string(n.iterations)},
               {"instances", std::to_string(n.instances)},
               {"calls", std::to_string(s.calls)},
@@ -275,8 +289,10 @@ class TimelineBuilder {
     if (n.loop) {
       double end = start;
       for (uint32_t b : n.body) end = condensedNode(b, tid, end, depth + 1);
-      TimelineEvent e = hostEvent(tid, "loop x" + std::to_string(n.iterations), "loop", start, end - start);
-      e.args = {{"iterations", std::to_string(n.iterations)}, {"instances", std::to_string(n.instances)}};
+      TimelineEvent e =
+          hostEvent(tid, "loop x" + std::to_string(n.iterations), "loop", start, end - start);
+      e.args = {{"iterations", std::to_string(n.iterations)},
+                {"instances", std::to_string(n.instances)}};
       m_out->push_back(std::move(e));
       return end;
     }
@@ -318,16 +334,19 @@ std::vector<TimelineEvent> timelineEvents(const trace::Trace& trace, TimelineInf
       info->threadNames.push_back({th.tid, "thread " + std::to_string(th.tid)});
     } else {
       b.condensedThread(th);
-      info->threadNames.push_back({th.tid, "thread " + std::to_string(th.tid) + " (OpenCL calls, condensed)"});
+      info->threadNames.push_back(
+          {th.tid, "thread " + std::to_string(th.tid) + " (OpenCL calls, condensed)"});
     }
   }
   if (!real) {
-    info->facts.push_back({"time", "condensed: trace format " + std::to_string(trace.formatVersion) +
-                                       " keeps no timestamps, so each thread's calls are laid end to end"});
+    info->facts.push_back(
+        {"time", "condensed: trace format " + std::to_string(trace.formatVersion) +
+                     " keeps no timestamps, so each thread's calls are laid end to end"});
     return events;
   }
-  info->facts.push_back({"time", "real: ns since tracing started; each call's first occurrences at their "
-                                 "wall-clock time, loops also as one aggregated span each"});
+  info->facts.push_back({"time",
+                         "real: ns since tracing started; each call's first occurrences at their "
+                         "wall-clock time, loops also as one aggregated span each"});
   for (const auto& [queue, c] : trace.clocks) {
     // check_timeline.py reads the uncertainty in microseconds: a fixed unit.
     info->facts.push_back({"clock of queue " + std::to_string(queue),
@@ -335,8 +354,9 @@ std::vector<TimelineEvent> timelineEvents(const trace::Trace& trace, TimelineInf
                                formatDuration(static_cast<double>(c.uncertaintyNs), TimeUnit::Us)});
   }
   if (b.unaligned())
-    info->facts.push_back({"device commands left out", std::to_string(b.unaligned()) +
-                                                           " timed commands of queues without a clock"});
+    info->facts.push_back(
+        {"device commands left out",
+         std::to_string(b.unaligned()) + " timed commands of queues without a clock"});
   return events;
 }
 

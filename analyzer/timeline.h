@@ -23,7 +23,7 @@ struct TimelineEvent {
   double startNs = 0;
   double durationNs = 0;
   std::vector<std::pair<std::string, std::string>> args;  ///< shown in the event's details
-  bool instant = false;  ///< a moment (an allocation), not a span
+  bool instant = false;                                   ///< a moment (an allocation), not a span
 };
 
 struct TimelineInfo {

@@ -37,7 +37,8 @@ Verdict windowVerdict(const std::vector<RunPair>& pairs, size_t end) {
   if (logs.size() < 2) return v;
   double ss = 0;
   for (double d : logs) ss += (d - mean) * (d - mean);
-  const double se = std::sqrt(ss / static_cast<double>(logs.size() - 1) / static_cast<double>(logs.size()));
+  const double se =
+      std::sqrt(ss / static_cast<double>(logs.size() - 1) / static_cast<double>(logs.size()));
   v.ciLow = std::exp(mean - studentT90(logs.size() - 1) * se);
   v.ciHigh = std::exp(mean + studentT95(logs.size() - 1) * se);
   return v;
@@ -47,27 +48,33 @@ Verdict windowVerdict(const std::vector<RunPair>& pairs, size_t end) {
 
 const char* verdictStateName(VerdictState state) {
   switch (state) {
-    case VerdictState::Exploring: return "exploring";
-    case VerdictState::Kept: return "kept";
-    case VerdictState::Reverted: return "reverted";
-    case VerdictState::Inconclusive: return "inconclusive";
+    case VerdictState::Exploring:
+      return "exploring";
+    case VerdictState::Kept:
+      return "kept";
+    case VerdictState::Reverted:
+      return "reverted";
+    case VerdictState::Inconclusive:
+      return "inconclusive";
   }
   return "exploring";
 }
 
 double studentT90(size_t df) {
-  static constexpr double kTable[] = {3.078, 1.886, 1.638, 1.533, 1.476, 1.440, 1.415, 1.397, 1.383, 1.372,
-                                      1.363, 1.356, 1.350, 1.345, 1.341, 1.337, 1.333, 1.330, 1.328, 1.325,
-                                      1.323, 1.321, 1.319, 1.318, 1.316, 1.315, 1.314, 1.313, 1.311, 1.310};
+  static constexpr double kTable[] = {3.078, 1.886, 1.638, 1.533, 1.476, 1.440, 1.415, 1.397,
+                                      1.383, 1.372, 1.363, 1.356, 1.350, 1.345, 1.341, 1.337,
+                                      1.333, 1.330, 1.328, 1.325, 1.323, 1.321, 1.319, 1.318,
+                                      1.316, 1.315, 1.314, 1.313, 1.311, 1.310};
   if (df == 0) return INFINITY;
   if (df <= std::size(kTable)) return kTable[df - 1];
   return 1.2816 + 0.89 / static_cast<double>(df);  // within 0.002 of the quantile from 31 on
 }
 
 double studentT95(size_t df) {
-  static constexpr double kTable[] = {6.314, 2.920, 2.353, 2.132, 2.015, 1.943, 1.895, 1.860, 1.833, 1.812,
-                                      1.796, 1.782, 1.771, 1.761, 1.753, 1.746, 1.740, 1.734, 1.729, 1.725,
-                                      1.721, 1.717, 1.714, 1.711, 1.708, 1.706, 1.703, 1.701, 1.699, 1.697};
+  static constexpr double kTable[] = {6.314, 2.920, 2.353, 2.132, 2.015, 1.943, 1.895, 1.860,
+                                      1.833, 1.812, 1.796, 1.782, 1.771, 1.761, 1.753, 1.746,
+                                      1.740, 1.734, 1.729, 1.725, 1.721, 1.717, 1.714, 1.711,
+                                      1.708, 1.706, 1.703, 1.701, 1.699, 1.697};
   if (df == 0) return INFINITY;
   if (df <= std::size(kTable)) return kTable[df - 1];
   return 1.645 + 1.5 / static_cast<double>(df);  // within 0.002 of the quantile from 31 on

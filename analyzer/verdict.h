@@ -40,9 +40,9 @@ inline constexpr size_t kVerdictWindow = 10;
 
 struct Verdict {
   VerdictState state = VerdictState::Exploring;
-  size_t pairs = 0;          ///< every pair the plan has
-  size_t windowPairs = 0;    ///< the newest ones the interval is over
-  double pairedMedian = 0;   ///< median of control/optimized over the window (> 1: faster); 0: none
+  size_t pairs = 0;         ///< every pair the plan has
+  size_t windowPairs = 0;   ///< the newest ones the interval is over
+  double pairedMedian = 0;  ///< median of control/optimized over the window (> 1: faster); 0: none
   /// One-sided 90% lower and 95% upper bound of the ratio (0 below two pairs).
   double ciLow = 0, ciHigh = 0;
   /// The estimate says optimized runs are not slower (the mean of the logs is >= 0). An

@@ -46,8 +46,8 @@ void BM_ClGetDeviceInfo(benchmark::State& state) {
   }
   for (auto _ : state) {
     cl_uint units = 0;
-    cl_int st = clGetDeviceInfo(dev.device, CL_DEVICE_MAX_COMPUTE_UNITS, sizeof units, &units,
-                                nullptr);
+    cl_int st =
+        clGetDeviceInfo(dev.device, CL_DEVICE_MAX_COMPUTE_UNITS, sizeof units, &units, nullptr);
     benchmark::DoNotOptimize(st);
     benchmark::DoNotOptimize(units);
   }

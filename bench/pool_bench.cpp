@@ -81,7 +81,9 @@ struct PoolHeap {
 
 struct GlibcHeap {
   std::vector<void*> live;
-  GlibcHeap() { live = fragment([](size_t n) { return malloc(n); }, [](void* p) { free(p); }); }
+  GlibcHeap() {
+    live = fragment([](size_t n) { return malloc(n); }, [](void* p) { free(p); });
+  }
 };
 
 // Made once per process, before the first measurement; shared by the threads of a benchmark. An
@@ -153,7 +155,10 @@ void registerAll() {
   const struct {
     const char* name;
     size_t bytes;
-  } sizes[] = {{"4KiB", 4 << 10}, {"64KiB", 64 << 10}, {"1MiB", 1 << 20}, {"16MiB", 16 << 20},
+  } sizes[] = {{"4KiB", 4 << 10},
+               {"64KiB", 64 << 10},
+               {"1MiB", 1 << 20},
+               {"16MiB", 16 << 20},
                {"64MiB", 64 << 20}};
   for (const auto& s : sizes) {
     const size_t bytes = s.bytes;

@@ -130,13 +130,16 @@ int main(int argc, char** argv) {
         cl_event e1 = nullptr, e2 = nullptr, e3 = nullptr;
         cl_event* p = ev(&e1);
         cl_command_queue cq = to(p);
-        APP_CL(clEnqueueWriteBuffer(cq, dev, CL_TRUE, 0, bytes, host.data(), fenceList(), fencePtr(), p));
+        APP_CL(clEnqueueWriteBuffer(cq, dev, CL_TRUE, 0, bytes, host.data(), fenceList(),
+                                    fencePtr(), p));
         after(p), dropFence();
         p = ev(&e2), cq = to(p);
-        APP_CL(clEnqueueNDRangeKernel(cq, k, 1, nullptr, &global, nullptr, fenceList(), fencePtr(), p));
+        APP_CL(clEnqueueNDRangeKernel(cq, k, 1, nullptr, &global, nullptr, fenceList(), fencePtr(),
+                                      p));
         after(p), dropFence();
         p = ev(&e3), cq = to(p);
-        APP_CL(clEnqueueReadBuffer(cq, dev, CL_TRUE, 0, bytes, host.data(), fenceList(), fencePtr(), p));
+        APP_CL(clEnqueueReadBuffer(cq, dev, CL_TRUE, 0, bytes, host.data(), fenceList(), fencePtr(),
+                                   p));
         after(p), dropFence();
         done(e1), done(e2), done(e3);
       }
@@ -170,8 +173,9 @@ int main(int argc, char** argv) {
     return v[v.size() / 2];
   };
   const double base = median(perIter[0]);
-  printf("queue_cost: %zu B per transfer, %d iterations x %d rounds (median), 3 commands/iteration\n",
-         bytes, opt.iters, rounds);
+  printf(
+      "queue_cost: %zu B per transfer, %d iterations x %d rounds (median), 3 commands/iteration\n",
+      bytes, opt.iters, rounds);
   printf("%-10s %12s %14s %16s\n", "variant", "us/iter", "over plain", "per command us");
   for (size_t v = 0; v < std::size(variants); ++v) {
     const double m = median(perIter[v]);

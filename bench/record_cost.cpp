@@ -43,7 +43,8 @@ using hetopt::shim::Interceptor;
 // Fake handles: the interceptors only compare them (no driver is behind them).
 const uint64_t kContext = 0x800, kQueue = 0x1000, kBuffer = 0x2000, kKernel = 0x3000;
 
-void call(Interceptor* i, ApiId id, std::initializer_list<uint64_t> values, uint64_t result = CL_SUCCESS) {
+void call(Interceptor* i, ApiId id, std::initializer_list<uint64_t> values,
+          uint64_t result = CL_SUCCESS) {
   uint64_t args[16] = {};
   std::copy(values.begin(), values.end(), args);
   CallRecord c{id, static_cast<unsigned>(values.size()), args};
@@ -62,9 +63,12 @@ double loop(Interceptor* i, float* host, size_t bytes, size_t iters, size_t burs
     const size_t n = burst ? std::min(burst, iters - done) : iters;
     const auto start = std::chrono::steady_clock::now();
     for (size_t k = 0; k < n; ++k) {
-      call(i, ApiId::clEnqueueWriteBuffer, {kQueue, kBuffer, CL_TRUE, 0, bytes, reinterpret_cast<uint64_t>(host), 0, 0, 0});
-      call(i, ApiId::clEnqueueNDRangeKernel, {kQueue, kKernel, 1, 0, reinterpret_cast<uint64_t>(&global), 0, 0, 0, 0});
-      call(i, ApiId::clEnqueueReadBuffer, {kQueue, kBuffer, CL_TRUE, 0, bytes, reinterpret_cast<uint64_t>(host), 0, 0, 0});
+      call(i, ApiId::clEnqueueWriteBuffer,
+           {kQueue, kBuffer, CL_TRUE, 0, bytes, reinterpret_cast<uint64_t>(host), 0, 0, 0});
+      call(i, ApiId::clEnqueueNDRangeKernel,
+           {kQueue, kKernel, 1, 0, reinterpret_cast<uint64_t>(&global), 0, 0, 0, 0});
+      call(i, ApiId::clEnqueueReadBuffer,
+           {kQueue, kBuffer, CL_TRUE, 0, bytes, reinterpret_cast<uint64_t>(host), 0, 0, 0});
     }
     took += std::chrono::steady_clock::now() - start;
     done += n;
@@ -85,9 +89,12 @@ int main(int argc, char** argv) {
   size_t iters = 50000, rounds = 11;
   bool programOnly = false;
   for (int a = 1; a < argc; ++a) {
-    if (!strcmp(argv[a], "--program-only")) programOnly = true;
-    else if (!strcmp(argv[a], "--iters") && a + 1 < argc) iters = strtoull(argv[++a], nullptr, 10);
-    else if (!strcmp(argv[a], "--rounds") && a + 1 < argc) rounds = strtoull(argv[++a], nullptr, 10);
+    if (!strcmp(argv[a], "--program-only"))
+      programOnly = true;
+    else if (!strcmp(argv[a], "--iters") && a + 1 < argc)
+      iters = strtoull(argv[++a], nullptr, 10);
+    else if (!strcmp(argv[a], "--rounds") && a + 1 < argc)
+      rounds = strtoull(argv[++a], nullptr, 10);
   }
   char dir[] = "/tmp/hetopt-record-cost.XXXXXX";
   if (!mkdtemp(dir)) return perror("mkdtemp"), 1;
@@ -112,18 +119,20 @@ int main(int argc, char** argv) {
   for (Interceptor* i : {static_cast<Interceptor*>(&count), static_cast<Interceptor*>(trace)}) {
     call(i, ApiId::clCreateContext, {0, 0, 0, 0, 0, 0}, kContext);
     call(i, ApiId::clCreateCommandQueue, {kContext, 0, 0, 0}, kQueue);
-    call(i, ApiId::clSetKernelArg, {kKernel, 0, sizeof(cl_mem), reinterpret_cast<uint64_t>(&kBuffer)});
+    call(i, ApiId::clSetKernelArg,
+         {kKernel, 0, sizeof(cl_mem), reinterpret_cast<uint64_t>(&kBuffer)});
     call(i, ApiId::clSetKernelArg, {kKernel, 1, sizeof a, reinterpret_cast<uint64_t>(&a)});
   }
 
   std::vector<double> countNs, traceNs, programNs;
   // The recording thread has taken everything queued (the ring is empty again).
   const auto caughtUp = [&] {
-    while (!trace->stream().ring().empty()) std::this_thread::sleep_for(std::chrono::microseconds(200));
+    while (!trace->stream().ring().empty())
+      std::this_thread::sleep_for(std::chrono::microseconds(200));
   };
-  const size_t burst = 256;  // 768 calls: a fraction of the ring
+  const size_t burst = 256;                     // 768 calls: a fraction of the ring
   loop(trace, host.data(), bytes, iters / 10);  // warm-up: the trace's loop structure settles
-  for (size_t r = 0; r < rounds; ++r) {  // interleaved, so drift hits all alike
+  for (size_t r = 0; r < rounds; ++r) {         // interleaved, so drift hits all alike
     countNs.push_back(loop(&count, host.data(), bytes, iters));
     caughtUp();
     programNs.push_back(loop(trace, host.data(), bytes, iters, burst, caughtUp));
@@ -134,18 +143,25 @@ int main(int argc, char** argv) {
   volatile uint64_t sink = 0;  // kept: the reads are not optimized away
   for (int k = 0; k < 1000000; ++k) sink = sink + hetopt::trace::monotonicNs();
   const double clockNs =
-      std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - clockStart).count() / 1e6;
+      std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - clockStart)
+          .count() /
+      1e6;
   trace->processExit();
-  printf("record_cost: loop_wkr's calls (write, launch, read of 4 KiB), %zu iterations x %zu rounds (median), no driver\n",
-         iters, rounds);
+  printf(
+      "record_cost: loop_wkr's calls (write, launch, read of 4 KiB), %zu iterations x %zu rounds "
+      "(median), no driver\n",
+      iters, rounds);
   // The fastest round too: on a shared machine it is the steadier estimate of the work itself.
-  printf("count mode (interception)  %7.1f ns/call  (fastest round %.1f)\n", median(countNs), fastest(countNs));
+  printf("count mode (interception)  %7.1f ns/call  (fastest round %.1f)\n", median(countNs),
+         fastest(countNs));
   printf("trace mode, program thread %7.1f ns/call  (fastest round %.1f; +%.1f over count)\n",
          median(programNs), fastest(programNs), median(programNs) - median(countNs));
   printf("one clock read             %7.1f ns       (trace mode reads two per call)\n", clockNs);
   if (!programOnly)
-    printf("trace mode, back to back   %7.1f ns/call  (fastest round %.1f: the recording thread's pace)\n",
-           median(traceNs), fastest(traceNs));
+    printf(
+        "trace mode, back to back   %7.1f ns/call  (fastest round %.1f: the recording thread's "
+        "pace)\n",
+        median(traceNs), fastest(traceNs));
   unlink(tracePath.c_str());
   rmdir(dir);
   return 0;

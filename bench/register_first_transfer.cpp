@@ -140,7 +140,8 @@ void resolveCl() {
 // First block whose base is above p (under s_lock); the block holding p, if any, is the one before.
 size_t upper(const void* p) {
   return std::upper_bound(s_blocks, s_blocks + s_count, static_cast<const char*>(p),
-                          [](const char* a, const Block& b) { return a < b.base; }) - s_blocks;
+                          [](const char* a, const Block& b) { return a < b.base; }) -
+         s_blocks;
 }
 
 // A new block of n bytes at p (null: none); returns p.
@@ -162,7 +163,8 @@ void* track(void* p, size_t n) {
 // Before a block goes back to the allocator: forgets it, releases its buffer. Returns its size
 // (0 when it was not tracked).
 size_t untrack(void* p) {
-  if (s_real.malloc_usable_size(p) < kMinBytes) return 0;  // cheap filter: small blocks never tracked
+  if (s_real.malloc_usable_size(p) < kMinBytes)
+    return 0;  // cheap filter: small blocks never tracked
   pthread_mutex_lock(&s_lock);
   size_t i = upper(p);
   if (i == 0 || s_blocks[i - 1].base != p) {
@@ -186,7 +188,8 @@ void firstTransfer(cl_command_queue queue, const void* p) {
   pthread_mutex_lock(&s_lock);
   size_t i = upper(p);
   Block* b = i ? &s_blocks[i - 1] : nullptr;
-  if (!b || static_cast<const char*>(p) >= b->base + b->size || b->buffer || b->registering || b->yielded) {
+  if (!b || static_cast<const char*>(p) >= b->base + b->size || b->buffer || b->registering ||
+      b->yielded) {
     pthread_mutex_unlock(&s_lock);
     return;
   }
@@ -198,9 +201,9 @@ void firstTransfer(cl_command_queue queue, const void* p) {
   Inside in;
   cl_context context = nullptr;
   cl_int err = s_cl.queueInfo(queue, CL_QUEUE_CONTEXT, sizeof context, &context, nullptr);
-  cl_mem buffer = err == CL_SUCCESS
-                      ? s_cl.create(context, CL_MEM_READ_WRITE | CL_MEM_USE_HOST_PTR, size, base, &err)
-                      : nullptr;
+  cl_mem buffer = err == CL_SUCCESS ? s_cl.create(context, CL_MEM_READ_WRITE | CL_MEM_USE_HOST_PTR,
+                                                  size, base, &err)
+                                    : nullptr;
   if (err != CL_SUCCESS) buffer = nullptr, ++s_failed;
   pthread_mutex_lock(&s_lock);
   i = upper(base);
@@ -235,7 +238,8 @@ void yield(const void* p) {
 }
 
 // The first host byte a Rect transfer touches.
-const void* rectStart(const void* p, const size_t* origin, const size_t* region, size_t row, size_t slice) {
+const void* rectStart(const void* p, const size_t* origin, const size_t* region, size_t row,
+                      size_t slice) {
   row = row ? row : region[0];
   slice = slice ? slice : region[1] * row;
   return static_cast<const char*>(p) + origin[2] * slice + origin[1] * row + origin[0];
@@ -307,31 +311,34 @@ EXPORT cl_mem clCreateBuffer(cl_context c, cl_mem_flags flags, size_t size, void
   return s_cl.create(c, flags, size, p, err);
 }
 
-EXPORT cl_int clEnqueueWriteBuffer(cl_command_queue q, cl_mem b, cl_bool blk, size_t off, size_t size, const void* p,
-                                   cl_uint n, const cl_event* w, cl_event* e) {
+EXPORT cl_int clEnqueueWriteBuffer(cl_command_queue q, cl_mem b, cl_bool blk, size_t off,
+                                   size_t size, const void* p, cl_uint n, const cl_event* w,
+                                   cl_event* e) {
   resolveCl();
   firstTransfer(q, p);
   return s_cl.write(q, b, blk, off, size, p, n, w, e);
 }
 
-EXPORT cl_int clEnqueueReadBuffer(cl_command_queue q, cl_mem b, cl_bool blk, size_t off, size_t size, void* p,
-                                  cl_uint n, const cl_event* w, cl_event* e) {
+EXPORT cl_int clEnqueueReadBuffer(cl_command_queue q, cl_mem b, cl_bool blk, size_t off,
+                                  size_t size, void* p, cl_uint n, const cl_event* w, cl_event* e) {
   resolveCl();
   firstTransfer(q, p);
   return s_cl.read(q, b, blk, off, size, p, n, w, e);
 }
 
-EXPORT cl_int clEnqueueWriteBufferRect(cl_command_queue q, cl_mem b, cl_bool blk, const size_t* bo, const size_t* ho,
-                                       const size_t* r, size_t brp, size_t bsp, size_t hrp, size_t hsp,
-                                       const void* p, cl_uint n, const cl_event* w, cl_event* e) {
+EXPORT cl_int clEnqueueWriteBufferRect(cl_command_queue q, cl_mem b, cl_bool blk, const size_t* bo,
+                                       const size_t* ho, const size_t* r, size_t brp, size_t bsp,
+                                       size_t hrp, size_t hsp, const void* p, cl_uint n,
+                                       const cl_event* w, cl_event* e) {
   resolveCl();
   firstTransfer(q, rectStart(p, ho, r, hrp, hsp));
   return s_cl.writeRect(q, b, blk, bo, ho, r, brp, bsp, hrp, hsp, p, n, w, e);
 }
 
-EXPORT cl_int clEnqueueReadBufferRect(cl_command_queue q, cl_mem b, cl_bool blk, const size_t* bo, const size_t* ho,
-                                      const size_t* r, size_t brp, size_t bsp, size_t hrp, size_t hsp, void* p,
-                                      cl_uint n, const cl_event* w, cl_event* e) {
+EXPORT cl_int clEnqueueReadBufferRect(cl_command_queue q, cl_mem b, cl_bool blk, const size_t* bo,
+                                      const size_t* ho, const size_t* r, size_t brp, size_t bsp,
+                                      size_t hrp, size_t hsp, void* p, cl_uint n, const cl_event* w,
+                                      cl_event* e) {
   resolveCl();
   firstTransfer(q, rectStart(p, ho, r, hrp, hsp));
   return s_cl.readRect(q, b, blk, bo, ho, r, brp, bsp, hrp, hsp, p, n, w, e);

@@ -11,8 +11,8 @@
 #include <memory>
 
 #include "characterize/host_info.h"
-#include "common/units.h"
 #include "common/log.h"
+#include "common/units.h"
 #include "hetopt/version.h"
 #include "policies/os_memory.h"
 #include "policies/policy.h"
@@ -66,8 +66,8 @@ std::vector<uint64_t> sizeSeries(uint64_t max) {
 }
 
 uint32_t blockSeed(PolicyKind p, size_t block, uint64_t size) {
-  uint64_t x = (static_cast<uint64_t>(p) + 1) * 0x9e3779b97f4a7c15ull ^ (block + 1) * 0xbf58476d1ce4e5b9ull ^
-               size * 0x94d049bb133111ebull;
+  uint64_t x = (static_cast<uint64_t>(p) + 1) * 0x9e3779b97f4a7c15ull ^
+               (block + 1) * 0xbf58476d1ce4e5b9ull ^ size * 0x94d049bb133111ebull;
   return static_cast<uint32_t>(x ^ (x >> 32)) | 1u;
 }
 
@@ -173,11 +173,10 @@ class Tracker {
       a.state = PolicyAvailability::State::Available;
       a.reason = m_note;
     } else {
-      a.state = a.maxSize ? PolicyAvailability::State::Partial
-                          : PolicyAvailability::State::Unavailable;
-      a.reason = a.maxSize ? "fails at " + formatBytes(m_firstFail) + ": " +
-                                 m_failReason
-                           : m_failReason;
+      a.state =
+          a.maxSize ? PolicyAvailability::State::Partial : PolicyAvailability::State::Unavailable;
+      a.reason =
+          a.maxSize ? "fails at " + formatBytes(m_firstFail) + ": " + m_failReason : m_failReason;
     }
     return a;
   }
@@ -195,8 +194,8 @@ using Op = std::function<double(bool record)>;
 
 /// Runs every op per the plan, interleaved: each round runs each unfinished op once, starting at a
 /// rotating position. Time-correlated noise (a neighbour on the CPU, a vCPU waking up, the driver's
-/// worker thread going to sleep) then hits every policy alike instead of whole points of one policy.
-/// Returns, per op, whether it succeeded.
+/// worker thread going to sleep) then hits every policy alike instead of whole points of one
+/// policy. Returns, per op, whether it succeeded.
 std::vector<bool> repeatInterleaved(const RepPlan& plan, const std::vector<Op>& ops) {
   const size_t n = ops.size();
   std::vector<bool> ok(n, true), done(n, false);
@@ -241,7 +240,8 @@ struct Blocks {
   Blocks() = default;
   Blocks(const Blocks&) = delete;
   Blocks& operator=(const Blocks&) = delete;
-  Blocks(Blocks&& o) noexcept : policy(o.policy), allocs(std::move(o.allocs)), owned(std::move(o.owned)) {
+  Blocks(Blocks&& o) noexcept
+      : policy(o.policy), allocs(std::move(o.allocs)), owned(std::move(o.owned)) {
     o.allocs.clear();
     o.owned.clear();
   }
@@ -252,8 +252,9 @@ struct Blocks {
   void releaseAll() {
     for (Allocation& a : allocs) {
       PolicyStatus r = policy->release(&a);
-      if (!r) throw BenchError{std::string("releasing ") + policyName(policy->kind()) +
-                               " memory failed: " + reasonText(r)};
+      if (!r)
+        throw BenchError{std::string("releasing ") + policyName(policy->kind()) +
+                         " memory failed: " + reasonText(r)};
     }
     allocs.clear();
     for (void* p : owned) free(p);
@@ -353,8 +354,9 @@ class DeviceBench {
         }
         PolicyStatus r = policy.release(&a);
         double t2 = nowNs();
-        if (!r) throw BenchError{std::string("releasing ") + policyName(policy.kind()) +
-                                 " memory failed: " + reasonText(r)};
+        if (!r)
+          throw BenchError{std::string("releasing ") + policyName(policy.kind()) +
+                           " memory failed: " + reasonText(r)};
         if (record) {
           pt->alloc.timesNs.push_back(t1 - t0);
           pt->release.timesNs.push_back(t2 - t1);
@@ -466,9 +468,9 @@ class DeviceBench {
           m_run->samples.push_back(std::move(s));
         }
         // One step of transferSizeWeight(): the bar moves during the large sizes too.
-        m_progress->advance(transferWeight(size, c) * kPolicyCount,
-                            formatBytes(size) +
-                                (dir == Measure::H2D ? " h2d x" : " d2h x") + std::to_string(c));
+        m_progress->advance(
+            transferWeight(size, c) * kPolicyCount,
+            formatBytes(size) + (dir == Measure::H2D ? " h2d x" : " d2h x") + std::to_string(c));
       }
     }
     for (const Blocks& b : held) {
@@ -477,9 +479,9 @@ class DeviceBench {
         size_t bad = verifyPattern(b.allocs[i].ptr, size, blockSeed(kind, i, size));
         if (bad != SIZE_MAX)
           throw BenchError{std::string("wrong data after a host->device->host round trip from ") +
-                           policyName(kind) + " memory (" + formatBytes(size) +
-                           ", queue " + std::to_string(i) + ", first bad byte at offset " +
-                           std::to_string(bad) + ")"};
+                           policyName(kind) + " memory (" + formatBytes(size) + ", queue " +
+                           std::to_string(i) + ", first bad byte at offset " + std::to_string(bad) +
+                           ")"};
       }
     }
     for (Blocks& b : held) b.releaseAll();
@@ -491,19 +493,21 @@ class DeviceBench {
     const char* what = h2d ? "clEnqueueWriteBuffer" : "clEnqueueReadBuffer";
     double t0 = nowNs();
     if (c == 1) {
-      // One transfer: blocking, as most applications issue it (and as design notes sec. 4 measured).
-      cl_int err = h2d ? clEnqueueWriteBuffer(m_session.queue(0), m_session.buffer(policy, 0), CL_TRUE, 0,
-                                              size, blocks[0].ptr, 0, nullptr, nullptr)
-                       : clEnqueueReadBuffer(m_session.queue(0), m_session.buffer(policy, 0), CL_TRUE, 0,
-                                             size, blocks[0].ptr, 0, nullptr, nullptr);
+      // One transfer: blocking, as most applications issue it (and as design notes sec. 4
+      // measured).
+      cl_int err = h2d ? clEnqueueWriteBuffer(m_session.queue(0), m_session.buffer(policy, 0),
+                                              CL_TRUE, 0, size, blocks[0].ptr, 0, nullptr, nullptr)
+                       : clEnqueueReadBuffer(m_session.queue(0), m_session.buffer(policy, 0),
+                                             CL_TRUE, 0, size, blocks[0].ptr, 0, nullptr, nullptr);
       clCheck(err, what);
     } else {
       // Enqueue all, flush all, then wait: finishing queue 0 first would start the others late.
       for (int i = 0; i < c; ++i) {
-        cl_int err = h2d ? clEnqueueWriteBuffer(m_session.queue(i), m_session.buffer(policy, i), CL_FALSE,
-                                                0, size, blocks[i].ptr, 0, nullptr, nullptr)
-                         : clEnqueueReadBuffer(m_session.queue(i), m_session.buffer(policy, i), CL_FALSE, 0,
-                                               size, blocks[i].ptr, 0, nullptr, nullptr);
+        cl_int err =
+            h2d ? clEnqueueWriteBuffer(m_session.queue(i), m_session.buffer(policy, i), CL_FALSE, 0,
+                                       size, blocks[i].ptr, 0, nullptr, nullptr)
+                : clEnqueueReadBuffer(m_session.queue(i), m_session.buffer(policy, i), CL_FALSE, 0,
+                                      size, blocks[i].ptr, 0, nullptr, nullptr);
         clCheck(err, what);
       }
       for (int i = 0; i < c; ++i) clCheck(clFlush(m_session.queue(i)), "clFlush");
@@ -556,8 +560,8 @@ BenchPlan makeBenchPlan(const BenchConfig& config, uint64_t hostAvailable, uint6
   auto cap = [&](uint64_t* value, uint64_t limit, const char* which, const char* why) {
     if (limit == 0 || limit >= *value) return;
     *value = std::max<uint64_t>(limit, kKiB);
-    plan.notes.push_back(std::string(which) + " sizes capped at " +
-                         formatBytes(*value) + " by " + why);
+    plan.notes.push_back(std::string(which) + " sizes capped at " + formatBytes(*value) + " by " +
+                         why);
   };
   if (config.maxSize) {
     cap(&allocMax, config.maxSize, "allocation", "--max-size");
@@ -572,7 +576,7 @@ BenchPlan makeBenchPlan(const BenchConfig& config, uint64_t hostAvailable, uint6
   cap(&transferMax, hostAvailable / (4 * hostBlocks), "transfer", "free host memory");
   cap(&transferMax, deviceMaxAlloc, "transfer", "CL_DEVICE_MAX_MEM_ALLOC_SIZE");
   cap(&transferMax, deviceGlobalMem / (2 * blocks), "transfer", "device memory");
-    plan.allocSizes = sizeSeries(allocMax);
+  plan.allocSizes = sizeSeries(allocMax);
   plan.transferSizes = sizeSeries(transferMax);
   return plan;
 }
@@ -615,8 +619,8 @@ bool runBenchmarks(const ClDevice& device, const BenchConfig& config, Progress* 
             "clGetDeviceInfo(CL_DEVICE_MAX_MEM_ALLOC_SIZE)");
     // A CPU device's buffers are host memory too.
     bool inHost = device.hostUnifiedMemory || (device.type & CL_DEVICE_TYPE_CPU);
-    BenchPlan plan = makeBenchPlan(config, os::availableHostMemory(), device.globalMemBytes,
-                                   maxAlloc, inHost);
+    BenchPlan plan =
+        makeBenchPlan(config, os::availableHostMemory(), device.globalMemBytes, maxAlloc, inHost);
     for (const std::string& n : plan.notes) progress->note(n);
     ClSession session(device, plan.maxConcurrency, plan.transferSizes.back());
     PolicyEnv env;

@@ -25,9 +25,12 @@ bool usableAt(const CharacterizationRun& run, PolicyKind p, double size) {
   const PolicyAvailability* a = run.findPolicy(p);
   if (!a) return false;
   switch (a->state) {
-    case PolicyAvailability::State::Available: return true;
-    case PolicyAvailability::State::Partial: return size <= static_cast<double>(a->maxSize);
-    case PolicyAvailability::State::Unavailable: return false;
+    case PolicyAvailability::State::Available:
+      return true;
+    case PolicyAvailability::State::Partial:
+      return size <= static_cast<double>(a->maxSize);
+    case PolicyAvailability::State::Unavailable:
+      return false;
   }
   return false;
 }
@@ -70,7 +73,8 @@ bool measurementsConfirm(const CharacterizationRun& run, PolicyKind p, Direction
     if (s.kind != Measure::H2D || s.policy != PolicyKind::Standard || s.concurrency != 1 ||
         x < size / std::sqrt(2.0) * 0.999 || x > size * std::sqrt(2.0) * 1.001)
       continue;
-    double mp = measuredNs(run, p, d, s.size), ms = measuredNs(run, PolicyKind::Standard, d, s.size);
+    double mp = measuredNs(run, p, d, s.size),
+           ms = measuredNs(run, PolicyKind::Standard, d, s.size);
     if (mp <= 0 || ms <= 0) continue;
     if (ms <= mp * (1 + r.similarRel / 2) || ms - mp <= r.similarAbsNs) {
       char buf[160];
@@ -135,7 +139,8 @@ Choice choose(const CharacterizationRun& run, Direction d, double size, const De
   };
   for (const Candidate& k : cands) {
     if (!similar(k)) continue;
-    if (!pick || k.rank < pick->rank || (k.rank == pick->rank && price(k) < price(*pick))) pick = &k;
+    if (!pick || k.rank < pick->rank || (k.rank == pick->rank && price(k) < price(*pick)))
+      pick = &k;
   }
   // The preferred policy must also beat standard clearly: one that merely ties with standard while
   // standard trails the fastest by a little more than the margin gains nothing.
@@ -192,10 +197,10 @@ Choice choose(const CharacterizationRun& run, Direction d, double size, const De
   } else if (std::isinf(pick->extraAlloc)) {
     snprintf(buf, sizeof buf, "; allocation cost unknown: pool");
   } else {
-    snprintf(buf, sizeof buf, "; allocation +%s exceeds one transfer's saving %s: pool%s",
-             formatDuration(pick->extraAlloc).c_str(), formatDuration(gain).c_str(),
-             allocationOverlapsContextCreation(pick->p) ? " (prepared during context creation)"
-                                                        : "");
+    snprintf(
+        buf, sizeof buf, "; allocation +%s exceeds one transfer's saving %s: pool%s",
+        formatDuration(pick->extraAlloc).c_str(), formatDuration(gain).c_str(),
+        allocationOverlapsContextCreation(pick->p) ? " (prepared during context creation)" : "");
   }
   c.reason += buf;
   return c;
@@ -251,7 +256,8 @@ std::vector<Decision> decide(const CharacterizationRun& run, const DecisionRules
     // real regime change is a step, not a bump): that octave follows its neighbours.
     for (size_t i = 1; i + 1 < choices.size(); ++i) {
       const Choice &prev = choices[i - 1], &next = choices[i + 1];
-      if (choices[i].policy == prev.policy || prev.policy != next.policy || prev.alloc != next.alloc)
+      if (choices[i].policy == prev.policy || prev.policy != next.policy ||
+          prev.alloc != next.alloc)
         continue;
       Choice c = prev;
       c.standardNs = transferNs(run, PolicyKind::Standard, d, refOf(i));
@@ -311,8 +317,8 @@ std::string formatMeasuredSummary(const CharacterizationRun& run) {
   auto at = [&](Measure m, PolicyKind p, int c, uint64_t atMost) -> const Sample* {
     const Sample* best = nullptr;
     for (const Sample& s : run.samples)
-      if (s.kind == m && s.policy == p && s.concurrency == c && s.size <= atMost && s.medianNs > 0 &&
-          (!best || s.size > best->size))
+      if (s.kind == m && s.policy == p && s.concurrency == c && s.size <= atMost &&
+          s.medianNs > 0 && (!best || s.size > best->size))
         best = &s;
     return best;
   };
@@ -324,11 +330,11 @@ std::string formatMeasuredSummary(const CharacterizationRun& run) {
   if (!ref) return "";
   char line[256];
   std::string bw = formatBytes(ref->size);
-  std::string conc = std::to_string(maxC) + "x" +
-                     (refC ? formatBytes(refC->size) : std::string("?"));
-  snprintf(line, sizeof line, "  %-9s %13s %13s %15s %15s %12s %12s\n", "measured", ("H2D@" + bw).c_str(),
-           ("D2H@" + bw).c_str(), ("H2D " + conc).c_str(), ("D2H " + conc).c_str(), "alloc 64MiB",
-           "alloc 256MiB");
+  std::string conc =
+      std::to_string(maxC) + "x" + (refC ? formatBytes(refC->size) : std::string("?"));
+  snprintf(line, sizeof line, "  %-9s %13s %13s %15s %15s %12s %12s\n", "measured",
+           ("H2D@" + bw).c_str(), ("D2H@" + bw).c_str(), ("H2D " + conc).c_str(),
+           ("D2H " + conc).c_str(), "alloc 64MiB", "alloc 256MiB");
   std::string out = line;
   auto gbs = [](const Sample* s) {
     char b[32];
@@ -345,8 +351,8 @@ std::string formatMeasuredSummary(const CharacterizationRun& run) {
   for (PolicyKind p : kAllPolicies) {
     const Sample* h = at(Measure::H2D, p, 1, ref->size);
     if (!h) continue;
-    snprintf(line, sizeof line, "  %-9s %13s %13s %15s %15s %12s %12s\n", policyName(p), gbs(h).c_str(),
-             gbs(at(Measure::D2H, p, 1, ref->size)).c_str(),
+    snprintf(line, sizeof line, "  %-9s %13s %13s %15s %15s %12s %12s\n", policyName(p),
+             gbs(h).c_str(), gbs(at(Measure::D2H, p, 1, ref->size)).c_str(),
              gbs(refC ? at(Measure::H2D, p, maxC, refC->size) : nullptr).c_str(),
              gbs(refC ? at(Measure::D2H, p, maxC, refC->size) : nullptr).c_str(),
              allocAt(p, k64).c_str(), allocAt(p, k256).c_str());
@@ -359,8 +365,7 @@ std::string formatPolicySummary(const CharacterizationRun& run) {
   std::string out;
   for (const PolicyAvailability& p : run.policies) {
     out += "  " + std::string(policyName(p.policy)) + ": " + availabilityName(p.state);
-    if (p.state == PolicyAvailability::State::Partial)
-      out += " up to " + formatBytes(p.maxSize);
+    if (p.state == PolicyAvailability::State::Partial) out += " up to " + formatBytes(p.maxSize);
     if (!p.reason.empty()) out += " (" + p.reason + ")";
     out += "\n";
   }

@@ -12,8 +12,8 @@ namespace {
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
 struct LineFit {
-  double a = 0;       ///< latency, ns
-  double c = 0;       ///< ns per byte
+  double a = 0;        ///< latency, ns
+  double c = 0;        ///< ns per byte
   double cost = kInf;  ///< sum of squared relative residuals
 };
 
@@ -44,7 +44,8 @@ LineFit fitLine(const std::vector<FitPoint>& p, size_t lo, size_t hi) {
     if (cost < best.cost) best = {a, cScaled / xs, cost};
   };
   double det = sw * swxx - swx * swx;
-  if (det > 1e-12 * sw * swxx) consider((swy * swxx - swx * swxy) / det, (sw * swxy - swx * swy) / det);
+  if (det > 1e-12 * sw * swxx)
+    consider((swy * swxx - swx * swxy) / det, (sw * swxy - swx * swy) / det);
   consider(swy / sw, 0.0);                   // pure latency
   if (swxx > 0) consider(0.0, swxy / swxx);  // pure bandwidth
   return best;

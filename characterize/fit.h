@@ -26,10 +26,10 @@ struct Segment {
 struct CostFunction {
   static constexpr int kMaxSegments = 3;
   std::array<Segment, kMaxSegments> segments{};
-  int count = 0;           ///< regimes in use; 0: no fit
-  double rmsRelErr = 0;    ///< root-mean-square of (predicted - measured) / measured
-  double maxRelErr = 0;    ///< worst |predicted - measured| / measured
-  int points = 0;          ///< measurements fitted
+  int count = 0;                    ///< regimes in use; 0: no fit
+  double rmsRelErr = 0;             ///< root-mean-square of (predicted - measured) / measured
+  double maxRelErr = 0;             ///< worst |predicted - measured| / measured
+  int points = 0;                   ///< measurements fitted
   double sizeMin = 0, sizeMax = 0;  ///< measured size range (evaluation outside it extrapolates)
 
   bool valid() const { return count > 0; }

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-/** @file Facts about the host that key a characterization (implemented per OS: host_info_linux.cpp). */
+/** @file Facts about the host that key a characterization (implemented per OS:
+ * host_info_linux.cpp). */
 #pragma once
 #include <string>
 

@@ -39,7 +39,7 @@ struct RunInfo {
   std::string createdUtc;  ///< ISO 8601
   bool quick = false;
   double durationS = 0;
-  uint64_t memlockLimit = 0;  ///< RLIMIT_MEMLOCK at measurement time (UINT64_MAX unlimited)
+  uint64_t memlockLimit = 0;     ///< RLIMIT_MEMLOCK at measurement time (UINT64_MAX unlimited)
   bool lockBeyondLimit = false;  ///< CAP_IPC_LOCK held
   /// "platform / device [TYPE, driver X]", as printed.
   std::string describe() const;
@@ -48,8 +48,8 @@ struct RunInfo {
 struct PolicyAvailability {
   PolicyKind policy = PolicyKind::Standard;
   enum class State : uint8_t { Available, Partial, Unavailable } state = State::Available;
-  std::string reason;      ///< why not (unavailable) or why it stops (partial); empty otherwise
-  uint64_t maxSize = 0;    ///< largest size measured for this policy (0: none)
+  std::string reason;    ///< why not (unavailable) or why it stops (partial); empty otherwise
+  uint64_t maxSize = 0;  ///< largest size measured for this policy (0: none)
 };
 const char* availabilityName(PolicyAvailability::State s);
 
@@ -57,8 +57,8 @@ const char* availabilityName(PolicyAvailability::State s);
 struct Sample {
   Measure kind = Measure::H2D;
   PolicyKind policy = PolicyKind::Standard;
-  int concurrency = 1;  ///< concurrent transfers (separate queues); 1 for alloc/free
-  uint64_t size = 0;    ///< bytes per transfer (per queue) or per allocation
+  int concurrency = 1;          ///< concurrent transfers (separate queues); 1 for alloc/free
+  uint64_t size = 0;            ///< bytes per transfer (per queue) or per allocation
   std::vector<double> timesNs;  ///< every repetition, in order
   double medianNs = 0, q1Ns = 0, q3Ns = 0, minNs = 0, maxNs = 0;
   /// Fills the statistics from timesNs.

@@ -24,11 +24,16 @@ namespace {
 
 const char* policyColor(PolicyKind p) {
   switch (p) {
-    case PolicyKind::Standard: return "#404040";
-    case PolicyKind::Locked: return "#e69f00";
-    case PolicyKind::OpenCL: return "#0072b2";
-    case PolicyKind::Hybrid: return "#009e73";
-    case PolicyKind::Register: return "#d55e00";
+    case PolicyKind::Standard:
+      return "#404040";
+    case PolicyKind::Locked:
+      return "#e69f00";
+    case PolicyKind::OpenCL:
+      return "#0072b2";
+    case PolicyKind::Hybrid:
+      return "#009e73";
+    case PolicyKind::Register:
+      return "#d55e00";
   }
   return "#000000";
 }
@@ -44,7 +49,8 @@ std::vector<const Sample*> curve(const CharacterizationRun& run, Measure m, Poli
   std::vector<const Sample*> out;
   for (const Sample& s : run.samples)
     if (s.kind == m && s.policy == p && s.concurrency == c && s.medianNs > 0) out.push_back(&s);
-  std::sort(out.begin(), out.end(), [](const Sample* a, const Sample* b) { return a->size < b->size; });
+  std::sort(out.begin(), out.end(),
+            [](const Sample* a, const Sample* b) { return a->size < b->size; });
   return out;
 }
 
@@ -61,9 +67,8 @@ std::string sizeTics(double maxSize) {
 
 // Time axis: a tic every power of 10 covering [lo, hi].
 std::string timeTics(double lo, double hi) {
-  static const char* const kLabels[] = {"1 ns",  "10 ns", "100 ns", "1 us",  "10 us",
-                                        "100 us", "1 ms", "10 ms",  "100 ms", "1 s",
-                                        "10 s",  "100 s"};
+  static const char* const kLabels[] = {"1 ns", "10 ns", "100 ns", "1 us", "10 us", "100 us",
+                                        "1 ms", "10 ms", "100 ms", "1 s",  "10 s",  "100 s"};
   std::string t = "(";
   for (int e = 0; e < 12; ++e) {
     double v = std::pow(10.0, e);
@@ -73,7 +78,6 @@ std::string timeTics(double lo, double hi) {
   }
   return t + ")";
 }
-
 
 }  // namespace
 
@@ -128,8 +132,8 @@ bool writePlotFiles(const CharacterizationRun& run, const std::string& dir, cons
       std::string name = blockName(measureName(m), p);
       dat += "# " + name + " size_bytes median_ns q1_ns q3_ns\n";
       for (const Sample* s : pts) {
-        snprintf(line, sizeof line, "%llu %.6g %.6g %.6g\n", static_cast<unsigned long long>(s->size),
-                 s->medianNs, s->q1Ns, s->q3Ns);
+        snprintf(line, sizeof line, "%llu %.6g %.6g %.6g\n",
+                 static_cast<unsigned long long>(s->size), s->medianNs, s->q1Ns, s->q3Ns);
         dat += line;
         if (m == Measure::Alloc) {
           minAlloc = std::min(minAlloc, static_cast<double>(s->size));
@@ -234,11 +238,14 @@ set tics nomirror
   std::string allocPlot = plotList(Measure::Alloc, 0, "1:2", "1:2");
   if (!allocPlot.empty()) {
     gp += "set output " + gnuplotQuote(slug + "-alloc") + ".ext\n";
-    gp += "set title " + gnuplotTitle("Allocation cost per policy (points: median, lines: fit) - " + device, 1400, 11) +
+    gp += "set title " +
+          gnuplotTitle("Allocation cost per policy (points: median, lines: fit) - " + device, 1400,
+                       11) +
           "\n";
     gp += "set logscale xy\nset xlabel \"allocation size\"\nset ylabel \"time to allocate\"\n";
     gp += "set xtics " + sizeTics(maxAlloc) + "\n";
-    gp += "set xrange [" + std::to_string(minAlloc / 1.3) + ":" + std::to_string(maxAlloc * 1.3) + "]\n";
+    gp += "set xrange [" + std::to_string(minAlloc / 1.3) + ":" + std::to_string(maxAlloc * 1.3) +
+          "]\n";
     gp += "set ytics " + timeTics(minTime, maxTime) + "\n";
     gp += "plot " + allocPlot + "\n";
     gp += "unset logscale y\nset ytics autofreq\n";
@@ -246,16 +253,21 @@ set tics nomirror
   // Transfers, one transfer at a time.
   gp += "set output " + gnuplotQuote(slug + "-transfer") + ".ext\n";
   gp += "set multiplot layout 1,2 title " +
-        gnuplotTitle("Transfer bandwidth per policy, one transfer (points: median, lines: fit) - " + device, 1400, 11) +
+        gnuplotTitle(
+            "Transfer bandwidth per policy, one transfer (points: median, lines: fit) - " + device,
+            1400, 11) +
         "\n";
   gp += "set logscale x\nunset logscale y\nset yrange [0:*]\nset xlabel \"transfer size\"\n";
   gp += "set ylabel \"bandwidth (GB/s)\"\nset xtics " + sizeTics(maxTransfer) + "\n";
-  gp += "set xrange [" + std::to_string(minTransfer / 1.3) + ":" + std::to_string(maxTransfer * 1.3) + "]\n";
+  gp += "set xrange [" + std::to_string(minTransfer / 1.3) + ":" +
+        std::to_string(maxTransfer * 1.3) + "]\n";
   for (Measure m : {Measure::H2D, Measure::D2H}) {
     std::string p = plotList(m, 1, "1:5", "1:3");
-    gp += std::string("set title ") + (m == Measure::H2D ? "\"host to device\"" : "\"device to host\"") + "\n";
-    gp += p.empty() ? "set label 1 \"no data\" at graph 0.5,0.5 center\nplot 0 notitle\nunset label 1\n"
-                    : "plot " + p + "\n";
+    gp += std::string("set title ") +
+          (m == Measure::H2D ? "\"host to device\"" : "\"device to host\"") + "\n";
+    gp += p.empty()
+              ? "set label 1 \"no data\" at graph 0.5,0.5 center\nplot 0 notitle\nunset label 1\n"
+              : "plot " + p + "\n";
   }
   gp += "unset multiplot\n";
   // Concurrency.
@@ -267,7 +279,8 @@ set tics nomirror
         "\n";
   // Its lines run across the whole plot at every height: the key goes under it, never over them.
   gp += "set key below horizontal box opaque\n";
-  gp += "unset logscale x\nset xrange [0.5:" + std::to_string(maxConcurrency) + ".5]\nset xtics 1\n";
+  gp +=
+      "unset logscale x\nset xrange [0.5:" + std::to_string(maxConcurrency) + ".5]\nset xtics 1\n";
   gp += "set xlabel \"concurrent transfers\"\nset ylabel \"aggregate bandwidth (GB/s)\"\n";
   for (Measure m : {Measure::H2D, Measure::D2H}) {
     std::string cmd;
@@ -278,9 +291,11 @@ set tics nomirror
       cmd += "dat index " + gnuplotQuote(name) + " using 1:2 with linespoints pt 7 lw 2 lc rgb " +
              gnuplotQuote(policyColor(p)) + " title " + gnuplotQuote(policyName(p));
     }
-    gp += std::string("set title ") + (m == Measure::H2D ? "\"host to device\"" : "\"device to host\"") + "\n";
-    gp += cmd.empty() ? "set label 1 \"no data\" at graph 0.5,0.5 center\nplot 0 notitle\nunset label 1\n"
-                      : "plot " + cmd + "\n";
+    gp += std::string("set title ") +
+          (m == Measure::H2D ? "\"host to device\"" : "\"device to host\"") + "\n";
+    gp += cmd.empty()
+              ? "set label 1 \"no data\" at graph 0.5,0.5 center\nplot 0 notitle\nunset label 1\n"
+              : "plot " + cmd + "\n";
   }
   gp += "unset multiplot\n";
   return writePrivateFile(out->script, gp, error);

@@ -7,8 +7,8 @@
 #include <cstdlib>
 #include <span>
 
-#include "store/db_row.h"
 #include "contracts/db_schema.h"
+#include "store/db_row.h"
 
 namespace hetopt::characterize {
 namespace {

@@ -41,8 +41,9 @@ int cmdAnalyze(int argc, char** argv) {
   return analyzer::runAnalysis(req, stdout);
 #else
   (void)spec;
-  warn("analyze: this hetopt was built without the analyzer (HETOPT_BUILD_ANALYZER=OFF); "
-       "analyse the trace with a hetopt built with it");
+  warn(
+      "analyze: this hetopt was built without the analyzer (HETOPT_BUILD_ANALYZER=OFF); "
+      "analyse the trace with a hetopt built with it");
   return 2;
 #endif
 }

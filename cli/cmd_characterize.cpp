@@ -15,16 +15,16 @@
 #include "characterize/decide.h"
 #include "characterize/plot.h"
 #include "characterize/records.h"
-#include "common/units.h"
 #include "cli/command_line.h"
 #include "cli/commands.h"
-#include "common/gnuplot.h"
 #include "cli/icd_doctor.h"
 #include "cli/json_output.h"
 #include "common/cl_select.h"
-#include "store/db.h"
+#include "common/gnuplot.h"
 #include "common/log.h"
 #include "common/paths.h"
+#include "common/units.h"
+#include "store/db.h"
 
 namespace hetopt::cli {
 namespace {
@@ -71,8 +71,8 @@ bool storedRunMatches(const CharacterizationRun& run, const std::string& filter)
   ClDevice d;
   d.platformName = run.info.key.platformName;
   d.deviceName = run.info.key.deviceName;
-  d.type = run.info.deviceType == "GPU"   ? CL_DEVICE_TYPE_GPU
-           : run.info.deviceType == "CPU" ? CL_DEVICE_TYPE_CPU
+  d.type = run.info.deviceType == "GPU"           ? CL_DEVICE_TYPE_GPU
+           : run.info.deviceType == "CPU"         ? CL_DEVICE_TYPE_CPU
            : run.info.deviceType == "ACCELERATOR" ? CL_DEVICE_TYPE_ACCELERATOR
                                                   : CL_DEVICE_TYPE_CUSTOM;
   return clDeviceMatches(d, filter);
@@ -96,12 +96,17 @@ void printRun(const CharacterizationRun& run) {
   constexpr double kRoughFit = 0.2;
   for (const Fit& f : run.fits)
     if (f.fn.rmsRelErr > kRoughFit)
-      printf("  warning: the %s %s x%d fit misses its medians by %.0f%% RMS (%.0f%% at worst): its prices are "
-             "rough; `hetopt characterize --force` measures again\n",
-             measureName(f.kind), policyName(f.policy), f.concurrency, f.fn.rmsRelErr * 100, f.fn.maxRelErr * 100);
+      printf(
+          "  warning: the %s %s x%d fit misses its medians by %.0f%% RMS (%.0f%% at worst): its "
+          "prices are "
+          "rough; `hetopt characterize --force` measures again\n",
+          measureName(f.kind), policyName(f.policy), f.concurrency, f.fn.rmsRelErr * 100,
+          f.fn.maxRelErr * 100);
   printf("%s", formatMeasuredSummary(run).c_str());
-  printf("  decisions (one transfer at a time; 'pool': allocation costs more than one transfer saves):\n%s",
-         formatDecisionTable(run).c_str());
+  printf(
+      "  decisions (one transfer at a time; 'pool': allocation costs more than one transfer "
+      "saves):\n%s",
+      formatDecisionTable(run).c_str());
 }
 
 void writePlots(const CharacterizationRun& run, const Args& args,
@@ -117,8 +122,10 @@ void writePlots(const CharacterizationRun& run, const Args& args,
   }
   std::string gnuplot = findGnuplot();
   if (gnuplot.empty()) {
-    printf("  plots: gnuplot not found; data and script written, render with: cd %s && gnuplot %s.gp\n",
-           args.plots.c_str(), slug.c_str());
+    printf(
+        "  plots: gnuplot not found; data and script written, render with: cd %s && gnuplot "
+        "%s.gp\n",
+        args.plots.c_str(), slug.c_str());
     return;
   }
   fflush(stdout);
@@ -191,7 +198,8 @@ int cmdCharacterize(int argc, char** argv) {
   if (devices.empty()) {
     std::string have;
     for (const ClDevice& d : all) have += " '" + d.platformName + " / " + d.deviceName + "'";
-    warn("characterize: no OpenCL device matches '%s' (have:%s)", args.device.c_str(), have.c_str());
+    warn("characterize: no OpenCL device matches '%s' (have:%s)", args.device.c_str(),
+         have.c_str());
     return 2;
   }
   // The DB is opened before measuring so that a bad DB costs no measurement time.

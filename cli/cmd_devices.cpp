@@ -25,8 +25,11 @@ int cmdDevices(int argc, char** argv) {
   std::string selectError;
   bool haveChoice = !devices.empty() && selectClDevice(filter, &chosen, &selectError);
   if (json) {
-    const std::string why = devices.empty() ? (error.empty() ? "no OpenCL devices" : error) : selectError;
-    fputs(devicesJson(devices, haveChoice ? &chosen : nullptr, haveChoice ? "" : why, diagnoseIcdSetup(devices)).c_str(),
+    const std::string why =
+        devices.empty() ? (error.empty() ? "no OpenCL devices" : error) : selectError;
+    fputs(devicesJson(devices, haveChoice ? &chosen : nullptr, haveChoice ? "" : why,
+                      diagnoseIcdSetup(devices))
+              .c_str(),
           stdout);
     return haveChoice ? 0 : 1;
   }
@@ -40,7 +43,8 @@ int cmdDevices(int argc, char** argv) {
     bool picked = haveChoice && d.device == chosen.device;
     printf("  %s device %u: %s [%s, driver %s, %s]%s\n", picked ? "*" : " ", d.deviceIndex,
            d.deviceName.c_str(), d.typeName().c_str(), d.driverVersion.c_str(),
-           formatBytes(d.globalMemBytes, ByteUnit::GiB).c_str(), picked ? "  <- hetopt uses this" : "");
+           formatBytes(d.globalMemBytes, ByteUnit::GiB).c_str(),
+           picked ? "  <- hetopt uses this" : "");
   }
   if (devices.empty()) printf("no OpenCL devices (%s)\n", error.c_str());
   for (const IcdFinding& f : diagnoseIcdSetup(devices))

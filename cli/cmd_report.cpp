@@ -24,12 +24,12 @@
 #include "cli/command_line.h"
 #include "cli/commands.h"
 #include "cli/launch.h"
-#include "store/db.h"
 #include "common/log.h"
 #include "common/paths.h"
 #include "common/program_identity.h"
 #include "contracts/run_ledger.h"
 #include "contracts/run_record.h"
+#include "store/db.h"
 
 namespace hetopt::cli {
 namespace {
@@ -38,7 +38,8 @@ namespace {
 constexpr size_t kKeptRuns = 50;
 
 bool hasSuffix(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+  return s.size() >= suffix.size() &&
+         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
 // Moves the program's run records from the plans directory into the DB. A record that cannot be
@@ -77,7 +78,8 @@ size_t ingestRecords(Db& db, const analyzer::AppProfile& profile, int64_t profil
     // the program, as its control runs), not as the shim saw it.
     if (const LedgerRun* timed = record.seq ? ledger.find(record.seq) : nullptr)
       if (timed->usable()) record.wallNs = timed->wallNs;
-    if (!analyzer::storeRun(db, profileId, analyzer::runFromRecord(profile, record), kKeptRuns, &error)) {
+    if (!analyzer::storeRun(db, profileId, analyzer::runFromRecord(profile, record), kKeptRuns,
+                            &error)) {
       warn("report: cannot store run record %s: %s", path.c_str(), error.c_str());
       continue;
     }
@@ -115,7 +117,8 @@ Ledger readLedger(const std::string& key) {
 // Why `hetopt run` declines the program now (empty: it plans), priced as it would be.
 std::string declineReason(Db& db, const analyzer::AppProfile& profile) {
   std::string noCurves, whyNot;
-  std::unique_ptr<analyzer::GainModel> gain = analyzer::loadGainModel(db, profile.device, &noCurves);
+  std::unique_ptr<analyzer::GainModel> gain =
+      analyzer::loadGainModel(db, profile.device, &noCurves);
   Plan plan;
   if (analyzer::buildPlan(profile, analyzer::PlanOptions{}, gain.get(), &plan, &whyNot)) return {};
   return whyNot.empty() ? noCurves : whyNot;
@@ -129,7 +132,8 @@ int cmdReport(int argc, char** argv) {
   if (int rc = parseOrExit(spec, argc, argv, &args); rc >= 0) return rc;
   static_assert(kKeptRuns == 50, "the report --help text in command_specs.cpp says 50");
   const std::vector<std::string>& program = args.operands;
-  const std::string dbPath = args.value("db", defaultDbPath()), plotsDir = args.value("plots", "hetopt-plots");
+  const std::string dbPath = args.value("db", defaultDbPath()),
+                    plotsDir = args.value("plots", "hetopt-plots");
   const bool noPlot = args.flag("no-plots"), json = args.flag("json");
   const size_t last = static_cast<size_t>(args.count("last", 5));
   std::string error;
@@ -141,7 +145,8 @@ int cmdReport(int argc, char** argv) {
   }
   ProgramIdentity identity;
   if (!commandIdentity(program, &identity, &error, identityCacheDir())) {
-    warn("report: cannot identify %s%s", program[0].c_str(), error.empty() ? "" : (": " + error).c_str());
+    warn("report: cannot identify %s%s", program[0].c_str(),
+         error.empty() ? "" : (": " + error).c_str());
     return 2;
   }
   // Writable: the run records move in.
@@ -157,7 +162,8 @@ int cmdReport(int argc, char** argv) {
     return 2;
   }
   if (lookup.status != analyzer::ProfileLookup::Status::Found) {
-    warn("report: no current profile for %s; run `hetopt trace` on it first", identity.describe().c_str());
+    warn("report: no current profile for %s; run `hetopt trace` on it first",
+         identity.describe().c_str());
     return 1;
   }
   const Ledger ledger = readLedger(identity.key());
@@ -178,16 +184,18 @@ int cmdReport(int argc, char** argv) {
   const analyzer::MeasuredSaving measured = analyzer::measureSaving(profile, runs, loop);
   if (noPlot) return 0;
   // The date of the newest bar (the trace's when it is the only one), and the kinds of bars drawn.
-  const std::string date = runs.empty() ? profile.createdUtc.substr(0, 10)
-                                        : analyzer::utcTime(runs.back().record.startedUnixNs).substr(0, 10);
+  const std::string date = runs.empty()
+                               ? profile.createdUtc.substr(0, 10)
+                               : analyzer::utcTime(runs.back().record.startedUnixNs).substr(0, 10);
   const bool untouched = measured.untouched.count > 0, optimized = measured.optimized.count > 0;
-  const std::string shown = !untouched && !optimized ? "the traced run"
-                            : untouched && optimized ? "traced, untouched and optimized runs"
-                                                     : std::string("traced and ") + (untouched ? "untouched" : "optimized") +
-                                                           " runs";
+  const std::string shown =
+      !untouched && !optimized ? "the traced run"
+      : untouched && optimized
+          ? "traced, untouched and optimized runs"
+          : std::string("traced and ") + (untouched ? "untouched" : "optimized") + " runs";
   const std::string title = analyzer::programLabel(profile.program) + " on " +
-                            (profile.device.empty() ? "an unknown device" : profile.device) + ", " + date + ": " +
-                            shown;
+                            (profile.device.empty() ? "an unknown device" : profile.device) + ", " +
+                            date + ": " + shown;
   analyzer::PlotOutput out;
   if (!analyzer::writeBreakdownPlot(plotsDir, analyzer::programSlug(profile.program) + "-report",
                                     title, analyzer::comparisonBars(profile, runs), &out, &error)) {

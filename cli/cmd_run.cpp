@@ -37,8 +37,8 @@
 #ifdef HETOPT_HAVE_ANALYZER
 #include "analyzer/closed_loop.h"
 #include "analyzer/gain.h"
-#include "analyzer/profile_store.h"
 #include "analyzer/planner.h"
+#include "analyzer/profile_store.h"
 #include "store/db.h"
 #endif
 
@@ -49,8 +49,8 @@ struct PlanRequest {
   std::string policy;       ///< --policy
   std::string profileName;  ///< --profile
   bool force = false, noPool = false, dryRun = false, lateContext = false;
-  bool verify = true;       ///< --verify / HETOPT_VERIFY: the closed loop
-  bool statsAsked = false;  ///< --stats: only an optimized run shows them
+  bool verify = true;              ///< --verify / HETOPT_VERIFY: the closed loop
+  bool statsAsked = false;         ///< --stats: only an optimized run shows them
   mutable bool described = false;  ///< the dry run printed the whole decision
 };
 
@@ -64,8 +64,8 @@ std::string variantPlanFile(const std::string& planFile, size_t variant) {
 /// A program to plan for: the command itself, or a process its launcher record names.
 struct Target {
   analyzer::AppProfile profile;
-  bool self = true;     ///< the command's own process (the plan names it as it is now)
-  uint64_t pid = 0;     ///< launched: its pid when traced
+  bool self = true;  ///< the command's own process (the plan names it as it is now)
+  uint64_t pid = 0;  ///< launched: its pid when traced
 };
 
 /// Whether the program a stored profile names is still the same file(s) here; else *why.
@@ -80,7 +80,8 @@ bool unchangedSince(const ProgramIdentity& stored, std::string* why) {
   std::string resolved, hash;
   if (!fileContentHash(stored.script.name, &resolved, &hash, &error, identityCacheDir()))
     return *why = "cannot read " + stored.script.name + ": " + error, false;
-  if (hash != stored.script.hash) return *why = stored.script.name + " changed since it was traced", false;
+  if (hash != stored.script.hash)
+    return *why = stored.script.name + " changed since it was traced", false;
   return true;
 }
 
@@ -93,7 +94,8 @@ std::string loadLaunched(Db& db, const analyzer::LauncherRecord& record,
     t.pid = l.pid;
     t.self = l.key == record.launcherKey;
     analyzer::ProfileLookup lookup;
-    if (!analyzer::loadProfileAt(db, l.profilePath, l.key, &t.profile, &lookup, &error)) return error;
+    if (!analyzer::loadProfileAt(db, l.profilePath, l.key, &t.profile, &lookup, &error))
+      return error;
     std::string why;
     if (lookup.status != analyzer::ProfileLookup::Status::Found)
       why = "its profile is gone from the DB";
@@ -105,7 +107,8 @@ std::string loadLaunched(Db& db, const analyzer::LauncherRecord& record,
     }
     reasons += (reasons.empty() ? "" : "; ") + l.description + ": " + why;
   }
-  if (targets->empty()) return "no profile to use for what " + identity.describe() + " runs (" + reasons + ")";
+  if (targets->empty())
+    return "no profile to use for what " + identity.describe() + " runs (" + reasons + ")";
   if (!reasons.empty()) warn("not optimizing %s", reasons.c_str());
   return {};
 }
@@ -121,7 +124,8 @@ std::string findTargets(Db& db, const ProgramIdentity& identity, std::vector<Tar
     // OpenCL calls beside the processes it started.
     analyzer::LauncherRecord record;
     bool found = false;
-    if (!analyzer::loadLauncher(db, identity.profilePath(), identity.key(), &record, &found, &error))
+    if (!analyzer::loadLauncher(db, identity.profilePath(), identity.key(), &record, &found,
+                                &error))
       return error;
     if (found) return loadLaunched(db, record, identity, targets);
     Target own;
@@ -132,41 +136,45 @@ std::string findTargets(Db& db, const ProgramIdentity& identity, std::vector<Tar
       return {};
     }
     if (lookup.status == analyzer::ProfileLookup::Status::Stale)
-      return "the profile of " + identity.describe() + " is for another build (" + lookup.storedKey +
-             ", traced " + lookup.storedCreatedUtc + "); run `hetopt trace` on it again";
+      return "the profile of " + identity.describe() + " is for another build (" +
+             lookup.storedKey + ", traced " + lookup.storedCreatedUtc +
+             "); run `hetopt trace` on it again";
     return "no profile for " + identity.describe() + "; run `hetopt trace` on it first";
   }
   analyzer::LauncherRecord record;
   bool found = false;
-  if (!analyzer::loadLauncher(db, identity.profilePath(), {}, &record, &found, &error)) return error;
+  if (!analyzer::loadLauncher(db, identity.profilePath(), {}, &record, &found, &error))
+    return error;
   if (!found)
     return "no profile named '" + identity.profileName + "'; run `hetopt trace --profile " +
            identity.profileName + "` first";
   if (record.launcherKey != identity.key())
-    warn("the profile '%s' was traced from another program or build (%s, %s); %s is %s: using "
-         "it as asked (sites of a rebuilt binary will not match; trace again if it changed)",
-         identity.profileName.c_str(), record.launcherKey.c_str(), record.createdUtc.c_str(),
-         identity.describe().c_str(), identity.key().c_str());
+    warn(
+        "the profile '%s' was traced from another program or build (%s, %s); %s is %s: using "
+        "it as asked (sites of a rebuilt binary will not match; trace again if it changed)",
+        identity.profileName.c_str(), record.launcherKey.c_str(), record.createdUtc.c_str(),
+        identity.describe().c_str(), identity.key().c_str());
   return loadLaunched(db, record, identity, targets);
 }
 
 /// One program's plan and its smaller variants, as written.
 struct TargetPlans {
-  std::vector<std::string> forkMarks; ///< whose presence decided `driver late`
-  std::vector<std::string> files;     ///< the plan first
-  std::vector<uint64_t> ids;          ///< planIdentity() of each
-  std::vector<std::string> summaries; ///< the line an optimized run of each prints
+  std::vector<std::string> forkMarks;  ///< whose presence decided `driver late`
+  std::vector<std::string> files;      ///< the plan first
+  std::vector<uint64_t> ids;           ///< planIdentity() of each
+  std::vector<std::string> summaries;  ///< the line an optimized run of each prints
 };
 
 // One target's plan (and, with `chain`, its smaller variants): written (paths in *out), or printed
 // with --dry-run. Empty, or why the target runs untouched.
 std::string planTarget(Db& db, const Target& target, const ProgramIdentity& identity,
-                       const std::vector<std::string>& command, const PlanRequest& request, bool chain,
-                       TargetPlans* out) {
+                       const std::vector<std::string>& command, const PlanRequest& request,
+                       bool chain, TargetPlans* out) {
   const analyzer::AppProfile& profile = target.profile;
   // Priced with this machine's curves as they are now: a new characterization needs no re-trace.
   std::string noCurves;
-  std::unique_ptr<analyzer::GainModel> gain = analyzer::loadGainModel(db, profile.device, &noCurves);
+  std::unique_ptr<analyzer::GainModel> gain =
+      analyzer::loadGainModel(db, profile.device, &noCurves);
   if (!gain && request.policy.empty()) {
     bool stored = false;
     for (const analyzer::CandidateSite& s : profile.candidates) stored |= s.gain.known;
@@ -204,10 +212,10 @@ std::string planTarget(Db& db, const Target& target, const ProgramIdentity& iden
     plan.programStamp = identity.stamp;
   }
   plan.predictedSavingNs = static_cast<uint64_t>(decision.netSavingNs());  // the run record's
-  const std::string launched =
-      target.self ? std::string()
-                  : "for " + profile.program.describe() + ", which " + command[0] +
-                        " starts (pid " + std::to_string(target.pid) + " when traced)";
+  const std::string launched = target.self ? std::string()
+                                           : "for " + profile.program.describe() + ", which " +
+                                                 command[0] + " starts (pid " +
+                                                 std::to_string(target.pid) + " when traced)";
   if (request.dryRun) {
     if (decision.verdict.empty()) decision.verdict = whyNot;
     if (!launched.empty()) printf("launched: this plan is %s\n", launched.c_str());
@@ -224,7 +232,9 @@ std::string planTarget(Db& db, const Target& target, const ProgramIdentity& iden
     out->files.push_back(file);
     out->ids.push_back(planIdentity(variants[v].plan));
     std::string summary = analyzer::planSummary(variants[v].plan, decision);
-    if (v) summary = "the smaller plan " + std::to_string(v) + " (" + variants[v].change + "): " + summary;
+    if (v)
+      summary =
+          "the smaller plan " + std::to_string(v) + " (" + variants[v].change + "): " + summary;
     out->summaries.push_back((launched.empty() ? "" : launched + ": ") + summary);
   }
   return {};
@@ -254,7 +264,8 @@ PreparedRun preparePlan(const std::vector<std::string>& command, const std::stri
   identity.profileName = request.profileName;
   PreparedRun out;
   // --dry-run prints the whole decision: it always decides.
-  if (!request.dryRun && loadCachedDecision(identity.key(), decisionOptions(request), dbPath, &out)) return out;
+  if (!request.dryRun && loadCachedDecision(identity.key(), decisionOptions(request), dbPath, &out))
+    return out;
   out = decide(identity, command, dbPath, request);
   if (!request.dryRun) storeCachedDecision(identity.key(), decisionOptions(request), dbPath, out);
   return out;
@@ -271,7 +282,8 @@ PreparedRun decide(const ProgramIdentity& identity, const std::vector<std::strin
   std::string error;
   std::unique_ptr<Db> db = Db::open(dbPath, Db::Mode::ReadOnly, &error);
   if (!db) {
-    out.whyNot = "no profile for " + identity.describe() + " (" + error + "); run `hetopt trace` on it first";
+    out.whyNot = "no profile for " + identity.describe() + " (" + error +
+                 "); run `hetopt trace` on it first";
     return out;
   }
   std::vector<Target> targets;
@@ -281,7 +293,8 @@ PreparedRun decide(const ProgramIdentity& identity, const std::vector<std::strin
   for (const Target& t : targets) {
     if (t.self) continue;
     out.programs.push_back(t.profile.program.path);
-    if (t.profile.program.script.kind == ScriptRef::Kind::File) out.programs.push_back(t.profile.program.script.name);
+    if (t.profile.program.script.kind == ScriptRef::Kind::File)
+      out.programs.push_back(t.profile.program.script.name);
   }
   out.programKey = identity.key();
   out.commandPlan = cacheDirectory() + "/plans/" + planFileName(identity.key());
@@ -293,7 +306,8 @@ PreparedRun decide(const ProgramIdentity& identity, const std::vector<std::strin
     // Smaller plans are tried for one program; a launcher's several keep their plans whole.
     std::string why = planTarget(*db, t, identity, command, request, targets.size() == 1, &plans);
     if (!why.empty()) {
-      reasons += (reasons.empty() ? "" : "; ") + (t.self ? why : t.profile.program.describe() + ": " + why);
+      reasons += (reasons.empty() ? "" : "; ") +
+                 (t.self ? why : t.profile.program.describe() + ": " + why);
       continue;
     }
     out.forkMarks.insert(out.forkMarks.end(), plans.forkMarks.begin(), plans.forkMarks.end());
@@ -334,7 +348,8 @@ std::string untouchedRecordPlace(const std::vector<std::string>& command, const 
   std::string error;
   ProgramIdentity identity;
   if (!commandIdentity(command, &identity, &error, identityCacheDir()))
-    return *whyNot = "cannot identify " + command[0] + (error.empty() ? "" : ": " + error), std::string();
+    return *whyNot = "cannot identify " + command[0] + (error.empty() ? "" : ": " + error),
+           std::string();
   // `hetopt report` compares runs with the program's current profile: without one, a record
   // would never be read.
   std::unique_ptr<Db> db = Db::open(dbPath, Db::Mode::ReadOnly, &error);
@@ -342,8 +357,8 @@ std::string untouchedRecordPlace(const std::vector<std::string>& command, const 
   analyzer::ProfileLookup lookup;
   if (db && !analyzer::loadProfile(*db, identity, &profile, &lookup, &error)) db.reset();
   if (!db || lookup.status != analyzer::ProfileLookup::Status::Found)
-    return *whyNot = "no current profile for " + identity.describe() + (db ? "" : " (" + error + ")") +
-                     "; `hetopt trace` it first",
+    return *whyNot = "no current profile for " + identity.describe() +
+                     (db ? "" : " (" + error + ")") + "; `hetopt trace` it first",
            std::string();
   const std::string plansDir = cacheDirectory() + "/plans";
   if (!makePrivateDirs(plansDir, &error)) return *whyNot = error, std::string();
@@ -402,8 +417,10 @@ int cmdRun(int argc, char** argv) {
   if (args.flag("untouched")) {
     const std::string others = args.givenExcept({"untouched", "db", "verify"});
     if (!others.empty())
-      return usageError(spec, "--untouched runs the program as natively: it takes no option but --db and --verify (got " +
-                                  others + ")");
+      return usageError(spec,
+                        "--untouched runs the program as natively: it takes no option but --db and "
+                        "--verify (got " +
+                            others + ")");
     return runUntouched(program, dbPath);
   }
   warnUnmatchedDevice("run", device);
@@ -416,9 +433,11 @@ int cmdRun(int argc, char** argv) {
   }
   const PreparedRun prepared = preparePlan(program, dbPath, request);
   if (request.dryRun) {
-    if (!prepared.whyNot.empty() && !request.described) printf("decline: %s\n", prepared.whyNot.c_str());
+    if (!prepared.whyNot.empty() && !request.described)
+      printf("decline: %s\n", prepared.whyNot.c_str());
 #ifdef HETOPT_HAVE_ANALYZER
-    if (prepared.whyNot.empty()) printf("%s\n", loopStanding(prepared, request.verify, request.statsAsked).c_str());
+    if (prepared.whyNot.empty())
+      printf("%s\n", loopStanding(prepared, request.verify, request.statsAsked).c_str());
 #endif
     return 0;
   }
@@ -447,7 +466,8 @@ int cmdRun(int argc, char** argv) {
   launch.env.push_back({"HETOPT_PLAN_FILE", prepared.chain[0].planFiles});
   // The program runs in this process (exec): its run record counts from hetopt's start, as an
   // untouched run's does.
-  launch.env.push_back({"HETOPT_RUN_STARTED", std::to_string(getpid()) + ":" + std::to_string(hetoptStartedNs())});
+  launch.env.push_back(
+      {"HETOPT_RUN_STARTED", std::to_string(getpid()) + ":" + std::to_string(hetoptStartedNs())});
   return execProgram(launch);
 }
 

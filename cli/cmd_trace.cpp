@@ -10,10 +10,10 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <map>
-#include <memory>
 #include <cstdio>
 #include <cstring>
+#include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -161,7 +161,8 @@ void analyzeProcesses(const std::vector<std::string>& program,
   for (size_t i = 0; i < chosen.size(); ++i) {
     const ProcessTrace& p = *chosen[i];
     if (&p != &processes.front() || chosen.size() > 1)
-      fprintf(stderr, "hetopt: process %llu (%s) made %llu OpenCL calls; its analysis (trace %s):\n",
+      fprintf(stderr,
+              "hetopt: process %llu (%s) made %llu OpenCL calls; its analysis (trace %s):\n",
               static_cast<unsigned long long>(p.t.header.pid), p.runs.c_str(),
               static_cast<unsigned long long>(p.calls), p.file.c_str());
     analyzer::AnalyzeRequest request;
@@ -200,10 +201,11 @@ void analyzeProcesses(const std::vector<std::string>& program,
     warn("trace: launcher record not stored: %s", error.c_str());
     return;
   }
-  fprintf(stderr, "hetopt: `hetopt run%s%s -- %s` will optimize ", profileName.empty() ? "" : " --profile ",
-          profileName.c_str(), program[0].c_str());
+  fprintf(stderr, "hetopt: `hetopt run%s%s -- %s` will optimize ",
+          profileName.empty() ? "" : " --profile ", profileName.c_str(), program[0].c_str());
   for (size_t i = 0; i < record.launched.size(); ++i)
-    fprintf(stderr, "%s%s (pid %llu when traced)", i ? ", " : "", record.launched[i].description.c_str(),
+    fprintf(stderr, "%s%s (pid %llu when traced)", i ? ", " : "",
+            record.launched[i].description.c_str(),
             static_cast<unsigned long long>(record.launched[i].pid));
   fprintf(stderr, " where its profile says so\n");
 }
@@ -216,7 +218,8 @@ bool holdsOtherData(const std::string& path) {
   char magic[sizeof trace::kFileMagic];
   ssize_t n = read(fd, magic, sizeof magic);
   close(fd);
-  return n > 0 && (n != static_cast<ssize_t>(sizeof magic) || memcmp(magic, trace::kFileMagic, sizeof magic) != 0);
+  return n > 0 && (n != static_cast<ssize_t>(sizeof magic) ||
+                   memcmp(magic, trace::kFileMagic, sizeof magic) != 0);
 }
 
 }  // namespace
@@ -226,7 +229,8 @@ int cmdTrace(int argc, char** argv) {
   ParsedArgs args;
   if (int rc = parseOrExit(spec, argc, argv, &args); rc >= 0) return rc;
   const std::vector<std::string>& program = args.operands;
-  const std::string device = args.value("device"), dbPath = args.value("db"), profileName = args.value("profile");
+  const std::string device = args.value("device"), dbPath = args.value("db"),
+                    profileName = args.value("profile");
   const bool analyze = !args.flag("no-analyze"), force = args.flag("force");
   std::string error;
   const std::string output = args.value(
@@ -238,8 +242,10 @@ int cmdTrace(int argc, char** argv) {
   struct stat st;
   if (lstat(output.c_str(), &st) == 0 && S_ISREG(st.st_mode)) {
     if (!force && holdsOtherData(output)) {
-      warn("trace: %s exists and is not a hetopt trace; not overwriting it (--force does); nothing "
-           "was run", output.c_str());
+      warn(
+          "trace: %s exists and is not a hetopt trace; not overwriting it (--force does); nothing "
+          "was run",
+          output.c_str());
       return 2;
     }
     unlink(output.c_str());
@@ -293,7 +299,9 @@ int cmdTrace(int argc, char** argv) {
   } else {
     fprintf(stderr, "hetopt: trace %s (%llu bytes, %s)\n", output.c_str(),
             static_cast<unsigned long long>(t.fileBytes),
-            t.complete ? "complete" : "incomplete: the program did not exit normally or the trace could not be written to its end");
+            t.complete ? "complete"
+                       : "incomplete: the program did not exit normally or the trace could not be "
+                         "written to its end");
     printSummary(t);
   }
   // Every process of the run: the main one, then its children by pid.

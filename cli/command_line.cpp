@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-/** @file The one option parser of every command, and `--help` from the same tables; see command_line.h. */
+/** @file The one option parser of every command, and `--help` from the same tables; see
+ * command_line.h. */
 #include "cli/command_line.h"
 
 #include <getopt.h>
@@ -150,7 +151,8 @@ void wrap(const std::string& text, size_t width, const std::string& first, const
 }
 
 // Paragraphs (separated by a blank line) wrapped, a blank line between them.
-void wrapParagraphs(const std::string& text, size_t width, const std::string& indent, std::string* out) {
+void wrapParagraphs(const std::string& text, size_t width, const std::string& indent,
+                    std::string* out) {
   size_t start = 0;
   while (start < text.size()) {
     size_t end = text.find("\n\n", start);
@@ -232,7 +234,8 @@ std::string ParsedArgs::givenExcept(std::initializer_list<const char*> allowed) 
   return out;
 }
 
-bool parseArgs(const CommandSpec& spec, int argc, char** argv, ParsedArgs* out, std::string* error) {
+bool parseArgs(const CommandSpec& spec, int argc, char** argv, ParsedArgs* out,
+               std::string* error) {
   *out = ParsedArgs{};
   out->m_spec = &spec;
   std::vector<option> longs;
@@ -275,15 +278,19 @@ bool parseArgs(const CommandSpec& spec, int argc, char** argv, ParsedArgs* out, 
         // An unknown or ambiguous long option: getopt_long has just stepped over it.
         std::string typed = argv[optind - 1];
         typed = typed.substr(0, typed.find('='));
-        const std::string several = typed.compare(0, 2, "--") == 0 ? ambiguousMatches(spec, typed.substr(2)) : "";
-        if (!several.empty()) return *error = "ambiguous option " + typed + " (" + several + ")", false;
+        const std::string several =
+            typed.compare(0, 2, "--") == 0 ? ambiguousMatches(spec, typed.substr(2)) : "";
+        if (!several.empty())
+          return *error = "ambiguous option " + typed + " (" + several + ")", false;
         return *error = "unknown option " + typed, false;
       }
       const std::string shown = asLong ? spelled(*o) : std::string("-") + o->shortName;
       if (c == '?') return *error = shown + " takes no value", false;
       const bool ranged = o->kind == ValueKind::Choice || o->kind == ValueKind::Count ||
-                          o->kind == ValueKind::Number || o->kind == ValueKind::Size || o->kind == ValueKind::Name;
-      return *error = shown + " needs a value (" + o->valueName + (ranged ? ": " + allowedValues(*o) : "") + ")",
+                          o->kind == ValueKind::Number || o->kind == ValueKind::Size ||
+                          o->kind == ValueKind::Name;
+      return *error = shown + " needs a value (" + o->valueName +
+                      (ranged ? ": " + allowedValues(*o) : "") + ")",
              false;
     } else {
       o = byShort(c);
@@ -319,8 +326,8 @@ bool parseArgs(const CommandSpec& spec, int argc, char** argv, ParsedArgs* out, 
       if (n < static_cast<size_t>(spec.minOperands))
         return *error = std::string("no ") + spec.operandUsage + " given", false;
       if (n > static_cast<size_t>(spec.maxOperands))
-        return *error = std::string("one ") + spec.operandUsage + " at a time (got '" + out->operands[0] +
-                        "' and '" + out->operands[1] + "')",
+        return *error = std::string("one ") + spec.operandUsage + " at a time (got '" +
+                        out->operands[0] + "' and '" + out->operands[1] + "')",
                false;
       break;
   }
@@ -348,7 +355,8 @@ int parseOrExit(const CommandSpec& spec, int argc, char** argv, ParsedArgs* out)
 }
 
 std::string versionText() {
-  return "hetopt " HETOPT_VERSION_STRING " (trace format " + std::to_string(HETOPT_TRACE_FORMAT_VERSION) + ")";
+  return "hetopt " HETOPT_VERSION_STRING " (trace format " +
+         std::to_string(HETOPT_TRACE_FORMAT_VERSION) + ")";
 }
 
 namespace {
@@ -357,7 +365,8 @@ std::string optionSynopsis(const OptionSpec& o, bool withShort) {
   std::string s = withShort && o.shortName ? std::string("-") + o.shortName + ", " : "";
   s += std::string("--") + o.name;
   if (o.kind == ValueKind::None) return s;
-  return s + (o.valueOptional ? std::string("[=") + o.valueName + "]" : std::string(" ") + o.valueName);
+  return s +
+         (o.valueOptional ? std::string("[=") + o.valueName + "]" : std::string(" ") + o.valueName);
 }
 }  // namespace
 
@@ -377,8 +386,8 @@ std::string usageLine(const CommandSpec& spec) {
 
 std::string helpText(const CommandSpec& spec, size_t width) {
   std::string out;
-  wrap(usageLine(spec), width, "usage: ", std::string(7 + (*spec.name ? 8 + strlen(spec.name) : 7), ' '), &out,
-       true);
+  wrap(usageLine(spec), width,
+       "usage: ", std::string(7 + (*spec.name ? 8 + strlen(spec.name) : 7), ' '), &out, true);
   out += "\n";
   wrapParagraphs(spec.description, width, "", &out);
   out += "\noptions:\n";

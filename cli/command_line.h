@@ -31,13 +31,13 @@ enum class ValueKind : uint8_t {
 };
 
 struct OptionSpec {
-  const char* name;               ///< long name without "--"
-  char shortName = 0;             ///< 'o' for -o; 0 when none
+  const char* name;    ///< long name without "--"
+  char shortName = 0;  ///< 'o' for -o; 0 when none
   ValueKind kind = ValueKind::None;
-  const char* valueName = "";     ///< "PATH", "N" (help, man page, usage line)
-  const char* help = "";          ///< one paragraph, unwrapped
-  const char* choices = "";       ///< Choice: "on|off"
-  double min = 0, max = 0;        ///< Count, Number
+  const char* valueName = "";  ///< "PATH", "N" (help, man page, usage line)
+  const char* help = "";       ///< one paragraph, unwrapped
+  const char* choices = "";    ///< Choice: "on|off"
+  double min = 0, max = 0;     ///< Count, Number
   /// The value only as --name=VALUE; bare --name is a flag of its own (`run --stats`).
   bool valueOptional = false;
   /// Accepted as another spelling of that option, and listed nowhere but under it.
@@ -53,15 +53,15 @@ enum class Operands : uint8_t {
 };
 
 struct CommandSpec {
-  const char* name;         ///< "run"; "" for `hetopt` itself
-  const char* summary;      ///< one line: `hetopt --help`, the man page
+  const char* name;     ///< "run"; "" for `hetopt` itself
+  const char* summary;  ///< one line: `hetopt --help`, the man page
   Operands operands = Operands::None;
   const char* operandUsage = "";  ///< "[--] program [args...]", "TRACE"
-  int minOperands = 0;  ///< fewest operands (a command that runs a program: 1)
-  int maxOperands = 0;  ///< Files: most operands
+  int minOperands = 0;            ///< fewest operands (a command that runs a program: 1)
+  int maxOperands = 0;            ///< Files: most operands
   const char* description = "";   ///< paragraphs separated by a blank line, unwrapped
   std::span<const OptionSpec> options;
-  const char* exitStatus = "";    ///< one paragraph
+  const char* exitStatus = "";  ///< one paragraph
 };
 
 /// Every command's table, in the order `hetopt --help` lists them; commandSpecs()[0] is `hetopt`
@@ -94,7 +94,7 @@ class ParsedArgs {
  private:
   friend bool parseArgs(const CommandSpec&, int, char**, ParsedArgs*, std::string*);
   struct Given {
-    bool bare = false;        ///< given without a value
+    bool bare = false;  ///< given without a value
     bool hasValue = false;
     std::string value;
   };

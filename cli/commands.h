@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-/** @file The hetopt subcommands. Each lives in cli/cmd_<name>.cpp and is listed once in main.cpp. */
+/** @file The hetopt subcommands. Each lives in cli/cmd_<name>.cpp and is listed once in main.cpp.
+ */
 #pragma once
 
 namespace hetopt::cli {

@@ -27,5 +27,8 @@ int main(int argc, char** argv) {
     fprintf(stderr, "usage: hetopt_gen_reference MAN_PAGE BASH_COMPLETION\n");
     return 2;
   }
-  return writeFile(argv[1], hetopt::cli::manPage()) && writeFile(argv[2], hetopt::cli::bashCompletion()) ? 0 : 1;
+  return writeFile(argv[1], hetopt::cli::manPage()) &&
+                 writeFile(argv[2], hetopt::cli::bashCompletion())
+             ? 0
+             : 1;
 }

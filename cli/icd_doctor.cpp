@@ -22,11 +22,8 @@ struct VendorLibrary {
 // Vendor OpenCL implementations that are commonly installed by a driver package without an ICD
 // file in containers (the driver is bind-mounted, /etc/OpenCL/vendors comes from the image).
 constexpr VendorLibrary kVendorLibraries[] = {
-    {"libnvidia-opencl.so.1", "NVIDIA"},
-    {"libamdocl64.so", "AMD"},
-    {"libigdrcl.so", "Intel GPU"},
-    {"libintelocl.so", "Intel CPU"},
-    {"libmali.so", "Arm Mali"},
+    {"libnvidia-opencl.so.1", "NVIDIA"}, {"libamdocl64.so", "AMD"},  {"libigdrcl.so", "Intel GPU"},
+    {"libintelocl.so", "Intel CPU"},     {"libmali.so", "Arm Mali"},
 };
 
 std::vector<std::string> librarySearchDirs() {
@@ -36,7 +33,8 @@ std::vector<std::string> librarySearchDirs() {
     size_t start = 0;
     while (start <= s.size()) {
       size_t colon = s.find(':', start);
-      std::string d = s.substr(start, colon == std::string::npos ? std::string::npos : colon - start);
+      std::string d =
+          s.substr(start, colon == std::string::npos ? std::string::npos : colon - start);
       if (!d.empty()) dirs.push_back(d);
       if (colon == std::string::npos) break;
       start = colon + 1;
@@ -80,14 +78,15 @@ std::vector<IcdFinding> diagnoseIcdSetup(const std::vector<ClDevice>& devices) {
   Dl_info info{};
   void* sym = dlsym(RTLD_DEFAULT, "clGetPlatformIDs");
   if (sym && dladdr(sym, &info) && info.dli_fname)
-    out.push_back({IcdFinding::Level::Info, std::string("OpenCL loader: ") + info.dli_fname +
-                                                (oclIcd ? " (ocl-icd)" : "")});
+    out.push_back({IcdFinding::Level::Info,
+                   std::string("OpenCL loader: ") + info.dli_fname + (oclIcd ? " (ocl-icd)" : "")});
   out.push_back({IcdFinding::Level::Info, "ICD vendor files read from: " + vendorsDir});
   if (oclIcd && files && *files)
-    out.push_back({IcdFinding::Level::Warning,
-                   "OCL_ICD_FILENAMES is set, but this loader (ocl-icd) does not read it: name the "
-                   "library in an .icd file of the vendors directory (or of a directory of your own "
-                   "given as OCL_ICD_VENDORS) instead"});
+    out.push_back(
+        {IcdFinding::Level::Warning,
+         "OCL_ICD_FILENAMES is set, but this loader (ocl-icd) does not read it: name the "
+         "library in an .icd file of the vendors directory (or of a directory of your own "
+         "given as OCL_ICD_VENDORS) instead"});
 
   std::set<std::string> reported;
   for (const VendorLibrary& v : kVendorLibraries) {
@@ -95,15 +94,18 @@ std::vector<IcdFinding> diagnoseIcdSetup(const std::vector<ClDevice>& devices) {
     for (const std::string& dir : librarySearchDirs()) {
       std::string path = dir + "/" + v.file;
       if (!exists(path) || !reported.insert(v.file).second) continue;
-      const std::string icd = std::string(std::string(v.vendor) == "NVIDIA" ? "nvidia" : "vendor") + ".icd";
+      const std::string icd =
+          std::string(std::string(v.vendor) == "NVIDIA" ? "nvidia" : "vendor") + ".icd";
       out.push_back(
           {IcdFinding::Level::Warning,
            std::string(v.vendor) + "'s OpenCL library is installed (" + path +
                ") but no ICD file names it, so no program can see that device. Fix (as root):\n"
-               "    echo " + v.file + " > /etc/OpenCL/vendors/" + icd +
+               "    echo " +
+               v.file + " > /etc/OpenCL/vendors/" + icd +
                "\n  or, for one shell (every loader; only the ICDs in that directory are then "
-               "loaded):\n    mkdir -p ~/.opencl-vendors && echo " + path + " > ~/.opencl-vendors/" +
-               icd + " && export OCL_ICD_VENDORS=~/.opencl-vendors"});
+               "loaded):\n    mkdir -p ~/.opencl-vendors && echo " +
+               path + " > ~/.opencl-vendors/" + icd +
+               " && export OCL_ICD_VENDORS=~/.opencl-vendors"});
       break;
     }
   }

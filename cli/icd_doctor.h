@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
 /**
  * @file Diagnoses the OpenCL set-ups that make programs silently run on the wrong device or find
- * none: a vendor library installed without an ICD file naming it, a loader that lists a CPU platform
- * first while a GPU platform exists (design notes, sec. 4: exactly the GPU machine's image).
+ * none: a vendor library installed without an ICD file naming it, a loader that lists a CPU
+ * platform first while a GPU platform exists (design notes, sec. 4: exactly the GPU machine's
+ * image).
  */
 #pragma once
 #include <string>

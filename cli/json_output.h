@@ -16,8 +16,8 @@ namespace hetopt::cli {
 
 /// `hetopt devices --json`: every device, which one hetopt picks (`chosen` null: none), the
 /// listing's error and the ICD diagnosis.
-std::string devicesJson(const std::vector<ClDevice>& devices, const ClDevice* chosen, const std::string& error,
-                        const std::vector<IcdFinding>& findings);
+std::string devicesJson(const std::vector<ClDevice>& devices, const ClDevice* chosen,
+                        const std::string& error, const std::vector<IcdFinding>& findings);
 
 /// `hetopt characterize --show --json`: the stored runs, each with its policies, fits, decisions
 /// and measured points (statistics only, not every repetition).

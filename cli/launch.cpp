@@ -44,7 +44,8 @@ void dropShimFromList(const char* name) {
     size_t end = list.find(':', start);
     if (end == std::string::npos) end = list.size();
     const std::string entry = list.substr(start, end - start);
-    if (!entry.empty() && baseName(entry) != "libhetopt_shim.so") kept += (kept.empty() ? "" : ":") + entry;
+    if (!entry.empty() && baseName(entry) != "libhetopt_shim.so")
+      kept += (kept.empty() ? "" : ":") + entry;
     start = end + 1;
   }
   if (kept.empty())
@@ -117,7 +118,8 @@ class Child {
     if (m_pid == 0) {
       sigprocmask(SIG_SETMASK, &m_mask, nullptr);
       int code = execProgram(launch);
-      if (reportFd >= 0 && write(reportFd, &code, sizeof code) != static_cast<ssize_t>(sizeof code)) code = 2;
+      if (reportFd >= 0 && write(reportFd, &code, sizeof code) != static_cast<ssize_t>(sizeof code))
+        code = 2;
       _exit(code);
     }
     if (m_pid < 0) {
@@ -127,7 +129,8 @@ class Child {
       struct sigaction forward {};
       forward.sa_sigaction = forwardSignal;
       forward.sa_flags = SA_SIGINFO;
-      for (size_t i = 0; i < std::size(kForwarded); ++i) sigaction(kForwarded[i], &forward, &m_old[i]);
+      for (size_t i = 0; i < std::size(kForwarded); ++i)
+        sigaction(kForwarded[i], &forward, &m_old[i]);
     }
     sigprocmask(SIG_SETMASK, &m_mask, nullptr);
   }
@@ -152,7 +155,7 @@ class Child {
  private:
   pid_t m_pid = -1;
   sigset_t m_mask;
-  struct sigaction m_old[std::size(kForwarded)] {};
+  struct sigaction m_old[std::size(kForwarded)]{};
 };
 
 }  // namespace
@@ -189,7 +192,8 @@ bool runTimed(const Launch& launch, TimedRun* out, std::string* error) {
     out->interrupted = s_fromTerminal != 0;
   }
   int code = 0;
-  if (out->status != -1 && read(report[0], &code, sizeof code) == static_cast<ssize_t>(sizeof code)) out->notStarted = code;
+  if (out->status != -1 && read(report[0], &code, sizeof code) == static_cast<ssize_t>(sizeof code))
+    out->notStarted = code;
   close(report[0]);
   return out->status != -1;
 }

@@ -14,9 +14,9 @@ namespace hetopt::cli {
 std::string shimPath(std::string* error);
 
 struct Launch {
-  std::vector<std::string> argv;                          ///< program and its arguments
+  std::vector<std::string> argv;                         ///< program and its arguments
   std::vector<std::pair<std::string, std::string>> env;  ///< variables to set for the program
-  bool preloadShim = true;                                ///< LD_PRELOAD + OPENCL_LAYERS the shim
+  bool preloadShim = true;                               ///< LD_PRELOAD + OPENCL_LAYERS the shim
   /// runProgram: called in hetopt once the program's process exists, before waiting for it (for
   /// work that can overlap the program's run).
   std::function<void()> started;
@@ -36,8 +36,8 @@ int runProgram(const Launch& launch, std::string* error);
 
 /// A program runTimed ran.
 struct TimedRun {
-  int notStarted = 0;          ///< it could not be executed: hetopt's exit code (127, 126, 2), said
-  int status = -1;             ///< the raw wait status
+  int notStarted = 0;  ///< it could not be executed: hetopt's exit code (127, 126, 2), said
+  int status = -1;     ///< the raw wait status
   uint64_t pid = 0;
   uint64_t startedUnixNs = 0;  ///< wall clock when hetopt started
   uint64_t wallNs = 0;         ///< from then until the program was reaped (steady clock)
@@ -48,8 +48,8 @@ struct TimedRun {
 /// When this hetopt process started (steady clock, ns). Runs are timed from here, untouched and
 /// optimized alike (HETOPT_RUN_STARTED), so both include what hetopt itself does first.
 uint64_t hetoptStartedNs();
-/// runProgram, timed from hetoptStartedNs(), telling a program that could not be executed from one that exited 127.
-/// False with *error when hetopt could not start or wait for it.
+/// runProgram, timed from hetoptStartedNs(), telling a program that could not be executed from one
+/// that exited 127. False with *error when hetopt could not start or wait for it.
 bool runTimed(const Launch& launch, TimedRun* out, std::string* error);
 
 /// Removes the shim (any libhetopt_shim.so) from LD_PRELOAD and OPENCL_LAYERS of this process, so

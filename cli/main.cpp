@@ -76,12 +76,14 @@ int main(int argc, char** argv) {
   const CommandSpec& top = hetopt::cli::commandSpec("");
   if (argc >= 2 && !strcmp(argv[1], "help")) {  // `hetopt help [COMMAND]`
     if (argc == 2) return usage(stdout), 0;
-    if (findCommand(argv[2])) return fputs(hetopt::cli::helpText(hetopt::cli::commandSpec(argv[2])).c_str(), stdout), 0;
+    if (findCommand(argv[2]))
+      return fputs(hetopt::cli::helpText(hetopt::cli::commandSpec(argv[2])).c_str(), stdout), 0;
     return fprintf(stderr, "hetopt: unknown command '%s' (see hetopt --help)\n", argv[2]), 2;
   }
   hetopt::cli::ParsedArgs args;
   std::string error;
-  if (!hetopt::cli::parseArgs(top, argc, argv, &args, &error)) return hetopt::cli::usageError(top, error);
+  if (!hetopt::cli::parseArgs(top, argc, argv, &args, &error))
+    return hetopt::cli::usageError(top, error);
   if (args.help) return usage(stdout), 0;
   if (args.version) return printf("%s\n", hetopt::cli::versionText().c_str()), 0;
   if (args.flag("help-env")) return usageEnv(), 0;

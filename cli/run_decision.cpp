@@ -47,8 +47,8 @@ std::string stampText(const std::string& path) {
   FileStamp s;
   if (!fileStamp(path, &s)) return "none";
   char buf[128];
-  snprintf(buf, sizeof buf, "%" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRId64 " %" PRId64, s.dev, s.inode, s.size,
-           s.mtimeNs, s.ctimeNs);
+  snprintf(buf, sizeof buf, "%" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRId64 " %" PRId64, s.dev,
+           s.inode, s.size, s.mtimeNs, s.ctimeNs);
   return buf;
 }
 
@@ -64,8 +64,8 @@ bool noLineBreak(const std::string& s) { return s.find('\n') == std::string::npo
 
 }  // namespace
 
-bool loadCachedDecision(const std::string& key, const std::string& options, const std::string& dbPath,
-                        PreparedRun* out) {
+bool loadCachedDecision(const std::string& key, const std::string& options,
+                        const std::string& dbPath, PreparedRun* out) {
   std::string text, error;
   if (!readOwnFile(cachePath(key, options), 1 << 20, "a decision", &text, &error)) return false;
   *out = PreparedRun{};
@@ -74,7 +74,8 @@ bool loadCachedDecision(const std::string& key, const std::string& options, cons
   bool magic = false, ended = false;
   while (std::getline(in, line)) {
     const size_t blank = line.find(' ');
-    const std::string tag = line.substr(0, blank), rest = blank == std::string::npos ? "" : line.substr(blank + 1);
+    const std::string tag = line.substr(0, blank),
+                      rest = blank == std::string::npos ? "" : line.substr(blank + 1);
     if (!magic) {
       if (line != kMagic) return false;
       magic = true;
@@ -100,7 +101,8 @@ bool loadCachedDecision(const std::string& key, const std::string& options, cons
       std::getline(words, path);
       if (path.empty() || path[0] != ' ') return false;
       path.erase(0, 1);
-      if (tag == "program" ? stampText(path) != stamp : (access(path.c_str(), F_OK) == 0) != (stamp == "1"))
+      if (tag == "program" ? stampText(path) != stamp
+                           : (access(path.c_str(), F_OK) == 0) != (stamp == "1"))
         return false;
       (tag == "program" ? out->programs : out->forkMarks).push_back(path);
     } else if (tag == "key") {
@@ -114,7 +116,8 @@ bool loadCachedDecision(const std::string& key, const std::string& options, cons
     } else if (tag == "step") {
       PreparedRun::Step step;
       const size_t space = rest.find(' ');
-      if (space == std::string::npos || !text::parseU64(rest.substr(0, space), 16, &step.id)) return false;
+      if (space == std::string::npos || !text::parseU64(rest.substr(0, space), 16, &step.id))
+        return false;
       step.planFiles = rest.substr(space + 1);
       // The plans must still be there for the shim to read.
       for (size_t start = 0; start <= step.planFiles.size();) {
@@ -136,10 +139,11 @@ bool loadCachedDecision(const std::string& key, const std::string& options, cons
   return ended && (out->whyNot.empty() != out->chain.empty());
 }
 
-void storeCachedDecision(const std::string& key, const std::string& options, const std::string& dbPath,
-                         const PreparedRun& run) {
+void storeCachedDecision(const std::string& key, const std::string& options,
+                         const std::string& dbPath, const PreparedRun& run) {
   std::string text = std::string(kMagic) + "\nversion " + HETOPT_VERSION_STRING + "\nexe " +
-                     stampText("/proc/self/exe") + "\ndb " + stampText(dbPath) + "\noptions " + options + "\n";
+                     stampText("/proc/self/exe") + "\ndb " + stampText(dbPath) + "\noptions " +
+                     options + "\n";
   bool ok = settled(dbPath) && noLineBreak(options) && noLineBreak(run.whyNot);
   for (const std::string& p : run.programs) {
     ok = ok && settled(p) && noLineBreak(p);
@@ -149,7 +153,8 @@ void storeCachedDecision(const std::string& key, const std::string& options, con
     ok = ok && noLineBreak(m);
     text += std::string("mark ") + (access(m.c_str(), F_OK) == 0 ? "1 " : "0 ") + m + "\n";
   }
-  text += "key " + run.programKey + "\ncommand-plan " + run.commandPlan + "\nledger " + run.ledger + "\n";
+  text += "key " + run.programKey + "\ncommand-plan " + run.commandPlan + "\nledger " + run.ledger +
+          "\n";
   if (!run.whyNot.empty()) text += "why " + run.whyNot + "\n";
   for (const PreparedRun::Step& s : run.chain) {
     char id[24];

@@ -4,8 +4,9 @@
  * untouched), and the cache that lets the next run skip deciding again: a declined or reverted
  * program must cost under 1% of a 0.3 s run, and opening the DB, loading the profile and the
  * curves and pricing every site costs more than that. One small file per command
- * and option set (`<plans>/<key>.<options hash>.decision`, 0600), valid while hetopt, the DB, the programs the plans are for,
- * the plan files and the fork marks beside them are as they were, for the same options.
+ * and option set (`<plans>/<key>.<options hash>.decision`, 0600), valid while hetopt, the DB, the
+ * programs the plans are for, the plan files and the fork marks beside them are as they were, for
+ * the same options.
  */
 #pragma once
 #include <cstdint>
@@ -44,10 +45,10 @@ struct PreparedRun {
 /// The decision cached for the command with identity key `key`, asked with `options` (a string
 /// naming every option that changes the decision), when it is still valid for the DB at
 /// `dbPath`. False on a miss (no entry, or anything changed).
-bool loadCachedDecision(const std::string& key, const std::string& options, const std::string& dbPath,
-                        PreparedRun* out);
+bool loadCachedDecision(const std::string& key, const std::string& options,
+                        const std::string& dbPath, PreparedRun* out);
 /// Remembers `run` (best effort: a cache that cannot be written costs the next run a decision).
-void storeCachedDecision(const std::string& key, const std::string& options, const std::string& dbPath,
-                         const PreparedRun& run);
+void storeCachedDecision(const std::string& key, const std::string& options,
+                         const std::string& dbPath, const PreparedRun& run);
 
 }  // namespace hetopt::cli

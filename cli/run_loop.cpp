@@ -74,8 +74,8 @@ int runAndLedger(const Launch& launch, const std::string& ledgerFile, uint64_t s
 // The record of a run hetopt timed, beside `planPath`: a control run's (untouched), or an
 // optimized run's that the shim could not write (a signal, _exit or exec ended the program before
 // its exit handler): its ending, with no transfers.
-void recordRun(RunKind kind, const std::string& planPath, const std::string& programKey, uint64_t planId,
-               const TimedRun& run, uint64_t seq) {
+void recordRun(RunKind kind, const std::string& planPath, const std::string& programKey,
+               uint64_t planId, const TimedRun& run, uint64_t seq) {
   const Ending e = endingOf(run);
   if (e.end == RunEnd::Lost) return;
   RunRecord record;
@@ -91,8 +91,10 @@ void recordRun(RunKind kind, const std::string& planPath, const std::string& pro
     record.signal = e.code;
   else
     record.exited = true, record.exitStatus = e.code;
-  if (run.interrupted) record.note = "interrupted";
-  else if (kind == RunKind::Optimized) record.note = "no-shim-record";
+  if (run.interrupted)
+    record.note = "interrupted";
+  else if (kind == RunKind::Optimized)
+    record.note = "no-shim-record";
   std::string error;
   if (!writeRunRecordFile(runRecordPath(planPath, run.pid, run.startedUnixNs), record, &error))
     warn("run: the %s run is not recorded: %s", runKindName(kind), error.c_str());
@@ -115,13 +117,15 @@ void ledgerUntimed(const std::string& path, LedgerKind kind, uint64_t planId) {
   std::unique_ptr<LedgerFile> ledger = openLedger(path);
   uint64_t seq = 0;
   std::string error;
-  if (ledger && !ledger->start(kind, planId, clockNs(CLOCK_REALTIME), static_cast<uint64_t>(getpid()), &seq, &error))
+  if (ledger && !ledger->start(kind, planId, clockNs(CLOCK_REALTIME),
+                               static_cast<uint64_t>(getpid()), &seq, &error))
     debug("run: not in the ledger: %s", error.c_str());
 }
 
 // After a timed run: a failed run reverts its plan at once, and a verdict that changed is said,
 // each in one line.
-void sayWhatChanged(const PreparedRun& prepared, const analyzer::NextRun& before, const std::string& program) {
+void sayWhatChanged(const PreparedRun& prepared, const analyzer::NextRun& before,
+                    const std::string& program) {
   std::unique_ptr<LedgerFile> ledger = openLedger(prepared.ledger);
   if (!ledger) return;
   const std::vector<uint64_t> ids = prepared.ids();
@@ -132,10 +136,14 @@ void sayWhatChanged(const PreparedRun& prepared, const analyzer::NextRun& before
     const analyzer::Failure f = analyzer::findFailure(ledger->ledger(), pairs, ids[i]);
     if (!f.failed) continue;
     if (!ledger->revert(ids[i], f.run->seq, "failed", &error)) warn("run: %s", error.c_str());
-    warn("an optimized run of %s (pid %llu) ended unlike the program does untouched: %s. Its plan is "
-         "reverted: %s runs untouched from now on (a new `hetopt trace` or `hetopt characterize` plans "
-         "again; `hetopt report` shows the runs)",
-         program.c_str(), static_cast<unsigned long long>(f.run->pid), f.what.c_str(), program.c_str());
+    warn(
+        "an optimized run of %s (pid %llu) ended unlike the program does untouched: %s. Its plan "
+        "is "
+        "reverted: %s runs untouched from now on (a new `hetopt trace` or `hetopt characterize` "
+        "plans "
+        "again; `hetopt report` shows the runs)",
+        program.c_str(), static_cast<unsigned long long>(f.run->pid), f.what.c_str(),
+        program.c_str());
     return;
   }
   const std::vector<analyzer::PlanStanding> now = analyzer::standings(ledger->ledger(), pairs, ids);
@@ -143,12 +151,13 @@ void sayWhatChanged(const PreparedRun& prepared, const analyzer::NextRun& before
     const analyzer::Verdict &was = before.chain[i].verdict, &is = now[i].verdict;
     if (was.state == is.state && was.optimizes() == is.optimizes()) continue;
     const std::string which = i == 0 ? "the plan" : "the smaller plan " + std::to_string(i);
-    std::string then = is.optimizes() ? "it stays (one run in " + std::to_string(analyzer::kWatchEvery) +
-                                             " is still a control run)"
-                       : i + 1 < ids.size() ? "the next runs try the smaller plan " + std::to_string(i + 1)
-                                            : "from now on " + program + " runs untouched";
-    warn("verdict on %s of %s: %s, %s; %s", which.c_str(), program.c_str(), analyzer::verdictStateName(is.state),
-         analyzer::describeVerdict(is).c_str(), then.c_str());
+    std::string then =
+        is.optimizes() ? "it stays (one run in " + std::to_string(analyzer::kWatchEvery) +
+                             " is still a control run)"
+        : i + 1 < ids.size() ? "the next runs try the smaller plan " + std::to_string(i + 1)
+                             : "from now on " + program + " runs untouched";
+    warn("verdict on %s of %s: %s, %s; %s", which.c_str(), program.c_str(),
+         analyzer::verdictStateName(is.state), analyzer::describeVerdict(is).c_str(), then.c_str());
   }
 }
 
@@ -158,7 +167,8 @@ int runControl(const Launch& launch, const std::string& planPath, const std::str
   uint64_t seq = 0;
   std::string error;
   if (std::unique_ptr<LedgerFile> ledger = openLedger(ledgerPath(planPath)))
-    if (!ledger->start(LedgerKind::Control, 0, clockNs(CLOCK_REALTIME), static_cast<uint64_t>(getpid()), &seq, &error))
+    if (!ledger->start(LedgerKind::Control, 0, clockNs(CLOCK_REALTIME),
+                       static_cast<uint64_t>(getpid()), &seq, &error))
       warn("run: the run is not in the ledger: %s", error.c_str());
   TimedRun run;
   if (runAndLedger(launch, ledgerPath(planPath), seq, &run) == -1) return 2;
@@ -175,20 +185,26 @@ std::string loopStanding(const PreparedRun& prepared, bool verify, bool statsAsk
   LedgerFile file;
   std::string error;
   bool corrupt = false;
-  const bool opened = access(prepared.ledger.c_str(), F_OK) == 0 && file.open(prepared.ledger, &error, &corrupt);
+  const bool opened =
+      access(prepared.ledger.c_str(), F_OK) == 0 && file.open(prepared.ledger, &error, &corrupt);
   const Ledger& ledger = opened ? file.ledger() : empty;
   const analyzer::NextRun next = analyzer::nextRun(ledger, prepared.ids(), statsAsked);
   std::string s = "verify:";
   for (size_t i = 0; i < next.chain.size(); ++i)
-    s += std::string(i ? ";" : "") + " " + (i ? "smaller plan " + std::to_string(i) : std::string("the plan")) + " " +
-         (next.chain[i].failed ? "reverted (a run failed)"
-                               : std::string(analyzer::verdictStateName(next.chain[i].verdict.state)) + " (" +
-                                     analyzer::describeVerdict(next.chain[i].verdict) + ")");
+    s += std::string(i ? ";" : "") + " " +
+         (i ? "smaller plan " + std::to_string(i) : std::string("the plan")) + " " +
+         (next.chain[i].failed
+              ? "reverted (a run failed)"
+              : std::string(analyzer::verdictStateName(next.chain[i].verdict.state)) + " (" +
+                    analyzer::describeVerdict(next.chain[i].verdict) + ")");
   if (!error.empty()) s += "; the ledger cannot be read: " + error;
   return s + "; the next run is " +
-         (next.kind == analyzer::NextKind::Optimized ? (next.variant ? "optimized with smaller plan " + std::to_string(next.variant) : std::string("optimized"))
-          : next.kind == analyzer::NextKind::Control ? "a control run (untouched, timed)"
-                                                     : "untouched: " + analyzer::whyUntouched(ledger, next));
+         (next.kind == analyzer::NextKind::Optimized
+              ? (next.variant ? "optimized with smaller plan " + std::to_string(next.variant)
+                              : std::string("optimized"))
+          : next.kind == analyzer::NextKind::Control
+              ? "a control run (untouched, timed)"
+              : "untouched: " + analyzer::whyUntouched(ledger, next));
 }
 
 int runVerified(Launch launch, const PreparedRun& prepared, bool statsAsked) {
@@ -208,29 +224,34 @@ int runVerified(Launch launch, const PreparedRun& prepared, bool statsAsked) {
                                                                      : LedgerKind::Untouched;
   uint64_t seq = 0;
   std::string error;
-  if (!ledger->start(kind, kind == LedgerKind::Untouched ? ids[0] : step.id, clockNs(CLOCK_REALTIME),
-                     static_cast<uint64_t>(getpid()), &seq, &error)) {
+  if (!ledger->start(kind, kind == LedgerKind::Untouched ? ids[0] : step.id,
+                     clockNs(CLOCK_REALTIME), static_cast<uint64_t>(getpid()), &seq, &error)) {
     warn("run: %s; running %s unoptimized", error.c_str(), launch.argv[0].c_str());
     seq = 0;
   }
   const Ledger seen = ledger->ledger();
   ledger.reset();  // unlocked while the program runs
   if (kind == LedgerKind::Untouched || !seq) {
-    if (seq) warn("not optimizing %s: %s", launch.argv[0].c_str(), analyzer::whyUntouched(seen, next).c_str());
+    if (seq)
+      warn("not optimizing %s: %s", launch.argv[0].c_str(),
+           analyzer::whyUntouched(seen, next).c_str());
     launch.preloadShim = false;
     dropShimFromEnvironment();
     return execProgram(launch);
   }
   const std::string verdict = analyzer::describeVerdict(standing.verdict);
   if (kind == LedgerKind::Control) {
-    warn("control run: %s runs untouched this time, timed against the optimized runs beside it (the plan is "
-         "%s: %s; `hetopt report` shows the verdict, --verify=off skips control runs)",
-         launch.argv[0].c_str(), analyzer::verdictStateName(standing.verdict.state), verdict.c_str());
+    warn(
+        "control run: %s runs untouched this time, timed against the optimized runs beside it (the "
+        "plan is "
+        "%s: %s; `hetopt report` shows the verdict, --verify=off skips control runs)",
+        launch.argv[0].c_str(), analyzer::verdictStateName(standing.verdict.state),
+        verdict.c_str());
     launch.preloadShim = false;
     dropShimFromEnvironment();
   } else {
-    warn("%s (the plan is %s: %s)", step.summary.c_str(), analyzer::verdictStateName(standing.verdict.state),
-         verdict.c_str());
+    warn("%s (the plan is %s: %s)", step.summary.c_str(),
+         analyzer::verdictStateName(standing.verdict.state), verdict.c_str());
     launch.env.push_back({"HETOPT_MODE", "optimize"});
     launch.env.push_back({"HETOPT_PLAN_FILE", step.planFiles});
     launch.env.push_back({"HETOPT_RUN_SEQ", std::to_string(seq)});
@@ -240,7 +261,8 @@ int runVerified(Launch launch, const PreparedRun& prepared, bool statsAsked) {
   if (run.notStarted) return run.notStarted;
   if (kind == LedgerKind::Control) {
     recordRun(RunKind::Untouched, prepared.commandPlan, prepared.programKey, 0, run, seq);
-  } else if (step.planFiles.find(':') == std::string::npos && !shimRecorded(step.planFiles, run.pid)) {
+  } else if (step.planFiles.find(':') == std::string::npos &&
+             !shimRecorded(step.planFiles, run.pid)) {
     // One program, hetopt's child: it left no record of its own.
     recordRun(RunKind::Optimized, step.planFiles, prepared.programKey, step.id, run, seq);
   }

@@ -36,11 +36,13 @@ void TracePhases::print() const {
   if (!phases::enabled() || !m_endedNs) return;
   const uint64_t now = clockNs(CLOCK_MONOTONIC);
   const std::string parts = phases::list();
-  fprintf(stderr, "hetopt: timings: before the program %.1f ms (from hetopt's main; CPU %.1f ms in all before the "
-       "program ended); the program %.1f ms; after it %.1f ms (CPU %.1f)%s%s",
-       ms(m_startedNs - hetoptStartedNs()), ms(m_endedCpuNs), ms(m_endedNs - m_startedNs),
-       ms(now - m_endedNs), ms(processCpuNs() - m_endedCpuNs), parts.empty() ? "" : ": ",
-       parts.c_str());
+  fprintf(stderr,
+          "hetopt: timings: before the program %.1f ms (from hetopt's main; CPU %.1f ms in all "
+          "before the "
+          "program ended); the program %.1f ms; after it %.1f ms (CPU %.1f)%s%s",
+          ms(m_startedNs - hetoptStartedNs()), ms(m_endedCpuNs), ms(m_endedNs - m_startedNs),
+          ms(now - m_endedNs), ms(processCpuNs() - m_endedCpuNs), parts.empty() ? "" : ": ",
+          parts.c_str());
 }
 
 }  // namespace hetopt::cli

@@ -47,7 +47,8 @@ inline constexpr int kDebugLevel = HETOPT_DEBUG_LEVEL;
 }
 
 /// A failed HETOPT_ASSERT: "hetopt: assertion failed at FILE:LINE: EXPR".
-[[noreturn]] HETOPT_NOINLINE HETOPT_COLD inline void assertFailed(const char* expr, const char* file,
+[[noreturn]] HETOPT_NOINLINE HETOPT_COLD inline void assertFailed(const char* expr,
+                                                                  const char* file,
                                                                   int line) noexcept {
   char where[320];
   snprintf(where, sizeof where, "assertion failed at %s:%d", file, line);  // glibc: no allocation

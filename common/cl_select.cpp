@@ -76,11 +76,11 @@ std::vector<ClDevice> listClDevices(std::string* error, const ClQueryFunctions& 
       dev.driverVersion = infoString(cl.getDeviceInfo, devices[d], CL_DRIVER_VERSION);
       cl.getDeviceInfo(devices[d], CL_DEVICE_TYPE, sizeof(dev.type), &dev.type, nullptr);
       cl.getDeviceInfo(devices[d], CL_DEVICE_GLOBAL_MEM_SIZE, sizeof(dev.globalMemBytes),
-                      &dev.globalMemBytes, nullptr);
+                       &dev.globalMemBytes, nullptr);
       cl.getDeviceInfo(devices[d], CL_DEVICE_MAX_MEM_ALLOC_SIZE, sizeof(dev.maxAllocBytes),
-                      &dev.maxAllocBytes, nullptr);
+                       &dev.maxAllocBytes, nullptr);
       cl.getDeviceInfo(devices[d], CL_DEVICE_HOST_UNIFIED_MEMORY, sizeof(dev.hostUnifiedMemory),
-                      &dev.hostUnifiedMemory, nullptr);
+                       &dev.hostUnifiedMemory, nullptr);
       out.push_back(std::move(dev));
     }
   }

@@ -4,8 +4,8 @@
  *
  * Never "platform 0": on the GPU machine platform 0 is PoCL on the host CPU (design notes, sec. 4).
  * The filter is HETOPT_DEVICE (or a command's --device): "gpu", "cpu", or a case-insensitive
- * substring of "<platform name> / <device name>". No filter: the first GPU of any platform, else the
- * first device.
+ * substring of "<platform name> / <device name>". No filter: the first GPU of any platform, else
+ * the first device.
  */
 #pragma once
 #include <CL/cl.h>
@@ -27,7 +27,8 @@ struct ClDevice {
   std::string deviceVendor;
   std::string driverVersion;
   cl_ulong globalMemBytes = 0;
-  cl_ulong maxAllocBytes = 0;  ///< CL_DEVICE_MAX_MEM_ALLOC_SIZE: the largest buffer the device takes
+  cl_ulong maxAllocBytes =
+      0;  ///< CL_DEVICE_MAX_MEM_ALLOC_SIZE: the largest buffer the device takes
   cl_bool hostUnifiedMemory = CL_FALSE;
 
   /// "NVIDIA CUDA / NVIDIA H200 [GPU, driver 580.159.04]"

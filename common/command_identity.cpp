@@ -21,13 +21,13 @@ namespace {
 /// A known interpreter: how its options are read up to the program it runs. Options not listed
 /// take no value; long options (`--x`, `--x=y`) take none unless listed.
 struct Interpreter {
-  const char* name;          ///< executable name without version ("python3.11" -> "python")
-  const char* valueFlags;    ///< short options whose value follows (attached or next argument)
-  const char* codeFlags;     ///< short options naming the code to run
-  const char* moduleFlags;   ///< short options naming a module to run
-  bool codeIsOperand;        ///< shells: `-c` makes the first operand the code
-  const char* valueLongs;    ///< long options taking the next argument, ' '-separated
-  const char* codeLongs;     ///< long options whose value is the code
+  const char* name;         ///< executable name without version ("python3.11" -> "python")
+  const char* valueFlags;   ///< short options whose value follows (attached or next argument)
+  const char* codeFlags;    ///< short options naming the code to run
+  const char* moduleFlags;  ///< short options naming a module to run
+  bool codeIsOperand;       ///< shells: `-c` makes the first operand the code
+  const char* valueLongs;   ///< long options taking the next argument, ' '-separated
+  const char* codeLongs;    ///< long options whose value is the code
 };
 
 constexpr Interpreter kInterpreters[] = {
@@ -62,7 +62,8 @@ std::string_view withoutVersion(std::string_view name) {
 
 const Interpreter* knownInterpreter(const std::string& exePath) {
   std::string_view base = exePath;
-  if (size_t slash = base.rfind('/'); slash != std::string_view::npos) base.remove_prefix(slash + 1);
+  if (size_t slash = base.rfind('/'); slash != std::string_view::npos)
+    base.remove_prefix(slash + 1);
   base = withoutVersion(base);
   for (const Interpreter& i : kInterpreters)
     if (base == i.name) return &i;
@@ -184,7 +185,8 @@ bool scriptOfProcess(const std::string& exePath, const std::vector<std::string>&
   size_t operand = 0;
   std::string value;
   switch (readOptions(interp, argv, &operand, &value)) {
-    case Found::Nothing: return true;
+    case Found::Nothing:
+      return true;
     case Found::Code:
       if (!interp) return true;
       out->kind = ScriptRef::Kind::Code;
@@ -194,7 +196,8 @@ bool scriptOfProcess(const std::string& exePath, const std::vector<std::string>&
       out->kind = ScriptRef::Kind::Module;
       out->name = moduleWord(value);
       return true;
-    case Found::Operand: break;
+    case Found::Operand:
+      break;
   }
   // The exe is not the script: the operand names a file this executable interprets. A known
   // interpreter's operand is its program unless it is ELF (`sh ./a.out` is no script); any other
@@ -211,8 +214,8 @@ bool scriptOfProcess(const std::string& exePath, const std::vector<std::string>&
   return true;
 }
 
-bool commandIdentity(const std::vector<std::string>& argv, ProgramIdentity* out,
-                     std::string* error, const std::string& hashCacheDir) {
+bool commandIdentity(const std::vector<std::string>& argv, ProgramIdentity* out, std::string* error,
+                     const std::string& hashCacheDir) {
   if (argv.empty()) {
     *error = "no program given";
     return false;
@@ -228,7 +231,8 @@ bool commandIdentity(const std::vector<std::string>& argv, ProgramIdentity* out,
   // (one word, blanks and all) and the script's path before the script's own arguments.
   std::string head = fileStart(file, 256);
   if (head.size() > 2 && head[0] == '#' && head[1] == '!') {
-    head = head.substr(2, head.find('\n') == std::string::npos ? std::string::npos : head.find('\n') - 2);
+    head = head.substr(
+        2, head.find('\n') == std::string::npos ? std::string::npos : head.find('\n') - 2);
     const size_t b = head.find_first_not_of(" \t");
     const size_t e = b == std::string::npos ? b : head.find_first_of(" \t", b);
     exe = b == std::string::npos ? std::string() : head.substr(b, e - b);
@@ -243,7 +247,8 @@ bool commandIdentity(const std::vector<std::string>& argv, ProgramIdentity* out,
       while (p < arg.size()) {
         size_t q = arg.find_first_of(" \t", p);
         std::string w = arg.substr(p, q == std::string::npos ? std::string::npos : q - p);
-        if (!w.empty() && (!processArgv.empty() || (w[0] != '-' && w.find('=') == std::string::npos)))
+        if (!w.empty() &&
+            (!processArgv.empty() || (w[0] != '-' && w.find('=') == std::string::npos)))
           processArgv.push_back(w);
         p = q == std::string::npos ? arg.size() : q + 1;
       }

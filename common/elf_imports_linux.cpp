@@ -1,7 +1,5 @@
 // SPDX-License-Identifier: MIT
 /** @file Imports of ELF images, loaded or on disk; see elf_imports.h. */
-#include "common/elf_imports.h"
-
 #include <elf.h>
 #include <fcntl.h>
 #include <glob.h>
@@ -20,6 +18,8 @@
 #include <memory>
 #include <set>
 #include <vector>
+
+#include "common/elf_imports.h"
 
 namespace hetopt {
 namespace {

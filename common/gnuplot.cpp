@@ -17,8 +17,8 @@ namespace hetopt {
 
 std::string findGnuplot() { return findOnPath("gnuplot"); }
 
-bool runGnuplot(const std::string& gnuplot, const std::string& script, const std::vector<std::string>& images,
-                std::string* error) {
+bool runGnuplot(const std::string& gnuplot, const std::string& script,
+                const std::vector<std::string>& images, std::string* error) {
   for (const std::string& image : images)
     if (!writePrivateFile(image, "", error)) return false;
   pid_t pid = fork();

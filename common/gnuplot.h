@@ -15,8 +15,8 @@ std::string findGnuplot();
 /// before it runs (and refused when they are links, see writePrivateFile), gnuplot runs under
 /// umask 077, and an image it left empty (a format the script fell back from) is removed. False
 /// with a one-line *error when it cannot run or fails.
-bool runGnuplot(const std::string& gnuplot, const std::string& script, const std::vector<std::string>& images,
-                std::string* error);
+bool runGnuplot(const std::string& gnuplot, const std::string& script,
+                const std::vector<std::string>& images, std::string* error);
 
 /// `text` as a gnuplot double-quoted string: quotes and backslashes escaped, newlines as \n.
 std::string gnuplotQuote(const std::string& text);

@@ -80,7 +80,8 @@ std::string JsonWriter::escape(const std::string& s) {
       // becomes U+FFFD so the output stays valid JSON.
       size_t len = (c & 0xE0) == 0xC0 ? 2 : (c & 0xF0) == 0xE0 ? 3 : (c & 0xF8) == 0xF0 ? 4 : 0;
       bool ok = len > 0 && c >= 0xC2 && c <= 0xF4 && i + len <= s.size();
-      for (size_t k = 1; ok && k < len; ++k) ok = (static_cast<unsigned char>(s[i + k]) & 0xC0) == 0x80;
+      for (size_t k = 1; ok && k < len; ++k)
+        ok = (static_cast<unsigned char>(s[i + k]) & 0xC0) == 0x80;
       if (ok) {
         r.append(s, i, len);
         i += len - 1;
@@ -90,11 +91,21 @@ std::string JsonWriter::escape(const std::string& s) {
       continue;
     }
     switch (c) {
-      case '"': r += "\\\""; break;
-      case '\\': r += "\\\\"; break;
-      case '\n': r += "\\n"; break;
-      case '\r': r += "\\r"; break;
-      case '\t': r += "\\t"; break;
+      case '"':
+        r += "\\\"";
+        break;
+      case '\\':
+        r += "\\\\";
+        break;
+      case '\n':
+        r += "\\n";
+        break;
+      case '\r':
+        r += "\\r";
+        break;
+      case '\t':
+        r += "\\t";
+        break;
       default:
         if (c < 0x20) {
           char buf[8];

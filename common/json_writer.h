@@ -26,7 +26,8 @@ class JsonWriter {
   JsonWriter& value(double d);  ///< non-finite numbers become null (JSON has no NaN/Infinity)
   JsonWriter& value(bool b);
   /// Any integer, written exactly.
-  template <typename T, std::enable_if_t<std::is_integral_v<T> && !std::is_same_v<T, bool>, int> = 0>
+  template <typename T,
+            std::enable_if_t<std::is_integral_v<T> && !std::is_same_v<T, bool>, int> = 0>
   JsonWriter& value(T i) {
     if constexpr (std::is_signed_v<T>)
       return integer(static_cast<int64_t>(i));

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-/** @file Typed access to the HETOPT_* environment table in options.def. Allocation-free: safe in the shim. */
+/** @file Typed access to the HETOPT_* environment table in options.def. Allocation-free: safe in
+ * the shim. */
 #pragma once
 #include <cstddef>
 #include <cstdint>

@@ -83,12 +83,14 @@ bool isPrivateDir(const std::string& dir, std::string* error) {
   }
   // Whoever may write the directory may replace the files in it (unless it is sticky, as /tmp).
   if (st.st_uid != getuid() && st.st_uid != 0) {
-    if (error) *error = "directory " + dir + " belongs to another user; refusing to use files in it";
+    if (error)
+      *error = "directory " + dir + " belongs to another user; refusing to use files in it";
     return false;
   }
   if ((st.st_mode & (S_IWGRP | S_IWOTH)) && !(st.st_mode & S_ISVTX)) {
     if (error)
-      *error = "directory " + dir + " is writable by others; refusing to use files in it (chmod 700 it)";
+      *error =
+          "directory " + dir + " is writable by others; refusing to use files in it (chmod 700 it)";
     return false;
   }
   return true;
@@ -150,9 +152,10 @@ std::string installedLibrary(const std::string& fileName, std::string* error) {
     struct stat st;
     if (stat(candidate.c_str(), &st) == 0) return candidate;
   }
-  *error = fileName + " is in neither " + prefix + "/lib/hetopt nor " + prefix + "/lib: " + exe +
-           " finds its libraries in the lib/ beside its bin/; copy or move the whole installed tree "
-           "(cmake --install), not bin/hetopt alone";
+  *error =
+      fileName + " is in neither " + prefix + "/lib/hetopt nor " + prefix + "/lib: " + exe +
+      " finds its libraries in the lib/ beside its bin/; copy or move the whole installed tree "
+      "(cmake --install), not bin/hetopt alone";
   return {};
 }
 
@@ -171,14 +174,17 @@ bool readOwnFile(const std::string& path, size_t maxBytes, const char* what, std
                  std::string* error) {
   int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
   if (fd < 0) {
-    *error = path + (errno == ELOOP ? " is a symbolic link; refusing it" : ": " + std::string(strerror(errno)));
+    *error = path + (errno == ELOOP ? " is a symbolic link; refusing it"
+                                    : ": " + std::string(strerror(errno)));
     return false;
   }
   struct stat st;
   if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || (st.st_mode & (S_IWGRP | S_IWOTH)) ||
       (st.st_uid != getuid() && st.st_uid != 0)) {
     close(fd);
-    *error = path + " is not a regular file, is writable by others or is owned by another user; refusing it";
+    *error =
+        path +
+        " is not a regular file, is writable by others or is owned by another user; refusing it";
     return false;
   }
   if (!isPrivateDir(dirName(path), error)) {

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-/** @file Where hetopt keeps its files, and the permission rules for them (0600 files, 0700 dirs). */
+/** @file Where hetopt keeps its files, and the permission rules for them (0600 files, 0700 dirs).
+ */
 #pragma once
 #include <cstddef>
 #include <string>
@@ -17,18 +18,18 @@ std::string cacheDirectory();
 /// isPrivateDir(). False with *error on failure.
 bool makePrivateDirs(const std::string& dir, std::string* error);
 
-/// Refuses files that others can write (group/world-writable file or parent dir without sticky bit),
-/// that another user owns, or that are symbolic links: such a file could steer what hetopt does
-/// (or what the shim does inside a process).
+/// Refuses files that others can write (group/world-writable file or parent dir without sticky
+/// bit), that another user owns, or that are symbolic links: such a file could steer what hetopt
+/// does (or what the shim does inside a process).
 bool isSafeToRead(const std::string& path, std::string* error);
 
 /// A directory whose files only this user (or root) can replace: owned by this user or root, and
 /// not writable by group or others unless sticky (as /tmp).
 bool isPrivateDir(const std::string& dir, std::string* error);
 
-/// Creates or truncates `path` with mode 0600 and writes `content` (EINTR-safe), refusing a symbolic
-/// link or another user's file at `path` (openPrivateFile). False with a one-line *error naming
-/// the path.
+/// Creates or truncates `path` with mode 0600 and writes `content` (EINTR-safe), refusing a
+/// symbolic link or another user's file at `path` (openPrivateFile). False with a one-line *error
+/// naming the path.
 bool writePrivateFile(const std::string& path, const std::string& content, std::string* error);
 
 /// Reads a file of hetopt's own that steers what it does (a plan, a run record) into *text:

@@ -59,6 +59,8 @@ int openPrivateFile(const char* path, bool truncate, bool append, const char** w
   return openChecked(path, O_WRONLY | (append ? O_APPEND : 0), truncate, why);
 }
 
-int openPrivateFileReadWrite(const char* path, const char** why) { return openChecked(path, O_RDWR, false, why); }
+int openPrivateFileReadWrite(const char* path, const char** why) {
+  return openChecked(path, O_RDWR, false, why);
+}
 
 }  // namespace hetopt

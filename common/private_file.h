@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: MIT
 /**
  * @file Opening hetopt's own output files (traces, plans, the DB, reports, plot data) so that
- * another user cannot redirect or read what hetopt writes: no symbolic link is followed, an existing
- * file must be this user's own, and what is written is 0600. Lean (libc only, no allocation): the
- * shim's trace writer and count report use it inside other people's processes.
+ * another user cannot redirect or read what hetopt writes: no symbolic link is followed, an
+ * existing file must be this user's own, and what is written is 0600. Lean (libc only, no
+ * allocation): the shim's trace writer and count report use it inside other people's processes.
  */
 #pragma once
 

@@ -10,8 +10,8 @@
 #include <algorithm>
 #include <cerrno>
 #include <climits>
-#include <cstdlib>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <ctime>
 #include <vector>
@@ -72,7 +72,8 @@ struct ElfFile {
     if (off > size() || size() - off < n) return false;
     size_t got = 0;
     while (got < n) {
-      ssize_t r = ::pread(fd, static_cast<char*>(out) + got, n - got, static_cast<off_t>(off + got));
+      ssize_t r =
+          ::pread(fd, static_cast<char*>(out) + got, n - got, static_cast<off_t>(off + got));
       if (r < 0 && errno == EINTR) continue;
       if (r <= 0) return false;
       got += static_cast<size_t>(r);
@@ -164,8 +165,10 @@ bool buildIdOfFile(const ElfFile& f, std::string* buildId, std::string* error) {
     *error = f.path + ": big-endian ELF is not supported";
     return false;
   }
-  if (ident[EI_CLASS] == ELFCLASS64) return elfBuildId<Elf64_Ehdr, Elf64_Phdr, Elf64_Shdr>(f, buildId, error);
-  if (ident[EI_CLASS] == ELFCLASS32) return elfBuildId<Elf32_Ehdr, Elf32_Phdr, Elf32_Shdr>(f, buildId, error);
+  if (ident[EI_CLASS] == ELFCLASS64)
+    return elfBuildId<Elf64_Ehdr, Elf64_Phdr, Elf64_Shdr>(f, buildId, error);
+  if (ident[EI_CLASS] == ELFCLASS32)
+    return elfBuildId<Elf32_Ehdr, Elf32_Phdr, Elf32_Shdr>(f, buildId, error);
   *error = f.path + ": unknown ELF class";
   return false;
 }
@@ -220,7 +223,8 @@ bool readCachedHash(const std::string& dir, const FileStamp& s, std::string* hex
   long long mtime = 0, ctime = 0;
   char digest[65];
   int end = 0;
-  if (sscanf(buf + magic, "%llu %lld %lld %64[0-9a-f]\n%n", &size, &mtime, &ctime, digest, &end) != 4 ||
+  if (sscanf(buf + magic, "%llu %lld %lld %64[0-9a-f]\n%n", &size, &mtime, &ctime, digest, &end) !=
+          4 ||
       end == 0 || strlen(digest) != 64 || buf[magic + end] != '\0')
     return false;
   if (size != s.size || mtime != s.mtimeNs || ctime != s.ctimeNs) return false;
@@ -260,8 +264,8 @@ bool cachedContentHash(const ElfFile& f, const FileStamp& stamp, std::string* he
 }  // namespace
 
 Sha256::Sha256()
-    : m_h{0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab,
-          0x5be0cd19} {}
+    : m_h{0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
+          0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19} {}
 
 void Sha256::block(const unsigned char* p) {
   uint32_t w[64];
@@ -276,8 +280,8 @@ void Sha256::block(const unsigned char* p) {
   uint32_t a = m_h[0], b = m_h[1], c = m_h[2], d = m_h[3], e = m_h[4], f = m_h[5], g = m_h[6],
            h = m_h[7];
   for (int i = 0; i < 64; ++i) {
-    uint32_t t1 = h + (rotr(e, 6) ^ rotr(e, 11) ^ rotr(e, 25)) + ((e & f) ^ (~e & g)) +
-                  kSha256K[i] + w[i];
+    uint32_t t1 =
+        h + (rotr(e, 6) ^ rotr(e, 11) ^ rotr(e, 25)) + ((e & f) ^ (~e & g)) + kSha256K[i] + w[i];
     uint32_t t2 = (rotr(a, 2) ^ rotr(a, 13) ^ rotr(a, 22)) + ((a & b) ^ (a & c) ^ (b & c));
     h = g;
     g = f;
@@ -341,10 +345,14 @@ std::string ProgramIdentity::executableKey() const {
 
 std::string ProgramIdentity::key() const {
   switch (script.kind) {
-    case ScriptRef::Kind::None: break;
-    case ScriptRef::Kind::File: return executableKey() + "+script-sha256:" + script.hash;
-    case ScriptRef::Kind::Module: return executableKey() + "+module:" + script.name;
-    case ScriptRef::Kind::Code: return executableKey() + "+code-sha256:" + script.hash;
+    case ScriptRef::Kind::None:
+      break;
+    case ScriptRef::Kind::File:
+      return executableKey() + "+script-sha256:" + script.hash;
+    case ScriptRef::Kind::Module:
+      return executableKey() + "+module:" + script.name;
+    case ScriptRef::Kind::Code:
+      return executableKey() + "+code-sha256:" + script.hash;
   }
   return executableKey();
 }
@@ -352,20 +360,28 @@ std::string ProgramIdentity::key() const {
 std::string ProgramIdentity::profilePath() const {
   if (!profileName.empty()) return "@" + profileName;
   switch (script.kind) {
-    case ScriptRef::Kind::None: break;
-    case ScriptRef::Kind::File: return script.name;
-    case ScriptRef::Kind::Module: return path + " -m " + script.name;
-    case ScriptRef::Kind::Code: return path + " -c " + script.hash.substr(0, 12);
+    case ScriptRef::Kind::None:
+      break;
+    case ScriptRef::Kind::File:
+      return script.name;
+    case ScriptRef::Kind::Module:
+      return path + " -m " + script.name;
+    case ScriptRef::Kind::Code:
+      return path + " -c " + script.hash.substr(0, 12);
   }
   return path;
 }
 
 std::string ProgramIdentity::describe() const {
   switch (script.kind) {
-    case ScriptRef::Kind::None: break;
-    case ScriptRef::Kind::File: return path + " running " + script.name;
-    case ScriptRef::Kind::Module: return path + " -m " + script.name;
-    case ScriptRef::Kind::Code: return path + " -c <code " + script.hash.substr(0, 12) + ">";
+    case ScriptRef::Kind::None:
+      break;
+    case ScriptRef::Kind::File:
+      return path + " running " + script.name;
+    case ScriptRef::Kind::Module:
+      return path + " -m " + script.name;
+    case ScriptRef::Kind::Code:
+      return path + " -c <code " + script.hash.substr(0, 12) + ">";
   }
   return path;
 }

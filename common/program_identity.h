@@ -87,8 +87,8 @@ bool scriptOfProcess(const std::string& exePath, const std::vector<std::string>&
 /// The identity of the process `argv` starts (what `hetopt trace` and `hetopt run` are given):
 /// argv[0] found on PATH; a file starting with "#!" is run by its interpreter (`/usr/bin/env
 /// NAME` finds NAME on PATH), and identified as that interpreter running it.
-bool commandIdentity(const std::vector<std::string>& argv, ProgramIdentity* out,
-                     std::string* error, const std::string& hashCacheDir = {});
+bool commandIdentity(const std::vector<std::string>& argv, ProgramIdentity* out, std::string* error,
+                     const std::string& hashCacheDir = {});
 
 /// Splits a NUL-separated command line (/proc/self/cmdline, the trace header's arguments).
 std::vector<std::string> splitCommandLine(const std::string& nulSeparated);

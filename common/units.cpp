@@ -21,7 +21,8 @@ constexpr Scale kByteScales[] = {{"B", 1.0, {0, 0}},
                                  {"MiB", 1048576.0, {1, 2}},
                                  {"GiB", 1073741824.0, {1, 2}},
                                  {"TiB", 1099511627776.0, {1, 2}}};
-constexpr Scale kTimeScales[] = {{"ns", 1.0, {0, 0}}, {"us", 1e3, {1, 1}}, {"ms", 1e6, {2, 2}}, {"s", 1e9, {2, 3}}};
+constexpr Scale kTimeScales[] = {
+    {"ns", 1.0, {0, 0}}, {"us", 1e3, {1, 1}}, {"ms", 1e6, {2, 2}}, {"s", 1e9, {2, 3}}};
 constexpr size_t kByteCount = sizeof kByteScales / sizeof kByteScales[0];
 constexpr size_t kTimeCount = sizeof kTimeScales / sizeof kTimeScales[0];
 constexpr double kPow10[] = {1, 10, 100, 1000};
@@ -47,19 +48,26 @@ const char* writeScaled(char* buf, size_t size, double value, const Scale& scale
 
 size_t fixedScale(ByteUnit unit) {
   switch (unit) {
-    case ByteUnit::KiB: return 1;
-    case ByteUnit::MiB: return 2;
-    case ByteUnit::GiB: return 3;
-    case ByteUnit::Auto: break;
+    case ByteUnit::KiB:
+      return 1;
+    case ByteUnit::MiB:
+      return 2;
+    case ByteUnit::GiB:
+      return 3;
+    case ByteUnit::Auto:
+      break;
   }
   return 0;
 }
 
 size_t fixedScale(TimeUnit unit) {
   switch (unit) {
-    case TimeUnit::Us: return 1;
-    case TimeUnit::Ms: return 2;
-    case TimeUnit::Auto: break;
+    case TimeUnit::Us:
+      return 1;
+    case TimeUnit::Ms:
+      return 2;
+    case TimeUnit::Auto:
+      break;
   }
   return 0;
 }
@@ -78,8 +86,9 @@ const char* formatBytes(char* buf, size_t size, uint64_t bytes, ByteUnit unit, D
   }
   // Short: a whole number of the unit says so ("64 KiB"); "64.0 KiB" is then a rounded one.
   const bool whole = bytes % static_cast<uint64_t>(kByteScales[u].size) == 0;
-  return writeScaled(buf, size, b, kByteScales[u],
-                     detail == Detail::Short && whole ? 0 : kByteScales[u].decimals[static_cast<int>(detail)]);
+  return writeScaled(
+      buf, size, b, kByteScales[u],
+      detail == Detail::Short && whole ? 0 : kByteScales[u].decimals[static_cast<int>(detail)]);
 }
 
 const char* formatDuration(char* buf, size_t size, double ns, TimeUnit unit, Detail detail) {
@@ -90,7 +99,8 @@ const char* formatDuration(char* buf, size_t size, double ns, TimeUnit unit, Det
   }
   if (unit != TimeUnit::Auto) return writeScaled(buf, size, ns, kTimeScales[fixedScale(unit)], 1);
   const size_t u = pickScale(kTimeScales, kTimeCount, std::fabs(ns), detail);
-  return writeScaled(buf, size, ns, kTimeScales[u], kTimeScales[u].decimals[static_cast<int>(detail)]);
+  return writeScaled(buf, size, ns, kTimeScales[u],
+                     kTimeScales[u].decimals[static_cast<int>(detail)]);
 }
 
 std::string formatBytes(uint64_t bytes, ByteUnit unit, Detail detail) {
@@ -114,7 +124,8 @@ bool parseByteSize(const std::string& text, uint64_t* out) {
   }
   if (i == 0) return false;
   std::string unit;
-  for (; i < text.size(); ++i) unit += static_cast<char>(tolower(static_cast<unsigned char>(text[i])));
+  for (; i < text.size(); ++i)
+    unit += static_cast<char>(tolower(static_cast<unsigned char>(text[i])));
   int shift = 0;
   if (unit.empty() || unit == "b")
     shift = 0;

@@ -14,9 +14,10 @@ namespace hetopt {
 
 /// How much an automatically scaled number says.
 enum class Detail : uint8_t {
-  Short,     ///< reports, plans, warnings: "17 B", "64 KiB", "1.5 MiB", "1.0 MiB" (rounded: not whole);
-             ///< "850 ns", "12.3 us", "3.40 ms", "1.50 s"
-  Detailed,  ///< trace dumps: "64.0 KiB", "1.50 MiB"; "1.204 s" (one more digit where the unit is large)
+  Short,     ///< reports, plans, warnings: "17 B", "64 KiB", "1.5 MiB", "1.0 MiB" (rounded: not
+             ///< whole); "850 ns", "12.3 us", "3.40 ms", "1.50 s"
+  Detailed,  ///< trace dumps: "64.0 KiB", "1.50 MiB"; "1.204 s" (one more digit where the unit is
+             ///< large)
 };
 
 /// The unit to write in. Auto picks the largest unit the value reaches; a fixed unit always has
@@ -38,8 +39,10 @@ const char* formatDuration(char* buf, size_t size, double ns, TimeUnit unit = Ti
                            Detail detail = Detail::Short);
 
 /// The same texts as strings, for the tools.
-std::string formatBytes(uint64_t bytes, ByteUnit unit = ByteUnit::Auto, Detail detail = Detail::Short);
-std::string formatDuration(double ns, TimeUnit unit = TimeUnit::Auto, Detail detail = Detail::Short);
+std::string formatBytes(uint64_t bytes, ByteUnit unit = ByteUnit::Auto,
+                        Detail detail = Detail::Short);
+std::string formatDuration(double ns, TimeUnit unit = TimeUnit::Auto,
+                           Detail detail = Detail::Short);
 
 /// Parses "768M", "64MiB", "4k", "1G", "123" (binary units, case-insensitive). False on garbage,
 /// zero or overflow.
@@ -52,7 +55,9 @@ uint64_t saturatingU64(double value);
 /// Byte and block counts replayed from a trace (sizes times trip counts, a loop's growth times its
 /// iterations): a corrupt or hostile trace must not overflow them (undefined for int64_t), so they
 /// stop at the type's limits instead.
-inline int64_t saturatingI64(uint64_t value) { return value > INT64_MAX ? INT64_MAX : static_cast<int64_t>(value); }
+inline int64_t saturatingI64(uint64_t value) {
+  return value > INT64_MAX ? INT64_MAX : static_cast<int64_t>(value);
+}
 inline int64_t saturatingAdd(int64_t a, int64_t b) {
   int64_t r;
   if (!__builtin_add_overflow(a, b, &r)) return r;

@@ -26,8 +26,9 @@ inline constexpr unsigned kAllocFnCount = 8;
 
 /// The C name of allocation function `code` ("malloc", "posix_memalign"), "?" when it is none.
 inline const char* allocFnName(unsigned code) {
-  constexpr const char* kNames[kAllocFnCount] = {"malloc",        "calloc",   "realloc", "posix_memalign",
-                                                 "aligned_alloc", "memalign", "valloc",  "pvalloc"};
+  constexpr const char* kNames[kAllocFnCount] = {"malloc",         "calloc",        "realloc",
+                                                 "posix_memalign", "aligned_alloc", "memalign",
+                                                 "valloc",         "pvalloc"};
   return code < kAllocFnCount ? kNames[code] : "?";
 }
 inline const char* allocFnName(AllocFn fn) { return allocFnName(static_cast<unsigned>(fn)); }

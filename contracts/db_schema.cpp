@@ -12,71 +12,99 @@ constexpr const char* kText = "TEXT NOT NULL";
 constexpr const char* kInt0 = "INTEGER NOT NULL DEFAULT 0";
 constexpr const char* kReal0 = "REAL NOT NULL DEFAULT 0";
 constexpr const char* kText0 = "TEXT NOT NULL DEFAULT ''";
-constexpr const char* kProfileRef = "INTEGER NOT NULL REFERENCES app_profiles(id) ON DELETE CASCADE";
+constexpr const char* kProfileRef =
+    "INTEGER NOT NULL REFERENCES app_profiles(id) ON DELETE CASCADE";
 constexpr const char* kRunRef = "INTEGER NOT NULL REFERENCES char_runs(id) ON DELETE CASCADE";
 
 // The characterization. NULL in memlock_limit and size_hi: no limit, no bound.
 constexpr DbColumn kCharRuns[] = {
     {"id", "INTEGER PRIMARY KEY"},
-    {"platform_name", kText}, {"platform_version", kText}, {"device_name", kText},
-    {"driver_version", kText}, {"cpu_model", kText}, {"kernel", kText},
-    {"device_vendor", kText}, {"device_type", kText}, {"hostname", kText},
-    {"hetopt_version", kText}, {"created_utc", kText}, {"quick", kInt},
-    {"duration_s", kReal}, {"memlock_limit", "INTEGER"}, {"lock_beyond_limit", kInt},
+    {"platform_name", kText},
+    {"platform_version", kText},
+    {"device_name", kText},
+    {"driver_version", kText},
+    {"cpu_model", kText},
+    {"kernel", kText},
+    {"device_vendor", kText},
+    {"device_type", kText},
+    {"hostname", kText},
+    {"hetopt_version", kText},
+    {"created_utc", kText},
+    {"quick", kInt},
+    {"duration_s", kReal},
+    {"memlock_limit", "INTEGER"},
+    {"lock_beyond_limit", kInt},
 };
 
 constexpr DbColumn kCharPolicies[] = {
-    {"run_id", kRunRef},
-    {"policy", kText}, {"state", kText}, {"reason", kText}, {"max_size", kInt},
+    {"run_id", kRunRef}, {"policy", kText}, {"state", kText}, {"reason", kText}, {"max_size", kInt},
 };
 
 constexpr DbColumn kCharSamples[] = {
-    {"run_id", kRunRef},
-    {"measure", kText}, {"policy", kText}, {"concurrency", kInt}, {"size", kInt},
-    {"reps", kInt}, {"median_ns", kReal}, {"q1_ns", kReal}, {"q3_ns", kReal},
-    {"min_ns", kReal}, {"max_ns", kReal}, {"times_ns", kText},
+    {"run_id", kRunRef}, {"measure", kText}, {"policy", kText},    {"concurrency", kInt},
+    {"size", kInt},      {"reps", kInt},     {"median_ns", kReal}, {"q1_ns", kReal},
+    {"q3_ns", kReal},    {"min_ns", kReal},  {"max_ns", kReal},    {"times_ns", kText},
 };
 
 constexpr DbColumn kCharFits[] = {
-    {"run_id", kRunRef},
-    {"measure", kText}, {"policy", kText}, {"concurrency", kInt},
-    {"points", kInt}, {"rms_rel_err", kReal}, {"max_rel_err", kReal},
-    {"size_min", kReal}, {"size_max", kReal},
+    {"run_id", kRunRef},    {"measure", kText},  {"policy", kText},
+    {"concurrency", kInt},  {"points", kInt},    {"rms_rel_err", kReal},
+    {"max_rel_err", kReal}, {"size_min", kReal}, {"size_max", kReal},
 };
 
 constexpr DbColumn kCharFitSegments[] = {
-    {"run_id", kRunRef},
-    {"measure", kText}, {"policy", kText}, {"concurrency", kInt}, {"idx", kInt},
-    {"size_lo", kReal}, {"latency_ns", kReal}, {"ns_per_byte", kReal},
+    {"run_id", kRunRef}, {"measure", kText}, {"policy", kText},     {"concurrency", kInt},
+    {"idx", kInt},       {"size_lo", kReal}, {"latency_ns", kReal}, {"ns_per_byte", kReal},
 };
 
 constexpr DbColumn kCharDecisions[] = {
-    {"run_id", kRunRef},
-    {"direction", kText}, {"size_lo", kInt}, {"size_hi", "INTEGER"}, {"policy", kText},
-    {"alloc", kText}, {"ref_size", kInt}, {"predicted_ns", kReal},
+    {"run_id", kRunRef},    {"direction", kText}, {"size_lo", kInt},  {"size_hi", "INTEGER"},
+    {"policy", kText},      {"alloc", kText},     {"ref_size", kInt}, {"predicted_ns", kReal},
     {"standard_ns", kReal}, {"reason", kText},
 };
 
 constexpr DbColumn kProfiles[] = {
     {"id", "INTEGER PRIMARY KEY"},
-    {"program_path", kText}, {"program_key", kText}, {"build_id", kText},
-    {"content_hash", kText}, {"device", kText}, {"trace_file", kText},
-    {"created_utc", kText}, {"hetopt_version", kText},
-    {"eligible", kInt}, {"ratio", "REAL"}, {"threshold", kReal},
-    {"communication_ns", kReal}, {"computation_ns", kReal}, {"reason", kText},
-    {"has_device_times", kInt}, {"total_ns", kReal}, {"kernel_ns", kReal},
-    {"comm_part_ns", kReal}, {"cpu_sync_ns", kReal}, {"h2d_ns", kReal},
-    {"d2h_ns", kReal}, {"launch_ns", kReal}, {"dispatch_sync_ns", kReal},
-    {"kernels", kInt}, {"host_only_sites", kInt},
-    {"host_only_allocations", kInt}, {"tracked_allocations", kInt},
+    {"program_path", kText},
+    {"program_key", kText},
+    {"build_id", kText},
+    {"content_hash", kText},
+    {"device", kText},
+    {"trace_file", kText},
+    {"created_utc", kText},
+    {"hetopt_version", kText},
+    {"eligible", kInt},
+    {"ratio", "REAL"},
+    {"threshold", kReal},
+    {"communication_ns", kReal},
+    {"computation_ns", kReal},
+    {"reason", kText},
+    {"has_device_times", kInt},
+    {"total_ns", kReal},
+    {"kernel_ns", kReal},
+    {"comm_part_ns", kReal},
+    {"cpu_sync_ns", kReal},
+    {"h2d_ns", kReal},
+    {"d2h_ns", kReal},
+    {"launch_ns", kReal},
+    {"dispatch_sync_ns", kReal},
+    {"kernels", kInt},
+    {"host_only_sites", kInt},
+    {"host_only_allocations", kInt},
+    {"tracked_allocations", kInt},
     {"warnings", kText},
     // The program's contexts and start-up, for `hetopt run`'s early context.
-    {"contexts", kInt0, 3}, {"first_context_devices", kInt0, 3},
-    {"first_call_ns", kInt0, 3}, {"first_context_ns", kInt0, 3},
-    {"enumerate_ns", kInt0, 3}, {"context_ns", kInt0, 3},
+    {"contexts", kInt0, 3},
+    {"first_context_devices", kInt0, 3},
+    {"first_call_ns", kInt0, 3},
+    {"first_context_ns", kInt0, 3},
+    {"enumerate_ns", kInt0, 3},
+    {"context_ns", kInt0, 3},
     // Profiles of interpreted programs (the script beside the executable) and of named ones.
-    {"executable", kText0, 5}, {"script_kind", kInt0, 5},
-    {"script", kText0, 5}, {"script_hash", kText0, 5},
+    {"executable", kText0, 5},
+    {"script_kind", kInt0, 5},
+    {"script", kText0, 5},
+    {"script_hash", kText0, 5},
     {"forked_children", kInt0, 5},
     // What tracing itself cost.
     {"recording_ns", kReal0, 6},
@@ -84,83 +112,140 @@ constexpr DbColumn kProfiles[] = {
 
 constexpr DbColumn kSites[] = {
     {"profile_id", kProfileRef},
-    {"rank", kInt}, {"site_key", kInt},
-    {"has_source", kInt}, {"function", kText}, {"file", kText}, {"line", kInt},
-    {"module", kText}, {"module_offset", kInt}, {"location_note", kText},
-    {"allocator", kText}, {"allocations", kInt}, {"feeding_allocations", kInt},
-    {"min_alloc_bytes", kInt}, {"max_alloc_bytes", kInt},
-    {"typical_alloc_bytes", kInt}, {"peak_live_bytes", kInt},
+    {"rank", kInt},
+    {"site_key", kInt},
+    {"has_source", kInt},
+    {"function", kText},
+    {"file", kText},
+    {"line", kInt},
+    {"module", kText},
+    {"module_offset", kInt},
+    {"location_note", kText},
+    {"allocator", kText},
+    {"allocations", kInt},
+    {"feeding_allocations", kInt},
+    {"min_alloc_bytes", kInt},
+    {"max_alloc_bytes", kInt},
+    {"typical_alloc_bytes", kInt},
+    {"peak_live_bytes", kInt},
     {"peak_live_blocks", kInt},
-    {"h2d_transfers", kInt}, {"h2d_bytes", kInt}, {"h2d_typical", kInt},
-    {"h2d_max", kInt}, {"h2d_ns", kReal},
-    {"d2h_transfers", kInt}, {"d2h_bytes", kInt}, {"d2h_typical", kInt},
-    {"d2h_max", kInt}, {"d2h_ns", kReal},
-    {"gain_known", kInt}, {"gain_note", kText}, {"policy", kText},
-    {"alloc_mode", kText}, {"standard_ns", kReal}, {"optimized_ns", kReal},
+    {"h2d_transfers", kInt},
+    {"h2d_bytes", kInt},
+    {"h2d_typical", kInt},
+    {"h2d_max", kInt},
+    {"h2d_ns", kReal},
+    {"d2h_transfers", kInt},
+    {"d2h_bytes", kInt},
+    {"d2h_typical", kInt},
+    {"d2h_max", kInt},
+    {"d2h_ns", kReal},
+    {"gain_known", kInt},
+    {"gain_note", kText},
+    {"policy", kText},
+    {"alloc_mode", kText},
+    {"standard_ns", kReal},
+    {"optimized_ns", kReal},
     // How early each site's first block can be pinned, for `hetopt run`'s pricing.
-    {"allocated_before_opencl", kInt0, 4}, {"lead_ns", kInt0, 4},
+    {"allocated_before_opencl", kInt0, 4},
+    {"lead_ns", kInt0, 4},
 };
 
 constexpr DbColumn kSiteFrames[] = {
-    {"profile_id", kProfileRef},
-    {"rank", kInt}, {"depth", kInt},
-    {"module", kText}, {"build_id", kText}, {"module_offset", kInt},
+    {"profile_id", kProfileRef}, {"rank", kInt},      {"depth", kInt},
+    {"module", kText},           {"build_id", kText}, {"module_offset", kInt},
 };
 
 constexpr DbColumn kTransferSizes[] = {
     {"profile_id", kProfileRef},
-    {"owner", kText}, {"owner_rank", kInt}, {"direction", kText}, {"idx", kInt},
-    {"bytes", kInt}, {"count", kInt},
+    {"owner", kText},
+    {"owner_rank", kInt},
+    {"direction", kText},
+    {"idx", kInt},
+    {"bytes", kInt},
+    {"count", kInt},
 };
 
 constexpr DbColumn kUntracked[] = {
     {"profile_id", kProfileRef},
-    {"rank", kInt}, {"kind", kText}, {"what", kText}, {"module", kText},
+    {"rank", kInt},
+    {"kind", kText},
+    {"what", kText},
+    {"module", kText},
     {"region_bytes", kInt},
-    {"h2d_transfers", kInt}, {"h2d_bytes", kInt}, {"h2d_typical", kInt},
-    {"h2d_max", kInt}, {"h2d_ns", kReal},
-    {"d2h_transfers", kInt}, {"d2h_bytes", kInt}, {"d2h_typical", kInt},
-    {"d2h_max", kInt}, {"d2h_ns", kReal},
+    {"h2d_transfers", kInt},
+    {"h2d_bytes", kInt},
+    {"h2d_typical", kInt},
+    {"h2d_max", kInt},
+    {"h2d_ns", kReal},
+    {"d2h_transfers", kInt},
+    {"d2h_bytes", kInt},
+    {"d2h_typical", kInt},
+    {"d2h_max", kInt},
+    {"d2h_ns", kReal},
     // What `hetopt run` needs to register untracked memory in place.
-    {"module_key", kInt0, 2}, {"module_offset", kInt0, 2},
-    {"map_bytes", kInt0, 2}, {"anonymous", kInt0, 2},
-    {"gain_known", kInt0, 2}, {"gain_note", kText0, 2},
-    {"standard_ns", kReal0, 2}, {"optimized_ns", kReal0, 2},
+    {"module_key", kInt0, 2},
+    {"module_offset", kInt0, 2},
+    {"map_bytes", kInt0, 2},
+    {"anonymous", kInt0, 2},
+    {"gain_known", kInt0, 2},
+    {"gain_note", kText0, 2},
+    {"standard_ns", kReal0, 2},
+    {"optimized_ns", kReal0, 2},
 };
 
 constexpr DbColumn kLaunchers[] = {
-    {"id", "INTEGER PRIMARY KEY"}, {"launcher_path", kText}, {"launcher_key", kText},
+    {"id", "INTEGER PRIMARY KEY"},
+    {"launcher_path", kText},
+    {"launcher_key", kText},
     {"created_utc", kText},
 };
 
 constexpr DbColumn kLaunched[] = {
     {"launcher_id", "INTEGER NOT NULL REFERENCES app_launchers(id) ON DELETE CASCADE"},
-    {"idx", kInt}, {"pid", kInt}, {"program_path", kText},
-    {"program_key", kText}, {"description", kText},
+    {"idx", kInt},
+    {"pid", kInt},
+    {"program_path", kText},
+    {"program_key", kText},
+    {"description", kText},
 };
 
 constexpr DbColumn kRunBreakdowns[] = {
     {"profile_id", kProfileRef},
-    {"label", kText}, {"total_ns", kReal}, {"kernel_ns", kReal},
-    {"comm_part_ns", kReal}, {"cpu_sync_ns", kReal},
+    {"label", kText},
+    {"total_ns", kReal},
+    {"kernel_ns", kReal},
+    {"comm_part_ns", kReal},
+    {"cpu_sync_ns", kReal},
     // The facts of a run's record (`hetopt report`).
-    {"started_ns", kInt0, 6}, {"pid", kInt0, 6},
-    {"wall_ns", kInt0, 6}, {"plan_id", kInt0, 6},
+    {"started_ns", kInt0, 6},
+    {"pid", kInt0, 6},
+    {"wall_ns", kInt0, 6},
+    {"plan_id", kInt0, 6},
     {"predicted_saving_ns", kReal0, 6},
-    {"pinned_transfers", kInt0, 6}, {"pinned_bytes", kInt0, 6},
-    {"pageable_transfers", kInt0, 6}, {"pageable_bytes", kInt0, 6},
-    {"other_transfers", kInt0, 6}, {"other_bytes", kInt0, 6},
+    {"pinned_transfers", kInt0, 6},
+    {"pinned_bytes", kInt0, 6},
+    {"pageable_transfers", kInt0, 6},
+    {"pageable_bytes", kInt0, 6},
+    {"other_transfers", kInt0, 6},
+    {"other_bytes", kInt0, 6},
     {"writer", kText0, 6},
     // Which kind of run (RunKind's name; rows before it were optimized) and, for an untouched
     // one, how the program exited.
-    {"kind", "TEXT NOT NULL DEFAULT 'optimized'", 7}, {"exit_status", kInt0, 7},
+    {"kind", "TEXT NOT NULL DEFAULT 'optimized'", 7},
+    {"exit_status", kInt0, 7},
     // How it ended (a signal, else exit_status), its line in the run ledger (0: none) and a note.
-    {"signal", kInt0, 8}, {"ledger_seq", kInt0, 8}, {"note", kText0, 8},
+    {"signal", kInt0, 8},
+    {"ledger_seq", kInt0, 8},
+    {"note", kText0, 8},
 };
 
 constexpr DbColumn kRunSites[] = {
-    {"profile_id", "INTEGER NOT NULL"}, {"label", kText}, {"site_key", kInt},
-    {"transfers", kInt}, {"bytes", kInt}, {"pinned", kInt},
+    {"profile_id", "INTEGER NOT NULL"},
+    {"label", kText},
+    {"site_key", kInt},
+    {"transfers", kInt},
+    {"bytes", kInt},
+    {"pinned", kInt},
     {"pageable", kInt},
 };
 
@@ -172,13 +257,15 @@ const DbTable kTables[] = {
     {"char_policies", kCharPolicies, "PRIMARY KEY (run_id, policy)"},
     {"char_samples", kCharSamples, "PRIMARY KEY (run_id, measure, policy, concurrency, size)"},
     {"char_fits", kCharFits, "PRIMARY KEY (run_id, measure, policy, concurrency)"},
-    {"char_fit_segments", kCharFitSegments, "PRIMARY KEY (run_id, measure, policy, concurrency, idx)"},
+    {"char_fit_segments", kCharFitSegments,
+     "PRIMARY KEY (run_id, measure, policy, concurrency, idx)"},
     {"char_decisions", kCharDecisions, "PRIMARY KEY (run_id, direction, size_lo)"},
     {"app_profiles", kProfiles, "UNIQUE (program_path, program_key)"},
     {"app_sites", kSites, "PRIMARY KEY (profile_id, rank)",
      "CREATE INDEX IF NOT EXISTS app_sites_by_key ON app_sites(site_key);"},
     {"app_site_frames", kSiteFrames, "PRIMARY KEY (profile_id, rank, depth)"},
-    {"app_transfer_sizes", kTransferSizes, "PRIMARY KEY (profile_id, owner, owner_rank, direction, idx)"},
+    {"app_transfer_sizes", kTransferSizes,
+     "PRIMARY KEY (profile_id, owner, owner_rank, direction, idx)"},
     {"app_untracked", kUntracked, "PRIMARY KEY (profile_id, rank)"},
     {"app_launchers", kLaunchers, "UNIQUE (launcher_path, launcher_key)"},
     {"app_launched", kLaunched, "PRIMARY KEY (launcher_id, idx)"},
@@ -230,7 +317,8 @@ int DbTable::columnIndex(std::string_view column) const {
 std::string DbTable::upgradeSql(int to) const {
   std::string sql;
   for (const DbColumn& c : columns)
-    if (c.since == to) sql += std::string("ALTER TABLE ") + name + " ADD COLUMN " + c.name + " " + c.type + "; ";
+    if (c.since == to)
+      sql += std::string("ALTER TABLE ") + name + " ADD COLUMN " + c.name + " " + c.type + "; ";
   return sql;
 }
 

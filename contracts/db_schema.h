@@ -26,7 +26,8 @@ inline constexpr int32_t kDbApplicationId = 0x48544f50;
 
 struct DbColumn {
   const char* name;
-  const char* type;  ///< SQL type and constraints; "INTEGER PRIMARY KEY": the row id, never inserted
+  const char*
+      type;  ///< SQL type and constraints; "INTEGER PRIMARY KEY": the row id, never inserted
   /// The schema version that added it to an existing table (its type then has a DEFAULT); 0: the
   /// table was created with it.
   int since = 0;

@@ -2,9 +2,6 @@
 /** @file Plan file reading and writing; see plan.h. */
 #include "contracts/plan.h"
 
-#include "common/paths.h"
-#include "contracts/text_fields.h"
-
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -17,6 +14,9 @@
 #include <cstring>
 #include <sstream>
 
+#include "common/paths.h"
+#include "contracts/text_fields.h"
+
 namespace hetopt {
 namespace {
 
@@ -24,8 +24,9 @@ using text::parseU64;
 
 // The six numbers after `site ... profile`.
 bool parseSiteProfile(std::istringstream& words, SiteProfile* p) {
-  if (!text::readNumbers(words, {&p->allocations, &p->minAllocBytes, &p->maxAllocBytes, &p->typicalAllocBytes,
-                                  &p->peakLiveBytes, &p->peakLiveBlocks},
+  if (!text::readNumbers(words,
+                         {&p->allocations, &p->minAllocBytes, &p->maxAllocBytes,
+                          &p->typicalAllocBytes, &p->peakLiveBytes, &p->peakLiveBlocks},
                          false, false))
     return false;
   return p->minAllocBytes <= p->typicalAllocBytes && p->typicalAllocBytes <= p->maxAllocBytes;
@@ -48,22 +49,27 @@ const PlanSite* Plan::find(uint64_t key, uint64_t size) const {
 std::string Plan::unwritableReason() const {
   auto bad = [](const std::string& s, bool blanksOk) {
     for (char c : s)
-      if (c == '\n' || c == '\r' || c == '\0' || (!blanksOk && isspace(static_cast<unsigned char>(c))))
+      if (c == '\n' || c == '\r' || c == '\0' ||
+          (!blanksOk && isspace(static_cast<unsigned char>(c))))
         return true;
     return false;
   };
   // Readers skip white space before the path and the device name.
-  auto leadingSpace = [](const std::string& s) { return !s.empty() && isspace(static_cast<unsigned char>(s[0])); };
+  auto leadingSpace = [](const std::string& s) {
+    return !s.empty() && isspace(static_cast<unsigned char>(s[0]));
+  };
   if (programPath.empty() || bad(programPath, true) || leadingSpace(programPath))
     return "the program path cannot be written in a plan";
-  if (programKey.empty() || bad(programKey, false)) return "the program key cannot be written in a plan";
+  if (programKey.empty() || bad(programKey, false))
+    return "the program key cannot be written in a plan";
   if (bad(device, true) || leadingSpace(device))
     return "the device name cannot be written in a plan";
-  if (poolPolicy.empty() || bad(poolPolicy, false)) return "the pool policy cannot be written in a plan";
+  if (poolPolicy.empty() || bad(poolPolicy, false))
+    return "the pool policy cannot be written in a plan";
   // What the reader takes as complete: pooled sites with a pool, or none and no pool.
-  if (hasPoolSites() != (poolBytes != 0)) return "a plan has pooled sites but no pool, or a pool but none";
-  if (sites.empty() && !hasRegistrations())
-    return "a plan needs at least one site or registration";
+  if (hasPoolSites() != (poolBytes != 0))
+    return "a plan has pooled sites but no pool, or a pool but none";
+  if (sites.empty() && !hasRegistrations()) return "a plan needs at least one site or registration";
   return {};
 }
 
@@ -164,11 +170,13 @@ bool parsePlan(const std::string& text, Plan* plan, std::string* error) {
       std::string key, lo, hi;
       PlanSite s;
       if (!(words >> key >> lo >> hi) || !parseU64(key, 16, &s.key) ||
-          !parseU64(lo, 10, &s.minBytes) || !parseU64(hi, 10, &s.maxBytes) || s.minBytes > s.maxBytes)
+          !parseU64(lo, 10, &s.minBytes) || !parseU64(hi, 10, &s.maxBytes) ||
+          s.minBytes > s.maxBytes)
         return fail("site needs a hex key and a size range");
       std::string more;
       while (words >> more) {
-        if (more == "register" && s.strategy == SiteStrategy::Pool && !s.waitNsPerMiB && !s.profiled) {
+        if (more == "register" && s.strategy == SiteStrategy::Pool && !s.waitNsPerMiB &&
+            !s.profiled) {
           s.strategy = SiteStrategy::Register;
         } else if (more == "wait" && !s.waitNsPerMiB && !s.profiled) {
           std::string ns;
@@ -176,8 +184,9 @@ bool parsePlan(const std::string& text, Plan* plan, std::string* error) {
             return fail("site wait needs a positive number of nanoseconds per MiB");
         } else if (more == "profile" && !s.profiled) {
           if (!parseSiteProfile(words, &s.profile))
-            return fail("site profile needs allocations, min/max/typical allocation bytes, peak "
-                        "live bytes and blocks (min <= typical <= max)");
+            return fail(
+                "site profile needs allocations, min/max/typical allocation bytes, peak "
+                "live bytes and blocks (min <= typical <= max)");
           s.profiled = true;
         } else {
           return fail("unexpected '" + more + "'");
@@ -229,7 +238,8 @@ bool parsePlan(const std::string& text, Plan* plan, std::string* error) {
       return fail("unknown entry '" + tag + "'");
     }
     std::string extra;
-    if (tag != "device" && tag != "program" && (words >> extra)) return fail("unexpected '" + extra + "'");
+    if (tag != "device" && tag != "program" && (words >> extra))
+      return fail("unexpected '" + extra + "'");
   }
   if (!sawHeader) {
     lineNo = 0;
@@ -242,7 +252,7 @@ bool parsePlan(const std::string& text, Plan* plan, std::string* error) {
   if (plan->hasPoolSites() != (plan->poolBytes != 0))
     return fail(plan->hasPoolSites() ? "pooled sites but no pool" : "a pool but no pooled site");
   std::stable_sort(plan->sites.begin(), plan->sites.end(),
-            [](const PlanSite& a, const PlanSite& b) { return a.key < b.key; });
+                   [](const PlanSite& a, const PlanSite& b) { return a.key < b.key; });
   return true;
 }
 

@@ -13,30 +13,23 @@
  *   stamp <dev> <inode> <size> <mtime-ns> <ctime-ns>
  *                                          optional: the program file's stamp when `hetopt run`
  *                                          identified it; a file with the same stamp is the
- *                                          program without hashing it again (common/program_identity.h)
- *   device <filter>                        device for the shim's own context (HETOPT_DEVICE rules)
- *   pool <policy> <bytes>                  pinned pool: backing policy and capacity (`pool none
- *                                          0`: no site is served from a pool)
- *   pool-mode direct                       optional: no pool; every candidate allocation is made
- *                                          by the pool's policy itself (the naive variant)
- *   site <key-hex> <min-bytes> <max-bytes> candidate allocation site (contracts/site_key.h) and the
- *        [register] [wait <ns-per-MiB>]    sizes the curves say gain there; `register`: its blocks
- *        [profile <allocations> <min-alloc> come from the system allocator and are pinned where
- *         <max-alloc> <typical-alloc>      they are (else: served from the pool); `wait`: how long
- *         <peak-live-bytes>                a transfer may wait for pinning in progress per MiB it
- *         <peak-live-blocks>]              moves (what pageable memory costs more than pinned, as
- *                                          traced); optionally what the profile saw there (the
- *                                          shim's conformance check)
- *   context early                          optional: the shim makes the program's context itself
- *                                          at start-up (the program made exactly one, on this
- *                                          device) and hands it to the program's matching
- *                                          clCreateContext[FromType]: pinning starts while the
- *                                          program still reads and computes its input
- *   driver late                            optional: the shim touches the OpenCL driver only
- *                                          once the program made its first OpenCL call (it
- *                                          forks copies of itself, or can: they cannot use a
- *                                          driver their parent initialized); before it, it
- *                                          only loads the driver's libraries
+ *                                          program without hashing it again
+ * (common/program_identity.h) device <filter>                        device for the shim's own
+ * context (HETOPT_DEVICE rules) pool <policy> <bytes>                  pinned pool: backing policy
+ * and capacity (`pool none 0`: no site is served from a pool) pool-mode direct optional: no pool;
+ * every candidate allocation is made by the pool's policy itself (the naive variant) site <key-hex>
+ * <min-bytes> <max-bytes> candidate allocation site (contracts/site_key.h) and the [register] [wait
+ * <ns-per-MiB>]    sizes the curves say gain there; `register`: its blocks [profile <allocations>
+ * <min-alloc> come from the system allocator and are pinned where <max-alloc> <typical-alloc> they
+ * are (else: served from the pool); `wait`: how long <peak-live-bytes>                a transfer
+ * may wait for pinning in progress per MiB it <peak-live-blocks>]              moves (what pageable
+ * memory costs more than pinned, as traced); optionally what the profile saw there (the shim's
+ * conformance check) context early                          optional: the shim makes the program's
+ * context itself at start-up (the program made exactly one, on this device) and hands it to the
+ * program's matching clCreateContext[FromType]: pinning starts while the program still reads and
+ * computes its input driver late                            optional: the shim touches the OpenCL
+ * driver only once the program made its first OpenCL call (it forks copies of itself, or can: they
+ * cannot use a driver their parent initialized); before it, it only loads the driver's libraries
  *   register-cost <latency-ns> <ns-per-MiB> what registering a block in place costs here (the
  *                                          register curve): a transfer registers a block itself
  *                                          when that is cheaper than waiting

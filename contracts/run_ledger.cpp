@@ -36,8 +36,8 @@ std::string startLine(const LedgerRun& r) {
 }
 
 std::string endLine(const LedgerRun& r) {
-  return "end " + std::to_string(r.seq) + " " + std::to_string(r.pid) + " " + std::to_string(r.wallNs) + " " +
-         runEndName(r.end) + " " + std::to_string(r.code) + "\n";
+  return "end " + std::to_string(r.seq) + " " + std::to_string(r.pid) + " " +
+         std::to_string(r.wallNs) + " " + runEndName(r.end) + " " + std::to_string(r.code) + "\n";
 }
 
 std::string revertLine(const LedgerRevert& r) {
@@ -55,21 +55,30 @@ bool oneWord(const std::string& s) {
 
 const char* ledgerKindName(LedgerKind kind) {
   switch (kind) {
-    case LedgerKind::Control: return "control";
-    case LedgerKind::Optimized: return "optimized";
-    case LedgerKind::Untouched: return "untouched";
-    case LedgerKind::Declined: return "declined";
+    case LedgerKind::Control:
+      return "control";
+    case LedgerKind::Optimized:
+      return "optimized";
+    case LedgerKind::Untouched:
+      return "untouched";
+    case LedgerKind::Declined:
+      return "declined";
   }
   return "optimized";
 }
 
 const char* runEndName(RunEnd end) {
   switch (end) {
-    case RunEnd::Running: return "running";
-    case RunEnd::Exited: return "exit";
-    case RunEnd::Signaled: return "signal";
-    case RunEnd::Interrupted: return "interrupted";
-    case RunEnd::Lost: return "lost";
+    case RunEnd::Running:
+      return "running";
+    case RunEnd::Exited:
+      return "exit";
+    case RunEnd::Signaled:
+      return "signal";
+    case RunEnd::Interrupted:
+      return "interrupted";
+    case RunEnd::Lost:
+      return "lost";
   }
   return "lost";
 }
@@ -106,7 +115,8 @@ bool parseLedger(const std::string& text, Ledger* out, std::string* error) {
     words >> tag;
     if (lineNo == 1) {
       uint64_t version = 0;
-      if (tag != "hetopt-ledger" || !text::readNumbers(words, {&version})) return fail("not a hetopt run ledger");
+      if (tag != "hetopt-ledger" || !text::readNumbers(words, {&version}))
+        return fail("not a hetopt run ledger");
       if (version != kLedgerFormatVersion)
         return fail("ledger format " + std::to_string(version) + ", this hetopt reads " +
                     std::to_string(kLedgerFormatVersion));
@@ -119,7 +129,8 @@ bool parseLedger(const std::string& text, Ledger* out, std::string* error) {
       bool known = false;
       for (LedgerKind k : kKinds) known |= kind == ledgerKindName(k) && (r.kind = k, true);
       if (!known) return fail("unknown run kind " + kind);
-      if (!text::readNumbers(words, {&r.planId, &r.startedUnixNs, &r.hetoptPid}, true)) return fail("bad run line");
+      if (!text::readNumbers(words, {&r.planId, &r.startedUnixNs, &r.hetoptPid}, true))
+        return fail("bad run line");
       if (!out->runs.empty() && r.seq != out->runs.back().seq + 1) return fail("runs out of order");
       out->runs.push_back(r);
     } else if (tag == "end") {
@@ -129,14 +140,16 @@ bool parseLedger(const std::string& text, Ledger* out, std::string* error) {
           !text::readNumbers(words, {&code}))
         return fail("bad end line");
       auto* r = const_cast<LedgerRun*>(out->find(seq));
-      if (!r || r->end != RunEnd::Running || !r->timed()) return fail("an end line for no running timed run");
+      if (!r || r->end != RunEnd::Running || !r->timed())
+        return fail("an end line for no running timed run");
       bool known = false;
       for (RunEnd e : kEnds) known |= how == runEndName(e) && (r->end = e, true);
       if (!known) return fail("unknown ending " + how);
       r->pid = pid, r->wallNs = wall, r->code = code;
     } else if (tag == "revert") {
       LedgerRevert v;
-      if (!text::readNumbers(words, {&v.planId, &v.seq}, true, false) || !(words >> v.reason) || !oneWord(v.reason))
+      if (!text::readNumbers(words, {&v.planId, &v.seq}, true, false) || !(words >> v.reason) ||
+          !oneWord(v.reason))
         return fail("bad revert line");
       std::string extra;
       if (words >> extra) return fail("bad revert line");
@@ -190,7 +203,8 @@ bool LedgerFile::open(const std::string& path, std::string* error, bool* corrupt
   std::string text;
   char buf[8192];
   ssize_t n;
-  while ((n = pread(m_fd, buf, sizeof buf, static_cast<off_t>(text.size()))) > 0) text.append(buf, n);
+  while ((n = pread(m_fd, buf, sizeof buf, static_cast<off_t>(text.size()))) > 0)
+    text.append(buf, n);
   if (n < 0) {
     *error = path + ": " + strerror(errno);
     close();
@@ -228,14 +242,16 @@ bool LedgerFile::append(const std::string& line, std::string* error) {
   const off_t end = lseek(m_fd, 0, SEEK_END);
   size_t done = 0;
   while (end >= 0 && done < line.size()) {
-    const ssize_t n = pwrite(m_fd, line.data() + done, line.size() - done, end + static_cast<off_t>(done));
+    const ssize_t n =
+        pwrite(m_fd, line.data() + done, line.size() - done, end + static_cast<off_t>(done));
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) break;
     done += static_cast<size_t>(n);
   }
   if (done == line.size()) return true;
   *error = m_path + ": cannot write: " + strerror(errno ? errno : EIO);
-  if (end >= 0 && ftruncate(m_fd, end) != 0) {}  // no half line left behind where possible
+  if (end >= 0 && ftruncate(m_fd, end) != 0) {
+  }  // no half line left behind where possible
   return false;
 }
 
@@ -253,7 +269,8 @@ bool LedgerFile::start(LedgerKind kind, uint64_t planId, uint64_t startedUnixNs,
 bool LedgerFile::finish(uint64_t seq, uint64_t pid, uint64_t wallNs, RunEnd end, uint64_t code,
                         std::string* error) {
   auto* r = const_cast<LedgerRun*>(m_ledger.find(seq));
-  if (!r || r->end != RunEnd::Running) return *error = m_path + ": run " + std::to_string(seq) + " is not running", false;
+  if (!r || r->end != RunEnd::Running)
+    return *error = m_path + ": run " + std::to_string(seq) + " is not running", false;
   LedgerRun ended = *r;
   ended.end = end, ended.pid = pid, ended.wallNs = wallNs, ended.code = code;
   if (!append(endLine(ended), error)) return false;
@@ -261,7 +278,8 @@ bool LedgerFile::finish(uint64_t seq, uint64_t pid, uint64_t wallNs, RunEnd end,
   return true;
 }
 
-bool LedgerFile::revert(uint64_t planId, uint64_t seq, const std::string& reason, std::string* error) {
+bool LedgerFile::revert(uint64_t planId, uint64_t seq, const std::string& reason,
+                        std::string* error) {
   LedgerRevert v{planId, seq, oneWord(reason) ? reason : "failed"};
   if (!append(revertLine(v), error)) return false;
   m_ledger.reverts.push_back(v);
@@ -272,11 +290,13 @@ bool LedgerFile::compact() {
   // Under the lock: a new file with the newest runs (and every revert), renamed over the old one.
   // Whoever waits for the old file's lock finds it replaced and opens the new one (open()).
   Ledger kept;
-  kept.runs.assign(m_ledger.runs.end() - static_cast<ptrdiff_t>(kLedgerKeptRuns), m_ledger.runs.end());
+  kept.runs.assign(m_ledger.runs.end() - static_cast<ptrdiff_t>(kLedgerKeptRuns),
+                   m_ledger.runs.end());
   kept.reverts = m_ledger.reverts;
   const std::string tmp = m_path + ".tmp";
   std::string error;
-  if (!writePrivateFile(tmp, serializeLedger(kept), &error) || rename(tmp.c_str(), m_path.c_str()) != 0) {
+  if (!writePrivateFile(tmp, serializeLedger(kept), &error) ||
+      rename(tmp.c_str(), m_path.c_str()) != 0) {
     unlink(tmp.c_str());
     return false;  // the old file stays whole; the next run tries again
   }
@@ -291,7 +311,8 @@ void LedgerFile::close() {
 
 bool setLedgerAside(const std::string& path, std::string* error) {
   const std::string aside = path + ".corrupt";
-  if (rename(path.c_str(), aside.c_str()) != 0) return *error = "cannot move " + path + " aside: " + strerror(errno), false;
+  if (rename(path.c_str(), aside.c_str()) != 0)
+    return *error = "cannot move " + path + " aside: " + strerror(errno), false;
   return true;
 }
 

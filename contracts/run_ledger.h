@@ -90,10 +90,11 @@ class LedgerFile {
   bool open(const std::string& path, std::string* error, bool* corrupt);
   const Ledger& ledger() const { return m_ledger; }
   /// Appends a run's start line; its seq (one more than the last) in *seq.
-  bool start(LedgerKind kind, uint64_t planId, uint64_t startedUnixNs, uint64_t hetoptPid, uint64_t* seq,
-             std::string* error);
+  bool start(LedgerKind kind, uint64_t planId, uint64_t startedUnixNs, uint64_t hetoptPid,
+             uint64_t* seq, std::string* error);
   /// Appends run `seq`'s end line.
-  bool finish(uint64_t seq, uint64_t pid, uint64_t wallNs, RunEnd end, uint64_t code, std::string* error);
+  bool finish(uint64_t seq, uint64_t pid, uint64_t wallNs, RunEnd end, uint64_t code,
+              std::string* error);
   bool revert(uint64_t planId, uint64_t seq, const std::string& reason, std::string* error);
   /// Unlocks and closes.
   void close();

@@ -20,7 +20,9 @@ namespace hetopt {
 using text::parseU64;
 using text::readNumbers;
 
-const char* runKindName(RunKind kind) { return kind == RunKind::Untouched ? "untouched" : "optimized"; }
+const char* runKindName(RunKind kind) {
+  return kind == RunKind::Untouched ? "untouched" : "optimized";
+}
 
 bool parseRunKind(const std::string& name, RunKind* out) {
   for (RunKind k : {RunKind::Optimized, RunKind::Untouched})
@@ -39,8 +41,10 @@ std::string RunRecord::serialize() const {
   }
   s += "pid " + std::to_string(pid) + "\nstarted " + std::to_string(startedUnixNs) + "\nwall " +
        std::to_string(wallNs) + "\n";
-  if (signal) s += "signal " + std::to_string(signal) + "\n";
-  else if (exited || !optimized) s += "exit " + std::to_string(exitStatus) + "\n";
+  if (signal)
+    s += "signal " + std::to_string(signal) + "\n";
+  else if (exited || !optimized)
+    s += "exit " + std::to_string(exitStatus) + "\n";
   if (seq) s += "seq " + std::to_string(seq) + "\n";
   if (!note.empty()) s += "note " + note + "\n";
   if (!optimized) return s + "end\n";
@@ -49,8 +53,9 @@ std::string RunRecord::serialize() const {
            pinned, pinnedBytes, pageable, pageableBytes, other, otherBytes);
   s += line;
   for (const RunSiteCounts& c : sites) {
-    snprintf(line, sizeof line, "site %016" PRIx64 " %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 "\n",
-             c.key, c.transfers, c.bytes, c.pinned, c.pageable);
+    snprintf(line, sizeof line,
+             "site %016" PRIx64 " %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 "\n", c.key,
+             c.transfers, c.bytes, c.pinned, c.pageable);
     s += line;
   }
   return s + "end\n";
@@ -61,7 +66,8 @@ bool parseRunRecord(const std::string& text, RunRecord* out, std::string* error)
   std::istringstream in(text);
   std::string line;
   int lineNo = 0;
-  bool header = false, ended = false, sawPlan = false, sawWall = false, sawExit = false, sawCounts = false;
+  bool header = false, ended = false, sawPlan = false, sawWall = false, sawExit = false,
+       sawCounts = false;
   bool sawSignal = false;
   int version = 0;
   auto fail = [&](const std::string& why) {
@@ -81,7 +87,8 @@ bool parseRunRecord(const std::string& text, RunRecord* out, std::string* error)
       for (int known = 1; known <= kRunRecordFormatVersion; ++known)
         if (v == std::to_string(known)) version = known;
       if (version == 0)
-        return fail("run record format version " + v + " is not supported (this hetopt reads 1 to " +
+        return fail("run record format version " + v +
+                    " is not supported (this hetopt reads 1 to " +
                     std::to_string(kRunRecordFormatVersion) + ")");
       header = true;
       continue;
@@ -107,10 +114,12 @@ bool parseRunRecord(const std::string& text, RunRecord* out, std::string* error)
       ok = readNumbers(words, {&out->wallNs});
       sawWall = true;
     } else if (tag == "exit" && version >= 2) {
-      ok = !sawExit && !sawSignal && readNumbers(words, {&out->exitStatus}) && out->exitStatus <= 255;
+      ok = !sawExit && !sawSignal && readNumbers(words, {&out->exitStatus}) &&
+           out->exitStatus <= 255;
       sawExit = out->exited = true;
     } else if (tag == "signal" && version >= 3) {
-      ok = !sawExit && !sawSignal && readNumbers(words, {&out->signal}) && out->signal >= 1 && out->signal <= 128;
+      ok = !sawExit && !sawSignal && readNumbers(words, {&out->signal}) && out->signal >= 1 &&
+           out->signal <= 128;
       sawSignal = true;
     } else if (tag == "seq" && version >= 3) {
       ok = readNumbers(words, {&out->seq});
@@ -120,7 +129,7 @@ bool parseRunRecord(const std::string& text, RunRecord* out, std::string* error)
     } else if (tag == "transfers") {
       sawCounts = true;
       ok = readNumbers(words, {&out->pinned, &out->pinnedBytes, &out->pageable, &out->pageableBytes,
-                           &out->other, &out->otherBytes});
+                               &out->other, &out->otherBytes});
     } else if (tag == "site") {
       RunSiteCounts c;
       ok = readNumbers(words, {&c.key, &c.transfers, &c.bytes, &c.pinned, &c.pageable}, true) &&
@@ -135,12 +144,15 @@ bool parseRunRecord(const std::string& text, RunRecord* out, std::string* error)
     if (!ok) return fail("malformed '" + tag + "' line");
   }
   if (!header) return fail("empty run record");
-  if (!ended || !sawWall || out->programKey.empty()) return fail("incomplete run record (truncated?)");
+  if (!ended || !sawWall || out->programKey.empty())
+    return fail("incomplete run record (truncated?)");
   const bool ending = sawExit || sawSignal;
   if (out->kind == RunKind::Optimized && (!sawPlan || (ending && version < 3)))
-    return fail(sawPlan ? "an optimized run record with an exit status" : "incomplete run record (truncated?)");
+    return fail(sawPlan ? "an optimized run record with an exit status"
+                        : "incomplete run record (truncated?)");
   if (out->kind == RunKind::Untouched && (sawPlan || sawCounts || !ending))
-    return fail(ending ? "an untouched run record with a plan or transfers" : "incomplete run record (truncated?)");
+    return fail(ending ? "an untouched run record with a plan or transfers"
+                       : "incomplete run record (truncated?)");
   return true;
 }
 
@@ -165,10 +177,13 @@ std::string runRecordPrefix(const std::string& planPath) {
 }
 
 std::string runRecordPath(const std::string& planPath, uint64_t pid, uint64_t startedUnixNs) {
-  return runRecordPrefix(planPath) + std::to_string(pid) + "-" + std::to_string(startedUnixNs) + kRunRecordSuffix;
+  return runRecordPrefix(planPath) + std::to_string(pid) + "-" + std::to_string(startedUnixNs) +
+         kRunRecordSuffix;
 }
 
-std::string forkMarkerPath(const std::string& planPath) { return runRecordPrefix(planPath) + "forked"; }
+std::string forkMarkerPath(const std::string& planPath) {
+  return runRecordPrefix(planPath) + "forked";
+}
 
 bool writeRunRecordFile(const std::string& path, const RunRecord& record, std::string* error) {
   const std::string tmp = path + ".tmp";

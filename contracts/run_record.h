@@ -73,11 +73,12 @@ struct RunRecord {
   uint64_t pid = 0;
   uint64_t startedUnixNs = 0;
   uint64_t wallNs = 0;
-  uint64_t exitStatus = 0;  ///< the program's exit status (untouched runs; optimized ones hetopt timed)
-  bool exited = false;      ///< it ended by exit with exitStatus (`exit` line)
-  uint64_t signal = 0;      ///< the signal that ended it (`signal` line), else 0
-  uint64_t seq = 0;         ///< its run ledger line (0: not in the ledger)
-  std::string note;         ///< one word, or empty
+  uint64_t exitStatus =
+      0;                ///< the program's exit status (untouched runs; optimized ones hetopt timed)
+  bool exited = false;  ///< it ended by exit with exitStatus (`exit` line)
+  uint64_t signal = 0;  ///< the signal that ended it (`signal` line), else 0
+  uint64_t seq = 0;     ///< its run ledger line (0: not in the ledger)
+  std::string note;     ///< one word, or empty
   uint64_t pinned = 0, pinnedBytes = 0, pageable = 0, pageableBytes = 0, other = 0, otherBytes = 0;
   std::vector<RunSiteCounts> sites;
 

@@ -17,7 +17,8 @@ namespace hetopt::text {
 
 /// One unsigned number in `base`, the whole word: no sign, no blank, no overflow.
 inline bool parseU64(const std::string& s, int base, uint64_t* out) {
-  if (s.empty() || s[0] == '-' || s[0] == '+' || isspace(static_cast<unsigned char>(s[0]))) return false;
+  if (s.empty() || s[0] == '-' || s[0] == '+' || isspace(static_cast<unsigned char>(s[0])))
+    return false;
   char* end = nullptr;
   errno = 0;
   unsigned long long v = strtoull(s.c_str(), &end, base);
@@ -28,8 +29,8 @@ inline bool parseU64(const std::string& s, int base, uint64_t* out) {
 
 /// The next words of `words` as numbers (the first in hex when `hexFirst`); with `whole`, nothing
 /// may follow them.
-inline bool readNumbers(std::istringstream& words, std::initializer_list<uint64_t*> out, bool hexFirst = false,
-                        bool whole = true) {
+inline bool readNumbers(std::istringstream& words, std::initializer_list<uint64_t*> out,
+                        bool hexFirst = false, bool whole = true) {
   bool first = true;
   for (uint64_t* v : out) {
     std::string w;

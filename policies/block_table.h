@@ -116,14 +116,14 @@ class BlockTable {
   }
   /// The value of the live block starting at `start`, or null.
   Value* valueOf(const void* start) {
-    Slot* s = const_cast<Slot*>(find(m_table.load(std::memory_order_relaxed),
-                                     reinterpret_cast<uintptr_t>(start)));
+    Slot* s = const_cast<Slot*>(
+        find(m_table.load(std::memory_order_relaxed), reinterpret_cast<uintptr_t>(start)));
     return s ? &s->value : nullptr;
   }
   /// Retires the block starting at `start` (its value into *out); false when there is none.
   bool erase(const void* start, Value* out) {
-    auto* s = const_cast<Slot*>(find(m_table.load(std::memory_order_relaxed),
-                                     reinterpret_cast<uintptr_t>(start)));
+    auto* s = const_cast<Slot*>(
+        find(m_table.load(std::memory_order_relaxed), reinterpret_cast<uintptr_t>(start)));
     if (!s) return false;
     if (out) *out = s->value;
     s->key.store(kTombstone, std::memory_order_release);
@@ -140,7 +140,8 @@ class BlockTable {
       if (why && whyBytes) snprintf(why, whyBytes, "%s (%llu, %llu)", what, a, b);
       return false;
     };
-    if (m_sequence.load(std::memory_order_relaxed) & 1) return broken("rebuild half done (T5)", 0, 0);
+    if (m_sequence.load(std::memory_order_relaxed) & 1)
+      return broken("rebuild half done (T5)", 0, 0);
     const Slot* t = m_table.load(std::memory_order_relaxed);
     const uintptr_t low = m_low.load(std::memory_order_relaxed);
     const uintptr_t high = m_high.load(std::memory_order_relaxed);
@@ -154,7 +155,8 @@ class BlockTable {
       }
       ++live;
       const size_t size = t[i].size.load(std::memory_order_relaxed);
-      if (size == 0 || k < low || k + size > high) return broken("block outside the filter (T4)", k, size);
+      if (size == 0 || k < low || k + size > high)
+        return broken("block outside the filter (T4)", k, size);
       for (size_t j = slotOf(k); j != i; j = (j + 1) & m_mask) {
         const uintptr_t w = t[j].key.load(std::memory_order_relaxed);
         if (w == kEmpty) return broken("key behind an empty slot (T3)", k, j);
@@ -163,7 +165,8 @@ class BlockTable {
     }
     if (live != m_live || tombstones != m_tombstones)
       return broken("counts differ from the table (T1)", live, tombstones);
-    if (live > m_maxLive || tombstones > (m_mask + 1) / 4) return broken("too full (T2)", live, tombstones);
+    if (live > m_maxLive || tombstones > (m_mask + 1) / 4)
+      return broken("too full (T2)", live, tombstones);
     return true;
   }
 

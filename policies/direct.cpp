@@ -27,7 +27,8 @@ bool DirectAllocator::contains(const void* ptr) const { return m_blocks.containi
 size_t DirectAllocator::usableSize(const void* ptr) const { return m_blocks.usableSize(ptr); }
 
 void DirectAllocator::failLocked(const char* why) {
-  if (m_stats.failures++ == 0) snprintf(m_stats.firstFailure, sizeof m_stats.firstFailure, "%s", why);
+  if (m_stats.failures++ == 0)
+    snprintf(m_stats.firstFailure, sizeof m_stats.firstFailure, "%s", why);
 }
 
 void* DirectAllocator::allocate(size_t size, size_t alignment, bool zero) {
@@ -35,10 +36,10 @@ void* DirectAllocator::allocate(size_t size, size_t alignment, bool zero) {
   size_t align = alignment > kMinAlignment ? alignment : kMinAlignment;
   // Allocations one at a time: the live blocks counted here can only go down until the insert.
   std::unique_lock<std::mutex> policyLock(m_policyLock);
-  const char* refused = !m_policy                 ? "no policy"
-                        : align > os::pageSize()  ? "alignment above a page"
-                        : size > SIZE_MAX / 2     ? "size too large"  // no wrap when rounding
-                                                  : nullptr;
+  const char* refused = !m_policy                ? "no policy"
+                        : align > os::pageSize() ? "alignment above a page"
+                        : size > SIZE_MAX / 2    ? "size too large"  // no wrap when rounding
+                                                 : nullptr;
   {
     std::lock_guard<std::mutex> table(m_tableLock);
     if (!refused && m_blocks.full()) refused = "too many live blocks";
@@ -99,7 +100,8 @@ void DirectAllocator::copyForChild(ForkCopies& copies) {
       m_inheritanceAsked = true;
     }
     if (!os::needsCopyForChild(m_inheritance)) return;
-    if (void* copy = copies.add(reinterpret_cast<void*>(start), size)) memcpy(copy, reinterpret_cast<void*>(start), size);
+    if (void* copy = copies.add(reinterpret_cast<void*>(start), size))
+      memcpy(copy, reinterpret_cast<void*>(start), size);
   });
 }
 

@@ -30,12 +30,12 @@
 namespace hetopt::policies {
 
 struct DirectStats {
-  uint64_t allocations = 0;       ///< blocks made by the policy
-  uint64_t failures = 0;          ///< allocate()/reallocate() calls that got nothing
+  uint64_t allocations = 0;  ///< blocks made by the policy
+  uint64_t failures = 0;     ///< allocate()/reallocate() calls that got nothing
   uint64_t liveBlocks = 0;
   uint64_t liveBytes = 0;
   uint64_t peakLiveBytes = 0;
-  char firstFailure[160] = {};    ///< why the first failure failed
+  char firstFailure[160] = {};  ///< why the first failure failed
 };
 
 class DirectAllocator {
@@ -84,10 +84,10 @@ class DirectAllocator {
  private:
   void failLocked(const char* why);
 
-  std::mutex m_policyLock;             ///< one policy call at a time; taken before m_tableLock
-  mutable std::mutex m_tableLock;      ///< edits of the table, and m_stats
+  std::mutex m_policyLock;               ///< one policy call at a time; taken before m_tableLock
+  mutable std::mutex m_tableLock;        ///< edits of the table, and m_stats
   AllocationPolicy* m_policy = nullptr;  ///< under m_policyLock
-  BlockTable<Allocation> m_blocks;     ///< what the policy's release() needs, per live block
+  BlockTable<Allocation> m_blocks;       ///< what the policy's release() needs, per live block
   std::atomic<bool> m_child{false};
   os::ForkInheritance m_inheritance = os::ForkInheritance::Unknown;  ///< of the policy's memory
   bool m_inheritanceAsked = false;

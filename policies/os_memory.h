@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: MIT
 /**
- * @file The operating-system calls behind the allocation policies (style habit 11): page locking and
- * the limits on it. Declared once here, implemented per platform (os_memory_linux.cpp); nothing else
- * in policies/ calls the OS for memory locking. Allocation-free, so the shim may call them from its
- * malloc hooks.
+ * @file The operating-system calls behind the allocation policies (style habit 11): page locking
+ * and the limits on it. Declared once here, implemented per platform (os_memory_linux.cpp); nothing
+ * else in policies/ calls the OS for memory locking. Allocation-free, so the shim may call them
+ * from its malloc hooks.
  */
 #pragma once
 #include <cstddef>
@@ -27,8 +27,8 @@ bool canLockBeyondLimit();
 /// Bytes this process has locked now (VmLck); 0 when unknown.
 uint64_t lockedBytes();
 
-/// mlock: pre-condition `ptr` page-aligned (callers allocate page-aligned so that unlocking one block
-/// never unlocks a neighbour sharing its page). Returns 0 or the errno.
+/// mlock: pre-condition `ptr` page-aligned (callers allocate page-aligned so that unlocking one
+/// block never unlocks a neighbour sharing its page). Returns 0 or the errno.
 int lockMemory(void* ptr, size_t bytes);
 
 /// munlock; returns 0 or the errno.

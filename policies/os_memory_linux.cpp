@@ -1,7 +1,5 @@
 // SPDX-License-Identifier: MIT
 /** @file Linux implementation of os_memory.h (mlock, RLIMIT_MEMLOCK, CAP_IPC_LOCK, /proc). */
-#include "policies/os_memory.h"
-
 #include <fcntl.h>
 #include <linux/capability.h>
 #include <sys/mman.h>
@@ -12,6 +10,8 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+
+#include "policies/os_memory.h"
 
 namespace hetopt::os {
 namespace {
@@ -120,13 +120,13 @@ ForkInheritance forkInheritance(const void* addr) {
         shared = perms[3] == 's';
       } else if (inside && strncmp(line, "VmFlags:", 8) == 0) {
         result = hasFlag(line, "dc") ? ForkInheritance::NotInherited  // MADV_DONTFORK
-                 : shared             ? ForkInheritance::Shared
-                                      : ForkInheritance::Copied;
+                 : shared            ? ForkInheritance::Shared
+                                     : ForkInheritance::Copied;
         done = true;
         break;
       }
     }
-    have = strlen(line);  // the unfinished line moves to the front
+    have = strlen(line);                   // the unfinished line moves to the front
     if (have == sizeof buf - 1) have = 0;  // a line longer than the buffer: skipped
     memmove(buf, line, have);
   }
@@ -136,16 +136,21 @@ ForkInheritance forkInheritance(const void* addr) {
 
 const char* forkInheritanceName(ForkInheritance f) {
   switch (f) {
-    case ForkInheritance::Copied: return "copied";
-    case ForkInheritance::Shared: return "shared";
-    case ForkInheritance::NotInherited: return "not inherited";
-    case ForkInheritance::Unknown: break;
+    case ForkInheritance::Copied:
+      return "copied";
+    case ForkInheritance::Shared:
+      return "shared";
+    case ForkInheritance::NotInherited:
+      return "not inherited";
+    case ForkInheritance::Unknown:
+      break;
   }
   return "unknown";
 }
 
 void* mapPrivate(size_t bytes) {
-  void* p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  void* p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   return p == MAP_FAILED ? nullptr : p;
 }
 

@@ -87,12 +87,13 @@ PolicyStatus lockPages(Allocation* a) {
   return {};
 }
 
-// Creates a host-pointer buffer over a->ptr (USE_HOST_PTR) or a fresh one (ALLOC_HOST_PTR) and, when
-// asked, maps it; a->ptr becomes the mapped pointer.
+// Creates a host-pointer buffer over a->ptr (USE_HOST_PTR) or a fresh one (ALLOC_HOST_PTR) and,
+// when asked, maps it; a->ptr becomes the mapped pointer.
 PolicyStatus createHostBuffer(const PolicyEnv& env, cl_mem_flags flags, bool map, Allocation* a) {
   cl_int st = CL_SUCCESS;
   void* hostPtr = (flags & CL_MEM_USE_HOST_PTR) ? a->ptr : nullptr;
-  cl_mem buffer = env.cl.createBuffer(env.context, CL_MEM_READ_WRITE | flags, a->size, hostPtr, &st);
+  cl_mem buffer =
+      env.cl.createBuffer(env.context, CL_MEM_READ_WRITE | flags, a->size, hostPtr, &st);
   if (st != CL_SUCCESS || !buffer)
     return clFailure(st != CL_SUCCESS ? st : CL_OUT_OF_RESOURCES,
                      (flags & CL_MEM_USE_HOST_PTR) ? "clCreateBuffer(CL_MEM_USE_HOST_PTR)"
@@ -101,8 +102,8 @@ PolicyStatus createHostBuffer(const PolicyEnv& env, cl_mem_flags flags, bool map
   if (!map) return {};
   void* mapped = env.cl.enqueueMapBuffer(env.queue, buffer, CL_TRUE, CL_MAP_READ | CL_MAP_WRITE, 0,
                                          a->size, 0, nullptr, nullptr, &st);
-  if (st != CL_SUCCESS || !mapped) return clFailure(st != CL_SUCCESS ? st : CL_MAP_FAILURE,
-                                                    "clEnqueueMapBuffer");
+  if (st != CL_SUCCESS || !mapped)
+    return clFailure(st != CL_SUCCESS ? st : CL_MAP_FAILURE, "clEnqueueMapBuffer");
   a->ptr = mapped;
   a->mapped = true;
   return {};
@@ -232,11 +233,16 @@ PolicyStatus PolicyStatus::failure(cl_int clStatus, int sysErrno, const char* fm
 
 const char* policyName(PolicyKind p) {
   switch (p) {
-    case PolicyKind::Standard: return "standard";
-    case PolicyKind::Locked: return "locked";
-    case PolicyKind::OpenCL: return "opencl";
-    case PolicyKind::Hybrid: return "hybrid";
-    case PolicyKind::Register: return "register";
+    case PolicyKind::Standard:
+      return "standard";
+    case PolicyKind::Locked:
+      return "locked";
+    case PolicyKind::OpenCL:
+      return "opencl";
+    case PolicyKind::Hybrid:
+      return "hybrid";
+    case PolicyKind::Register:
+      return "register";
   }
   return "unknown";
 }
@@ -273,8 +279,7 @@ PolicyStatus AllocationPolicy::release(Allocation* a) {
   }
   if (a->lockedBytes) {
     int err = os::unlockMemory(a->base, a->lockedBytes);
-    if (err != 0)
-      keep(PolicyStatus::failure(CL_SUCCESS, err, "munlock failed: %s", strerror(err)));
+    if (err != 0) keep(PolicyStatus::failure(CL_SUCCESS, err, "munlock failed: %s", strerror(err)));
   }
   if (a->base) free(a->base);
   *a = Allocation{};
@@ -283,11 +288,16 @@ PolicyStatus AllocationPolicy::release(Allocation* a) {
 
 std::unique_ptr<AllocationPolicy> makePolicy(PolicyKind kind, const PolicyEnv& env) {
   switch (kind) {
-    case PolicyKind::Standard: return std::make_unique<StandardPolicy>(env);
-    case PolicyKind::Locked: return std::make_unique<LockedPolicy>(env);
-    case PolicyKind::OpenCL: return std::make_unique<OpenClPolicy>(env);
-    case PolicyKind::Hybrid: return std::make_unique<HybridPolicy>(env);
-    case PolicyKind::Register: return std::make_unique<RegisterPolicy>(env);
+    case PolicyKind::Standard:
+      return std::make_unique<StandardPolicy>(env);
+    case PolicyKind::Locked:
+      return std::make_unique<LockedPolicy>(env);
+    case PolicyKind::OpenCL:
+      return std::make_unique<OpenClPolicy>(env);
+    case PolicyKind::Hybrid:
+      return std::make_unique<HybridPolicy>(env);
+    case PolicyKind::Register:
+      return std::make_unique<RegisterPolicy>(env);
   }
   return nullptr;
 }

@@ -6,8 +6,8 @@
  *   locked    malloc + mlock: page-locked, but a driver may not know it (NVIDIA does not)
  *   opencl    a CL_MEM_ALLOC_HOST_PTR buffer, mapped: the vendor-guide way to pin
  *   hybrid    malloc + mlock + a CL_MEM_USE_HOST_PTR buffer over it, mapped
- *   register  memory the application already has, covered by a CL_MEM_USE_HOST_PTR buffer; no mlock,
- *             no map (NVIDIA pins the pages in place for the buffer's lifetime)
+ *   register  memory the application already has, covered by a CL_MEM_USE_HOST_PTR buffer; no
+ * mlock, no map (NVIDIA pins the pages in place for the buffer's lifetime)
  *
  * This library is linked into the preloaded shim, so it uses libc/libstdc++ only and never calls an
  * OpenCL symbol directly: the entry points come in ClPolicyFunctions, which the shim fills with the
@@ -16,8 +16,9 @@
  * error path does not allocate either.
  *
  * Pools (issue 6) fit behind the same AllocationPolicy interface: a pool allocates one large block
- * through a policy here (pinned memory transfers at full speed at any offset inside it, design notes
- * sec. 4) and hands out sub-ranges as Allocations whose `policy` is the pool's backing policy.
+ * through a policy here (pinned memory transfers at full speed at any offset inside it, design
+ * notes sec. 4) and hands out sub-ranges as Allocations whose `policy` is the pool's backing
+ * policy.
  */
 #pragma once
 #include <CL/cl.h>
@@ -30,9 +31,9 @@ namespace hetopt {
 
 enum class PolicyKind : uint8_t { Standard, Locked, OpenCL, Hybrid, Register };
 inline constexpr int kPolicyCount = 5;
-inline constexpr PolicyKind kAllPolicies[kPolicyCount] = {
-    PolicyKind::Standard, PolicyKind::Locked, PolicyKind::OpenCL, PolicyKind::Hybrid,
-    PolicyKind::Register};
+inline constexpr PolicyKind kAllPolicies[kPolicyCount] = {PolicyKind::Standard, PolicyKind::Locked,
+                                                          PolicyKind::OpenCL, PolicyKind::Hybrid,
+                                                          PolicyKind::Register};
 
 /// "standard", "locked", "opencl", "hybrid", "register" (the names in the DB and on the CLI).
 const char* policyName(PolicyKind p);

@@ -66,7 +66,8 @@ struct ChunkHeader {
 };
 
 struct PinnedPool::FreeChunk : ChunkHeader {
-  FreeChunk* child[2];  // [kLeft], [kRight]: indexed, so each mirrored case of the tree is written once
+  FreeChunk*
+      child[2];  // [kLeft], [kRight]: indexed, so each mirrored case of the tree is written once
   FreeChunk* parent;
   size_t red;  // 1 red, 0 black (a word: the node is 48 bytes either way)
 };
@@ -104,8 +105,7 @@ inline bool isRed(const FreeChunk* n) { return n != nullptr && n->red != 0; }
 
 /// Chunk bytes for a request of `size` payload bytes; 0 when the request is too large.
 inline size_t chunkBytesFor(size_t size) {
-  if (HETOPT_UNLIKELY(size > kMaxRequest))
-    return 0;
+  if (HETOPT_UNLIKELY(size > kMaxRequest)) return 0;
   const size_t n = (size + PinnedPool::kHeaderBytes + PinnedPool::kMinAlignment - 1) &
                    ~(PinnedPool::kMinAlignment - 1);
   return n < PinnedPool::kMinChunkBytes ? PinnedPool::kMinChunkBytes : n;
@@ -135,7 +135,8 @@ FreeChunk* lowerBound(FreeChunk* node, size_t chunkBytes) {
 }
 
 const FreeChunk* treeFind(const FreeChunk* node, const FreeChunk* key) {
-  while (node != nullptr && node != key) node = keyLess(key, node) ? node->child[kLeft] : node->child[kRight];
+  while (node != nullptr && node != key)
+    node = keyLess(key, node) ? node->child[kLeft] : node->child[kRight];
   return node;
 }
 
@@ -194,7 +195,8 @@ void PinnedPool::rotate(FreeChunk* x) noexcept {
   x->parent = y;
 }
 
-// One step up from red z under a red parent on side Side of its grandparent; returns where to go on.
+// One step up from red z under a red parent on side Side of its grandparent; returns where to go
+// on.
 template <int Side>
 inline FreeChunk* PinnedPool::insertFixup(FreeChunk* z) noexcept {
   constexpr int kOther = 1 - Side;
@@ -265,7 +267,8 @@ void PinnedPool::treeInsert(FreeChunk* z) noexcept {
   *link = z;
 
   while (isRed(z->parent))
-    z = z->parent == z->parent->parent->child[kLeft] ? insertFixup<kLeft>(z) : insertFixup<kRight>(z);
+    z = z->parent == z->parent->parent->child[kLeft] ? insertFixup<kLeft>(z)
+                                                     : insertFixup<kRight>(z);
   m_root->red = 0;
 }
 
@@ -357,8 +360,7 @@ bool PinnedPool::addRegion(void* base, size_t bytes) noexcept {
 
 PinnedPool::FreeChunk* PinnedPool::takeBestFit(size_t chunkBytes) noexcept {
   FreeChunk* c = lowerBound(m_root, chunkBytes);
-  if (HETOPT_LIKELY(c != nullptr))
-    treeErase(c);
+  if (HETOPT_LIKELY(c != nullptr)) treeErase(c);
   return c;
 }
 
@@ -423,12 +425,10 @@ void* PinnedPool::allocate(size_t size, size_t alignment) noexcept {
   }
   const size_t chunkBytes = chunkBytesFor(size);
   m_lock.lock();
-  if (HETOPT_UNLIKELY(chunkBytes == 0))
-    return allocationFailed();
+  if (HETOPT_UNLIKELY(chunkBytes == 0)) return allocationFailed();
   FreeChunk* c =
       alignment == kMinAlignment ? takeBestFit(chunkBytes) : takeAligned(chunkBytes, alignment);
-  if (HETOPT_UNLIKELY(c == nullptr))
-    return allocationFailed();
+  if (HETOPT_UNLIKELY(c == nullptr)) return allocationFailed();
   void* p = carve(c, chunkBytes);
   checkAfterOperation();
   m_lock.unlock();
@@ -576,8 +576,7 @@ namespace {
 /// I4 below `node`: order within (lo, hi) exclusive, parent links, no red-red; returns the black
 /// height, or -1 with `why` filled.
 int validateSubtree(const FreeChunk* node, const FreeChunk* parent, const FreeChunk* lo,
-                    const FreeChunk* hi, size_t* count, size_t* bytes, char* why,
-                    size_t whyBytes) {
+                    const FreeChunk* hi, size_t* count, size_t* bytes, char* why, size_t whyBytes) {
   if (node == nullptr) return 1;
   if (node->parent != parent)
     return fail(why, whyBytes, "tree node %p: parent link %p, expected %p", (const void*)node,
@@ -598,8 +597,8 @@ int validateSubtree(const FreeChunk* node, const FreeChunk* parent, const FreeCh
   const int r = validateSubtree(node->child[kRight], node, node, hi, count, bytes, why, whyBytes);
   if (r < 0) return -1;
   if (l != r)
-    return fail(why, whyBytes, "tree node %p: black heights %d and %d differ", (const void*)node,
-                l, r),
+    return fail(why, whyBytes, "tree node %p: black heights %d and %d differ", (const void*)node, l,
+                r),
            -1;
   return l + (isRed(node) ? 0 : 1);
 }
@@ -689,7 +688,8 @@ bool PinnedPool::validateLocked(char* why, size_t whyBytes) const noexcept {
 void PinnedPool::checkAfterOperation() const noexcept {
   if constexpr (kDebugLevel >= 3) {
     char why[256];
-    if (HETOPT_UNLIKELY(!validateLocked(why, sizeof why))) checkFailed("pool: heap check failed", why);
+    if (HETOPT_UNLIKELY(!validateLocked(why, sizeof why)))
+      checkFailed("pool: heap check failed", why);
   }
 }
 

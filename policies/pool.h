@@ -19,11 +19,12 @@
  *
  * C library semantics the shim builds on (malloc, free, calloc, realloc, posix_memalign,
  * aligned_alloc, malloc_usable_size): every pointer is at least kMinAlignment (16, malloc's)
- * aligned; allocate(0) returns a unique pointer; usableSize() >= the size asked for and all of it may
- * be written; allocateZeroed() zeroes; reallocate() keeps the contents and returns null, leaving the
- * block untouched, when the pool cannot hold the new size, so that the shim moves the block to
- * another pool or to the system allocator (copying usableSize() bytes at most) and deallocates it
- * here. Exhaustion is never fatal: the functions return null and the caller falls back.
+ * aligned; allocate(0) returns a unique pointer; usableSize() >= the size asked for and all of it
+ * may be written; allocateZeroed() zeroes; reallocate() keeps the contents and returns null,
+ * leaving the block untouched, when the pool cannot hold the new size, so that the shim moves the
+ * block to another pool or to the system allocator (copying usableSize() bytes at most) and
+ * deallocates it here. Exhaustion is never fatal: the functions return null and the caller falls
+ * back.
  *
  * Thread safety: one lock per pool around the tree and tag updates (a few hundred instructions, no
  * syscalls, no allocation, no touching of payload bytes; calloc's memset and realloc's copy run
@@ -39,11 +40,11 @@
 
 namespace hetopt::policies {
 
-/// A small test-and-test-and-set lock with a sched_yield fallback. Not std::mutex because this one is
-/// constant-initialised, trivially destructible (the shim's free() may run after static destructors)
-/// and never allocates; pool critical sections are short and bounded, so spinning is cheaper than a
-/// futex sleep, and yielding after a while keeps a preempted holder from being starved on an
-/// oversubscribed machine.
+/// A small test-and-test-and-set lock with a sched_yield fallback. Not std::mutex because this one
+/// is constant-initialised, trivially destructible (the shim's free() may run after static
+/// destructors) and never allocates; pool critical sections are short and bounded, so spinning is
+/// cheaper than a futex sleep, and yielding after a while keeps a preempted holder from being
+/// starved on an oversubscribed machine.
 class PoolLock {
  public:
   constexpr PoolLock() = default;
@@ -82,12 +83,12 @@ struct PoolStats {
  */
 class PinnedPool {
  public:
-  static constexpr size_t kMinAlignment = 16;        ///< alignof(max_align_t): what malloc gives
-  static constexpr size_t kHeaderBytes = 16;         ///< per block
-  static constexpr size_t kRegionOverhead = 16;      ///< the fence at each region's end
-  static constexpr unsigned kMaxRegions = 16;        ///< the table is fixed: no allocation
+  static constexpr size_t kMinAlignment = 16;    ///< alignof(max_align_t): what malloc gives
+  static constexpr size_t kHeaderBytes = 16;     ///< per block
+  static constexpr size_t kRegionOverhead = 16;  ///< the fence at each region's end
+  static constexpr unsigned kMaxRegions = 16;    ///< the table is fixed: no allocation
   static constexpr size_t kMaxAlignment = size_t{1} << 30;  ///< larger ones are refused (null)
-  static constexpr size_t kMinChunkBytes = 48;       ///< header + the tree links of a free chunk
+  static constexpr size_t kMinChunkBytes = 48;  ///< header + the tree links of a free chunk
 
   constexpr PinnedPool() = default;
   PinnedPool(const PinnedPool&) = delete;  // free chunks point at each other and into the object
@@ -130,15 +131,16 @@ class PinnedPool {
   }
 
   /// malloc_usable_size: the bytes of `ptr`'s block that the caller may use (>= the size asked).
-  /// No lock: a live block's own header is only written by calls on that block. Pre as deallocate().
+  /// No lock: a live block's own header is only written by calls on that block. Pre as
+  /// deallocate().
   size_t usableSize(const void* ptr) const noexcept;
 
   PoolStats stats() const noexcept;
 
   /// Full-heap check (what HETOPT_DEBUG_LEVEL 3 runs after every operation): walks every region
-  /// validating the boundary tags, that no two free chunks are adjacent, that the tree holds exactly
-  /// the free chunks, in (size, address) order, with the red-black properties, and that the byte
-  /// and block counts add up. False with a reason in `why` (may be null) when anything is off.
+  /// validating the boundary tags, that no two free chunks are adjacent, that the tree holds
+  /// exactly the free chunks, in (size, address) order, with the red-black properties, and that the
+  /// byte and block counts add up. False with a reason in `why` (may be null) when anything is off.
   /// Takes the lock; O(n log n).
   bool validate(char* why = nullptr, size_t whyBytes = 0) const noexcept;
 

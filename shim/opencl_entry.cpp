@@ -184,8 +184,9 @@ namespace {
 
 void* wrapExtensionAddress(const char* name, cl_platform_id platform, void* real) {
   if (!real || !name) return real;
-  auto it = std::lower_bound(std::begin(kExtensionWrappers), std::end(kExtensionWrappers), name,
-                             [](const ExtensionWrapper& w, const char* n) { return strcmp(w.name, n) < 0; });
+  auto it = std::lower_bound(
+      std::begin(kExtensionWrappers), std::end(kExtensionWrappers), name,
+      [](const ExtensionWrapper& w, const char* n) { return strcmp(w.name, n) < 0; });
   if (it == std::end(kExtensionWrappers) || strcmp(it->name, name) != 0) return real;
   rememberExtension(it->id, dispatchOf(platform), real);
   return it->wrapper;

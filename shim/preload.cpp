@@ -59,7 +59,8 @@ size_t s_minTracked = 4096;
 unsigned s_siteDepth = 4;
 
 // ---- bootstrap buffer --------------------------------------------------------------------------
-// Mostly the signal reserve (a trace's snapshot and zstd's workspace); untouched pages cost nothing.
+// Mostly the signal reserve (a trace's snapshot and zstd's workspace); untouched pages cost
+// nothing.
 constexpr size_t kBootstrapBytes = 8 * 1024 * 1024;
 alignas(64) char s_bootstrap[kBootstrapBytes];
 std::atomic<size_t> s_bootstrapUsed{0};
@@ -92,7 +93,7 @@ void* bootstrapAlloc(size_t size, size_t alignment = 16) {
 
 inline size_t bootstrapSize(const void* p) { return static_cast<const size_t*>(p)[-1]; }
 
-// ---- what lies below: resolved once, in one place ------------------------------------------------
+// ---- what lies below: resolved once, in one place -----------------------------------------------
 
 template <typename Fn>
 Fn* findNext(const char* name) {
@@ -365,14 +366,16 @@ HETOPT_EXPORT int posix_memalign(void** out, size_t alignment, size_t size) {
     *out = bootstrapAlloc(size, alignment);
     return *out ? 0 : ENOMEM;
   }
-  if (tracked(size) && alignment && !(alignment & (alignment - 1)) && alignment % sizeof(void*) == 0) {
+  if (tracked(size) && alignment && !(alignment & (alignment - 1)) &&
+      alignment % sizeof(void*) == 0) {
     if (void* served = serveAllocation(AllocFn::PosixMemalign, size, alignment)) {
       *out = served;
       return 0;
     }
   }
   int rc = s_below.allocator.posixMemalign(out, alignment, size);
-  if (rc == 0 && tracked(size)) noteAllocation(AllocFn::PosixMemalign, *out, size, alignment, nullptr);
+  if (rc == 0 && tracked(size))
+    noteAllocation(AllocFn::PosixMemalign, *out, size, alignment, nullptr);
   return rc;
 }
 
@@ -492,7 +495,8 @@ HETOPT_EXPORT sighandler_t signal(int sig, sighandler_t handler) {
   sigaddset(&act.sa_mask, sig);
   act.sa_flags = SA_RESTART;
   int rc;
-  if (HETOPT_UNLIKELY(programSigaction(sig, &act, &old, &rc))) return rc == 0 ? old.sa_handler : SIG_ERR;
+  if (HETOPT_UNLIKELY(programSigaction(sig, &act, &old, &rc)))
+    return rc == 0 ? old.sa_handler : SIG_ERR;
   const Below& below = belowNow();
   if (!below.signal) {
     rc = below.sigaction(sig, &act, &old);

@@ -67,7 +67,8 @@ std::unique_ptr<Db> Db::open(const std::string& path, Mode mode, std::string* er
 
   sqlite3* handle = nullptr;
   // NOFOLLOW: a link planted between the checks above and this open is refused too.
-  int flags = (mode == Mode::ReadOnly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE) | SQLITE_OPEN_NOFOLLOW;
+  int flags = (mode == Mode::ReadOnly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE) |
+              SQLITE_OPEN_NOFOLLOW;
   int rc = sqlite3_open_v2(path.c_str(), &handle, flags, nullptr);
   if (rc != SQLITE_OK) {
     *error = "cannot open " + path + ": " + sqlite3_errstr(rc);
@@ -286,7 +287,9 @@ int DbStatement::parameterIndex(const std::string& name) const {
   return m_stmt ? sqlite3_bind_parameter_index(m_stmt, name.c_str()) : 0;
 }
 
-int DbStatement::parameterCount() const { return m_stmt ? sqlite3_bind_parameter_count(m_stmt) : 0; }
+int DbStatement::parameterCount() const {
+  return m_stmt ? sqlite3_bind_parameter_count(m_stmt) : 0;
+}
 
 DbStatement::Step DbStatement::step() {
   if (!ok()) {

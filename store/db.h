@@ -5,11 +5,11 @@
  * and a thin statement wrapper. Tools only; the shim never links SQLite.
  *
  * A hetopt DB is marked by PRAGMA application_id = kDbApplicationId and a `hetopt_meta` table whose
- * `schema_version` row is kDbSchemaVersion. Opening a DB of another schema version (older or newer),
- * a foreign SQLite file or a corrupt one fails with one line naming the path and both versions,
- * except an older DB opened for writing, which is upgraded in place (the columns each version added,
- * as contracts/db_schema.h lists them; nothing lost). Each component creates its own tables with
- * CREATE TABLE IF NOT EXISTS after open(); any change to any component's tables bumps
+ * `schema_version` row is kDbSchemaVersion. Opening a DB of another schema version (older or
+ * newer), a foreign SQLite file or a corrupt one fails with one line naming the path and both
+ * versions, except an older DB opened for writing, which is upgraded in place (the columns each
+ * version added, as contracts/db_schema.h lists them; nothing lost). Each component creates its own
+ * tables with CREATE TABLE IF NOT EXISTS after open(); any change to any component's tables bumps
  * kDbSchemaVersion (contracts/db_schema.h). The tables are described in docs/DB.md.
  */
 #pragma once

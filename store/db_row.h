@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "store/db.h"
 #include "contracts/db_schema.h"
+#include "store/db.h"
 
 namespace hetopt {
 
@@ -149,8 +149,8 @@ bool dbBindRow(DbStatement& s, std::span<const DbField<T>> fields, const T& row,
 /// Reads the current row of `q`, made by table.selectSql(), into `row` by `fields` (in their
 /// order). False with *error when a field names no column of the table or cannot hold its value.
 template <typename T>
-bool dbReadRow(const DbStatement& q, const DbTable& table, std::span<const DbField<T>> fields, T* row,
-               std::string* error) {
+bool dbReadRow(const DbStatement& q, const DbTable& table, std::span<const DbField<T>> fields,
+               T* row, std::string* error) {
   for (const DbField<T>& f : fields) {
     const int index = table.columnIndex(f.column);
     if (index < 0) {

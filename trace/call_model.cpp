@@ -23,7 +23,8 @@ uint64_t argOf(const api::ApiInfo& info, const CallView& call, int k) {
 Ref makeHostRef(ObjectTable& objects, const HostTarget& target, uint8_t arg, HostAccess access,
                 uint64_t bytes, uint64_t span) {
   const bool defines = access == HostAccess::Write || access == HostAccess::Mapped;
-  Ref r = makeRef(objects, target.obj, arg, static_cast<uint8_t>(kRefHost | (defines ? kRefWrite : kRefRead)));
+  Ref r = makeRef(objects, target.obj, arg,
+                  static_cast<uint8_t>(kRefHost | (defines ? kRefWrite : kRefRead)));
   r.access = access;
   r.offMin = target.offset;
   r.endMax = target.offset + span;
@@ -44,7 +45,8 @@ CallOutcome CallModel::outcome(const CallView& call) {
   }
   o.ok = o.status == CL_SUCCESS;
   // A plain pointer result (an extension function's address): null is an answer, not an error.
-  if (info.returnRole == api::ReturnRole::None && info.returnClass == ArgClass::Pointer) o.status = 0;
+  if (info.returnRole == api::ReturnRole::None && info.returnClass == ArgClass::Pointer)
+    o.status = 0;
   return o;
 }
 
@@ -93,9 +95,11 @@ void CallModel::build(Recorder& recorder, const CallView& call, const CallOutcom
       const ObjectId obj = seen(recorder, kind, v, &created);
       uint8_t flags = kRefRead;
       if (ok && a.role == ArgRole::Writes) flags = kRefWrite;
-      if (a.role == ArgRole::Map && ok && (argOf(info, call, a.refs[0]) & (CL_MAP_WRITE | CL_MAP_WRITE_INVALIDATE_REGION)))
+      if (a.role == ArgRole::Map && ok &&
+          (argOf(info, call, a.refs[0]) & (CL_MAP_WRITE | CL_MAP_WRITE_INVALIDATE_REGION)))
         flags = kRefWrite;
-      if (a.role == ArgRole::Launch || (a.cls == ArgClass::Kernel && call.id != ApiId::clCreateKernel))
+      if (a.role == ArgRole::Launch ||
+          (a.cls == ArgClass::Kernel && call.id != ApiId::clCreateKernel))
         kernel = obj;
       leaf.refs.push_back(makeRef(objects, obj, static_cast<uint8_t>(i), flags));
       continue;
@@ -149,7 +153,8 @@ void CallModel::pointerArg(Recorder& recorder, const api::ApiInfo& info, const C
     case ArgRole::InHandles:
       if (!objectKindOf(a.elem, &elem)) break;
       for (uint64_t k = 0, n = std::min<uint64_t>(arg(a.refs[0]), kMaxArrayRefs); k < n; ++k)
-        if (list[k]) leaf.refs.push_back(makeRef(objects, recorder.handle(elem, list[k]), idx, kRefRead));
+        if (list[k])
+          leaf.refs.push_back(makeRef(objects, recorder.handle(elem, list[k]), idx, kRefRead));
       break;
     case ArgRole::OutHandles: {
       if (!outcome.ok || !objectKindOf(a.elem, &elem)) break;
@@ -161,7 +166,8 @@ void CallModel::pointerArg(Recorder& recorder, const api::ApiInfo& info, const C
       for (uint64_t k = 0; k < n; ++k) {
         if (!list[k]) continue;
         if (info.kind == api::ApiKind::CreateKernel) {
-          leaf.refs.push_back(makeRef(objects, recorder.createHandle(elem, list[k]), idx, kRefCreate));
+          leaf.refs.push_back(
+              makeRef(objects, recorder.createHandle(elem, list[k]), idx, kRefCreate));
         } else {
           bool created = false;
           const ObjectId obj = seen(recorder, elem, list[k], &created);
@@ -182,7 +188,9 @@ void CallModel::pointerArg(Recorder& recorder, const api::ApiInfo& info, const C
         uint64_t handle;
         memcpy(&handle, reinterpret_cast<const void*>(v), sizeof handle);
         const ObjectId obj = handle ? recorder.findHandle(handle) : kNoObject;
-        if (obj && (objects.kind(obj) == ObjectKind::Mem || objects.kind(obj) == ObjectKind::Sampler)) bound = obj;
+        if (obj &&
+            (objects.kind(obj) == ObjectKind::Mem || objects.kind(obj) == ObjectKind::Sampler))
+          bound = obj;
       }
       if (bound) leaf.refs.push_back(makeRef(objects, bound, idx, kRefRead));
       if (outcome.ok && kernel) bindKernelArg(kernel, arg(1), bound);
@@ -193,7 +201,8 @@ void CallModel::pointerArg(Recorder& recorder, const api::ApiInfo& info, const C
   }
 }
 
-void CallModel::returned(Recorder& recorder, const api::ApiInfo& info, const CallView& call, Leaf& leaf) {
+void CallModel::returned(Recorder& recorder, const api::ApiInfo& info, const CallView& call,
+                         Leaf& leaf) {
   ObjectTable& objects = recorder.objects();
   if (!call.result) return;
   auto arg = [&](int k) { return argOf(info, call, k); };
@@ -225,10 +234,13 @@ void CallModel::returned(Recorder& recorder, const api::ApiInfo& info, const Cal
     }
     case api::ReturnRole::Mapped:
     case api::ReturnRole::MappedImage: {
-      const uint64_t bytes = info.returnRole == api::ReturnRole::Mapped ? arg(info.returnRefs[0]) : 0;
+      const uint64_t bytes =
+          info.returnRole == api::ReturnRole::Mapped ? arg(info.returnRefs[0]) : 0;
       const uint64_t span = std::max<uint64_t>(bytes, 1);
       const HostTarget t = recorder.resolveHost(call.result, span);
-      if (t.obj) leaf.refs.push_back(makeHostRef(objects, t, kRefArgReturn, HostAccess::Mapped, bytes, span));
+      if (t.obj)
+        leaf.refs.push_back(
+            makeHostRef(objects, t, kRefArgReturn, HostAccess::Mapped, bytes, span));
       break;
     }
     default:

@@ -33,7 +33,8 @@ inline Ref makeRef(ObjectTable& objects, ObjectId obj, uint8_t arg, uint8_t flag
   r.obj = obj;
   r.arg = arg;
   r.flags = flags;
-  r.vFirst = r.vLast = (flags & (kRefWrite | kRefCreate)) ? objects.bumpVersion(obj) : objects.version(obj);
+  r.vFirst = r.vLast =
+      (flags & (kRefWrite | kRefCreate)) ? objects.bumpVersion(obj) : objects.version(obj);
   return r;
 }
 /// A reference to host memory: `bytes` moved within [target.offset, target.offset + span) of the
@@ -74,9 +75,9 @@ inline uint64_t svmFreed(const api::ApiInfo& info, const CallView& call) {
 
 /// The host memory one pointer argument moves.
 struct HostSpan {
-  uint64_t ptr = 0;    ///< first byte touched
-  uint64_t bytes = 0;  ///< bytes moved
-  uint64_t span = 0;   ///< extent from ptr holding every byte touched (pitches)
+  uint64_t ptr = 0;                      ///< first byte touched
+  uint64_t bytes = 0;                    ///< bytes moved
+  uint64_t span = 0;                     ///< extent from ptr holding every byte touched (pitches)
   HostAccess access = HostAccess::Read;  ///< Read, Write or Wrap
 };
 
@@ -120,15 +121,32 @@ class CallModel {
 /// callbacks and events (events are not tracked objects).
 inline bool objectKindOf(api::ArgClass cls, ObjectKind* kind) {
   switch (cls) {
-    case api::ArgClass::Platform: *kind = ObjectKind::Platform; return true;
-    case api::ArgClass::Device: *kind = ObjectKind::Device; return true;
-    case api::ArgClass::Context: *kind = ObjectKind::Context; return true;
-    case api::ArgClass::Queue: *kind = ObjectKind::Queue; return true;
-    case api::ArgClass::Mem: *kind = ObjectKind::Mem; return true;
-    case api::ArgClass::Program: *kind = ObjectKind::Program; return true;
-    case api::ArgClass::Kernel: *kind = ObjectKind::Kernel; return true;
-    case api::ArgClass::Sampler: *kind = ObjectKind::Sampler; return true;
-    default: return false;
+    case api::ArgClass::Platform:
+      *kind = ObjectKind::Platform;
+      return true;
+    case api::ArgClass::Device:
+      *kind = ObjectKind::Device;
+      return true;
+    case api::ArgClass::Context:
+      *kind = ObjectKind::Context;
+      return true;
+    case api::ArgClass::Queue:
+      *kind = ObjectKind::Queue;
+      return true;
+    case api::ArgClass::Mem:
+      *kind = ObjectKind::Mem;
+      return true;
+    case api::ArgClass::Program:
+      *kind = ObjectKind::Program;
+      return true;
+    case api::ArgClass::Kernel:
+      *kind = ObjectKind::Kernel;
+      return true;
+    case api::ArgClass::Sampler:
+      *kind = ObjectKind::Sampler;
+      return true;
+    default:
+      return false;
   }
 }
 

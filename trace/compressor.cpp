@@ -67,7 +67,8 @@ uint64_t Compressor::leafHash(const Leaf& l) const {
   h = mix(h, l.site);
   h = mix(h, l.refs.size());
   for (const Ref& r : l.refs)
-    h = mix(h, (uint64_t{r.arg} << 16) | (uint64_t{r.flags} << 8) | static_cast<uint64_t>(r.access));
+    h = mix(h,
+            (uint64_t{r.arg} << 16) | (uint64_t{r.flags} << 8) | static_cast<uint64_t>(r.access));
   return h;
 }
 
@@ -131,7 +132,7 @@ bool Compressor::equalSeq(const NodeId* x, const NodeId* y, size_t k, Bijection&
 
 uint64_t Compressor::loopHash(const std::vector<NodeId>& body) const {
   if (body.size() == 1) return m_nodes[body[0]].hash;  // equal to its only call (see equal())
-  uint64_t h = 0x6c6f6f70ull;  // "loop"
+  uint64_t h = 0x6c6f6f70ull;                          // "loop"
   for (NodeId c : body) h = mix(h, m_nodes[c].hash);
   return h;
 }
@@ -190,7 +191,8 @@ void Compressor::merge(NodeId x, NodeId y) {
 }
 
 void Compressor::keepStamps(Leaf& l, const Leaf& o) {
-  for (size_t i = 0; i < o.stamps.size() && l.stamps.size() < m_stampsPerLeaf; ++i) l.stamps.push_back(o.stamps[i]);
+  for (size_t i = 0; i < o.stamps.size() && l.stamps.size() < m_stampsPerLeaf; ++i)
+    l.stamps.push_back(o.stamps[i]);
 }
 
 void Compressor::windowPush(NodeId id) {
@@ -269,7 +271,8 @@ uint32_t Compressor::append(Leaf&& leaf, bool wantSlot) {
   return slot;
 }
 
-void Compressor::deliver(uint32_t slot, const DeviceAgg* timing, uint64_t deviceStart, uint64_t deviceEnd) {
+void Compressor::deliver(uint32_t slot, const DeviceAgg* timing, uint64_t deviceStart,
+                         uint64_t deviceEnd) {
   if (slot == 0 || slot >= m_slots.size()) return;
   NodeId id = m_slots[slot];
   m_slots[slot] = kNoNode;
@@ -315,7 +318,8 @@ std::vector<NodeId> Compressor::takeFinal(bool all) {
   while (m_window.size() - count > keep) {
     // A command still running keeps its leaf in memory for a while, so its device time lands
     // (deep queues: hundreds of non-blocking commands in flight).
-    if (hasPending(m_window[count]) && m_window.size() - count <= std::max(4 * keep, kHoldForTimings))
+    if (hasPending(m_window[count]) &&
+        m_window.size() - count <= std::max(4 * keep, kHoldForTimings))
       break;
     ++count;
   }
@@ -343,4 +347,3 @@ void Compressor::release(const std::vector<NodeId>& roots) {
 }
 
 }  // namespace hetopt::trace
-

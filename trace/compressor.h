@@ -66,7 +66,7 @@ struct ArgAgg {
 /// (trace/time_sampler.h) only some commands are timed: exec and the two sums cover the timed
 /// ones, `unsampled` counts the others, and the *Ns() estimates extrapolate to every command.
 struct DeviceAgg {
-  Agg exec;                  ///< end - start of each timed command
+  Agg exec;                     ///< end - start of each timed command
   uint64_t queuedToSubmit = 0;  ///< sum of submit - queued over timed commands
   uint64_t submitToStart = 0;   ///< sum of start - submit over timed commands
   uint64_t missing = 0;         ///< commands whose profiling info could not be read
@@ -93,7 +93,8 @@ struct DeviceAgg {
     weightedSubmitToStart += o.weightedSubmitToStart;
   }
   /// One timed command (end - start, submit - queued, start - submit) of sampling weight `w`.
-  static DeviceAgg command(uint64_t exec, uint64_t queuedToSubmit, uint64_t submitToStart, uint64_t w) {
+  static DeviceAgg command(uint64_t exec, uint64_t queuedToSubmit, uint64_t submitToStart,
+                           uint64_t w) {
     DeviceAgg d;
     d.exec.add(exec);
     d.queuedToSubmit = queuedToSubmit;
@@ -120,24 +121,26 @@ struct DeviceAgg {
   /// The per-command mean of the timed commands (weighted when sampled).
   double meanExecNs() const {
     if (weight && unsampled) return static_cast<double>(weightedExec) / static_cast<double>(weight);
-    return exec.count ? static_cast<double>(exec.total) / static_cast<double>(exec.count) : lentExecMean;
+    return exec.count ? static_cast<double>(exec.total) / static_cast<double>(exec.count)
+                      : lentExecMean;
   }
   double execNs() const { return extrapolate(exec.total, weightedExec, lentExecMean); }
   double submitToStartNs() const {
     return extrapolate(submitToStart, weightedSubmitToStart, lentSubmitToStartMean);
   }
   double queuedToStartNs() const {
-    return extrapolate(queuedToSubmit + submitToStart, weightedQueuedToSubmit + weightedSubmitToStart,
+    return extrapolate(queuedToSubmit + submitToStart,
+                       weightedQueuedToSubmit + weightedSubmitToStart,
                        lentQueuedToSubmitMean + lentSubmitToStartMean);
   }
 };
 
 struct Ref {
   ObjectId obj = kNoObject;
-  uint8_t arg = 0;     ///< argument index, kRefArgReturn or kRefArgBound
-  uint8_t flags = 0;   ///< RefFlag bits
+  uint8_t arg = 0;    ///< argument index, kRefArgReturn or kRefArgBound
+  uint8_t flags = 0;  ///< RefFlag bits
   HostAccess access = HostAccess::None;
-  uint32_t vFirst = 0, vLast = 0;  ///< version used/defined by the first and the last call
+  uint32_t vFirst = 0, vLast = 0;   ///< version used/defined by the first and the last call
   uint64_t offMin = 0, endMax = 0;  ///< host refs: range touched, relative to the object start
   uint64_t bytes = 0;               ///< host refs: bytes moved, summed over calls
 };
@@ -158,7 +161,7 @@ struct Leaf {
   uint16_t code = 0;
   uint32_t site = 0;  ///< allocation site id + 1 (0: none)
   uint32_t thread = 0;
-  Agg host;           ///< host time of each call in ns; host.count is the number of calls
+  Agg host;  ///< host time of each call in ns; host.count is the number of calls
   DeviceAgg device;
   std::vector<ArgAgg> args;
   ArgAgg result;
@@ -203,10 +206,10 @@ struct Node {
   bool live = false;     ///< allocated in the arena
   uint32_t pending = 0;  ///< timing slots that point at this leaf
   uint64_t hash = 0;
-  Leaf leaf;                   ///< leaves
-  uint64_t iterations = 0;     ///< loops: iterations summed over every time the loop ran
-  uint64_t instances = 0;      ///< loops: how many times it ran
-  std::vector<NodeId> body;    ///< loops
+  Leaf leaf;                 ///< leaves
+  uint64_t iterations = 0;   ///< loops: iterations summed over every time the loop ran
+  uint64_t instances = 0;    ///< loops: how many times it ran
+  std::vector<NodeId> body;  ///< loops
   /// Empty again, keeping the vectors' memory (the compressor recycles nodes).
   void reset() {
     loop = live = false;
@@ -246,7 +249,8 @@ class Compressor {
   /// Delivers the device timing of a slot from append() (null: not available) to the leaf that
   /// holds the event's statistics now, and frees the slot. Dropped when that leaf was written out.
   /// `deviceStart`/`deviceEnd` (device clock) go to the call's Stamp when the leaf kept it.
-  void deliver(uint32_t slot, const DeviceAgg* timing, uint64_t deviceStart = 0, uint64_t deviceEnd = 0);
+  void deliver(uint32_t slot, const DeviceAgg* timing, uint64_t deviceStart = 0,
+               uint64_t deviceEnd = 0);
   size_t pendingSlots() const { return m_slots.size() - m_freeSlots.size() - 1; }
 
   size_t liveNodes() const { return m_live; }

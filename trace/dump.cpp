@@ -15,7 +15,6 @@
 namespace hetopt::trace {
 namespace {
 
-
 std::string objectName(const Trace& t, ObjectId id) {
   const TraceObject* o = t.object(id);
   std::string s = std::string(o ? objectKindName(o->kind) : "object") + "#" + std::to_string(id);
@@ -57,7 +56,8 @@ void printNode(const Trace& t, uint32_t id, int depth, FILE* out) {
   if (n.type == LeafType::Alloc || n.type == LeafType::Realloc) {
     if (!n.args.empty()) {
       const ArgAgg& size = n.args[0];
-      line += " " + (size.varies ? bytesText(size.min) + ".." + bytesText(size.max) : bytesText(size.first));
+      line += " " + (size.varies ? bytesText(size.min) + ".." + bytesText(size.max)
+                                 : bytesText(size.first));
     }
     if (n.site) line += " site#" + std::to_string(n.site - 1);
   }
@@ -82,7 +82,8 @@ void printNode(const Trace& t, uint32_t id, int depth, FILE* out) {
   if (n.device.exec.count) {
     line += "  device " + timeText(n.device.meanExecNs());
     if (n.device.sampled())
-      line += " (sampled: " + std::to_string(n.device.exec.count) + " of " + std::to_string(n.device.commands()) + " timed)";
+      line += " (sampled: " + std::to_string(n.device.exec.count) + " of " +
+              std::to_string(n.device.commands()) + " timed)";
   } else if (n.device.lent) {
     line += "  device ~" + timeText(n.device.lentExecMean) + " (sampled: none of " +
             std::to_string(n.device.unsampled) + " timed; the same call's mean elsewhere)";
@@ -91,14 +92,17 @@ void printNode(const Trace& t, uint32_t id, int depth, FILE* out) {
   }
   if (!n.stamps.empty()) {  // format 6: when the first call began (the timeline's times)
     line += "  at " + timeText(static_cast<double>(n.stamps[0].startNs));
-    if (n.stamps.size() < n.host.count) line += " (times of the first " + std::to_string(n.stamps.size()) + ")";
+    if (n.stamps.size() < n.host.count)
+      line += " (times of the first " + std::to_string(n.stamps.size()) + ")";
   }
-  if (n.result.varies || n.result.first != 0) line += "  status " + std::to_string(static_cast<int32_t>(n.result.first)) + (n.result.varies ? "(varies)" : "");
+  if (n.result.varies || n.result.first != 0)
+    line += "  status " + std::to_string(static_cast<int32_t>(n.result.first)) +
+            (n.result.varies ? "(varies)" : "");
   if (n.provisional) line += "  [checkpoint]";
   fprintf(out, "%s\n", line.c_str());
 }
 
-// ---- JSON ------------------------------------------------------------------------------------------
+// ---- JSON ---------------------------------------------------------------------------------------
 
 void jsonAgg(JsonWriter& j, const char* key, const Agg& a) {
   j.key(key).beginObject().member("count", a.count).member("total", a.total).member("min", a.min);
@@ -122,22 +126,31 @@ void jsonNode(const Trace& t, uint32_t id, JsonWriter& j) {
     j.endArray().endObject().endObject();
     return;
   }
-  j.member(n.type == LeafType::Call ? "call" : n.type == LeafType::Free ? "free" : "alloc", t.leafName(n));
+  j.member(n.type == LeafType::Call   ? "call"
+           : n.type == LeafType::Free ? "free"
+                                      : "alloc",
+           t.leafName(n));
   j.member("count", n.host.count);
   if (n.site) j.member("site", n.site - 1);
   if (n.provisional) j.member("provisional", true);
   jsonAgg(j, "host_ns", n.host);
   jsonAgg(j, "device_ns", n.device.exec);
-  j.member("queued_to_submit_ns", n.device.queuedToSubmit).member("submit_to_start_ns", n.device.submitToStart);
+  j.member("queued_to_submit_ns", n.device.queuedToSubmit)
+      .member("submit_to_start_ns", n.device.submitToStart);
   j.member("device_missing", n.device.missing).member("device_sampled_out", n.device.unsampled);
   j.member("device_estimated_ns", std::llround(n.device.execNs()));
   j.member("status", static_cast<int32_t>(n.result.first));
-  const api::ApiInfo* info = n.type == LeafType::Call ? &api::apiInfo(static_cast<api::ApiId>(n.code)) : nullptr;
+  const api::ApiInfo* info =
+      n.type == LeafType::Call ? &api::apiInfo(static_cast<api::ApiId>(n.code)) : nullptr;
   j.key("args").beginArray();
   for (size_t i = 0; i < n.args.size(); ++i) {
     const ArgAgg& a = n.args[i];
     j.beginObject().member("name", info ? info->args[i].name : (i == 0 ? "size" : "alignment"));
-    j.member("first", a.first).member("min", a.min).member("max", a.max).member("varies", a.varies).endObject();
+    j.member("first", a.first)
+        .member("min", a.min)
+        .member("max", a.max)
+        .member("varies", a.varies)
+        .endObject();
   }
   j.endArray().key("refs").beginArray();
   for (const Ref& r : n.refs) {
@@ -147,7 +160,8 @@ void jsonNode(const Trace& t, uint32_t id, JsonWriter& j) {
     else if (r.arg == kRefArgBound)
       j.value("bound");
     else
-      j.value(info && r.arg < info->numArgs ? std::string(info->args[r.arg].name) : std::to_string(r.arg));
+      j.value(info && r.arg < info->numArgs ? std::string(info->args[r.arg].name)
+                                            : std::to_string(r.arg));
     j.member("access", refAccess(r));
     j.key("version").beginArray().value(r.vFirst).value(r.vLast).endArray();
     if (r.flags & kRefHost) {
@@ -166,7 +180,9 @@ void jsonSummary(const Trace& t, JsonWriter& j) {
   j.member("reallocs", s.reallocs).member("h2d_bytes", s.h2dBytes).member("d2h_bytes", s.d2hBytes);
   j.member("h2d_transfers", s.h2dTransfers).member("d2h_transfers", s.d2hTransfers);
   j.member("mapped_bytes", s.mappedBytes).member("wrapped_bytes", s.wrappedBytes);
-  j.member("kernels", s.kernels).member("kernel_ns", s.kernelNs).member("transfer_ns", s.transferNs);
+  j.member("kernels", s.kernels)
+      .member("kernel_ns", s.kernelNs)
+      .member("transfer_ns", s.transferNs);
   j.member("other_device_ns", s.otherDeviceNs).member("launch_latency_ns", s.launchLatencyNs);
   j.member("host_call_ns", s.hostCallNs).member("device_missing", s.deviceMissing);
   j.member("device_timed", s.deviceTimed).member("device_sampled_out", s.deviceUnsampled);
@@ -176,7 +192,10 @@ void jsonSummary(const Trace& t, JsonWriter& j) {
   for (const auto& [name, count] : s.callsByFunction) j.member(name, count);
   j.endObject().key("by_object").beginArray();
   for (const auto& [id, b] : s.byObject) {
-    j.beginObject().member("object", id).member("h2d_bytes", b.h2dBytes).member("d2h_bytes", b.d2hBytes);
+    j.beginObject()
+        .member("object", id)
+        .member("h2d_bytes", b.h2dBytes)
+        .member("d2h_bytes", b.d2hBytes);
     j.member("h2d_transfers", b.h2dTransfers).member("d2h_transfers", b.d2hTransfers).endObject();
   }
   j.endArray().endObject();
@@ -209,33 +228,45 @@ void jsonObject(ObjectId id, const TraceObject& o, JsonWriter& j) {
 
 void dumpSummary(const Trace& t, FILE* out) {
   TraceSummary s = summarize(t);
-  fprintf(out, "calls %" PRIu64 " (%zu functions), allocations %" PRIu64 ", frees %" PRIu64 "\n", s.calls,
-          s.callsByFunction.size(), s.allocations, s.frees);
+  fprintf(out, "calls %" PRIu64 " (%zu functions), allocations %" PRIu64 ", frees %" PRIu64 "\n",
+          s.calls, s.callsByFunction.size(), s.allocations, s.frees);
   fprintf(out, "host->device %s in %" PRIu64 " calls, device->host %s in %" PRIu64 " calls",
-          bytesText(s.h2dBytes).c_str(), s.h2dTransfers, bytesText(s.d2hBytes).c_str(), s.d2hTransfers);
+          bytesText(s.h2dBytes).c_str(), s.h2dTransfers, bytesText(s.d2hBytes).c_str(),
+          s.d2hTransfers);
   if (s.mappedBytes) fprintf(out, ", mapped %s", bytesText(s.mappedBytes).c_str());
   if (s.wrappedBytes) fprintf(out, ", USE_HOST_PTR %s", bytesText(s.wrappedBytes).c_str());
   fprintf(out, "\ndevice time: kernels %s (%" PRIu64 " launches), transfers %s, other %s",
           timeText(static_cast<double>(s.kernelNs)).c_str(), s.kernels,
-          timeText(static_cast<double>(s.transferNs)).c_str(), timeText(static_cast<double>(s.otherDeviceNs)).c_str());
-  if (s.deviceMissing) fprintf(out, " (%" PRIu64 " commands without profiling info)", s.deviceMissing);
+          timeText(static_cast<double>(s.transferNs)).c_str(),
+          timeText(static_cast<double>(s.otherDeviceNs)).c_str());
+  if (s.deviceMissing)
+    fprintf(out, " (%" PRIu64 " commands without profiling info)", s.deviceMissing);
   if (s.deviceUnsampled)
-    fprintf(out, " (sampled: %" PRIu64 " of %" PRIu64 " commands timed, the others estimated)", s.deviceTimed,
-            s.deviceTimed + s.deviceUnsampled);
-  fprintf(out, "\nhost time in OpenCL calls %s of %s traced\n", timeText(static_cast<double>(s.hostCallNs)).c_str(),
+    fprintf(out, " (sampled: %" PRIu64 " of %" PRIu64 " commands timed, the others estimated)",
+            s.deviceTimed, s.deviceTimed + s.deviceUnsampled);
+  fprintf(out, "\nhost time in OpenCL calls %s of %s traced\n",
+          timeText(static_cast<double>(s.hostCallNs)).c_str(),
           timeText(static_cast<double>(t.durationNs)).c_str());
   if (s.recordingNs > 0) {  // the tracer's own cost, extrapolated from the calls it timed
-    fprintf(out, "recording (hetopt's own time after each call): %s per call, ~%s in all (%.1f%% of the traced time; timed on %" PRIu64 " calls)\n",
-            timeText(s.recordingNs / static_cast<double>(s.calls)).c_str(), timeText(s.recordingNs).c_str(),
-            t.durationNs ? 100.0 * s.recordingNs / static_cast<double>(t.durationNs) : 0.0, t.recordingSampledCalls);
+    fprintf(out,
+            "recording (hetopt's own time after each call): %s per call, ~%s in all (%.1f%% of the "
+            "traced time; timed on %" PRIu64 " calls)\n",
+            timeText(s.recordingNs / static_cast<double>(s.calls)).c_str(),
+            timeText(s.recordingNs).c_str(),
+            t.durationNs ? 100.0 * s.recordingNs / static_cast<double>(t.durationNs) : 0.0,
+            t.recordingSampledCalls);
   } else if (t.recordingSampledCalls) {
-    fprintf(out, "recording (hetopt's own time after each call): %s on the %" PRIu64 " calls timed, too few to estimate the rest\n",
+    fprintf(out,
+            "recording (hetopt's own time after each call): %s on the %" PRIu64
+            " calls timed, too few to estimate the rest\n",
             timeText(static_cast<double>(t.recordingSampledNs)).c_str(), t.recordingSampledCalls);
   }
   if (t.firstCallNs) {
-    fprintf(out, "start-up: first OpenCL call at %s", timeText(static_cast<double>(t.firstCallNs)).c_str());
+    fprintf(out, "start-up: first OpenCL call at %s",
+            timeText(static_cast<double>(t.firstCallNs)).c_str());
     if (t.firstContextNs)
-      fprintf(out, ", first context creation at %s", timeText(static_cast<double>(t.firstContextNs)).c_str());
+      fprintf(out, ", first context creation at %s",
+              timeText(static_cast<double>(t.firstContextNs)).c_str());
     fprintf(out, "\n");
   }
 }
@@ -247,7 +278,10 @@ std::string dumpJson(const Trace& t) {
   j.member("pid", t.header.pid).member("parent_pid", t.header.parentPid);
   j.member("start_unix_ns", t.header.startUnixNs).member("program", t.header.program);
   if (t.header.scriptKind > 0) {
-    j.key("script").beginObject().member("kind", t.header.scriptKind).member("name", t.header.scriptName);
+    j.key("script")
+        .beginObject()
+        .member("kind", t.header.scriptKind)
+        .member("name", t.header.scriptName);
     j.member("sha256", t.header.scriptHash).endObject();
   }
   j.key("arguments").beginArray();
@@ -272,7 +306,11 @@ std::string dumpJson(const Trace& t) {
   for (size_t i = 0; i < t.sites.size(); ++i) {
     j.beginObject().member("id", i).key("frames").beginArray();
     for (const TraceFrame& fr : t.sites[i].frames)
-      j.beginObject().member("pc", fr.pc).member("module", fr.module).member("offset", fr.offset).endObject();
+      j.beginObject()
+          .member("pc", fr.pc)
+          .member("module", fr.module)
+          .member("offset", fr.offset)
+          .endObject();
     j.endArray().endObject();
   }
   j.endArray().key("objects").beginArray();
@@ -289,23 +327,26 @@ std::string dumpJson(const Trace& t) {
 }
 
 void dumpText(const Trace& t, FILE* out) {
-  fprintf(out, "hetopt trace, format %u, written by hetopt %s, %s\n", t.formatVersion, t.writerVersion.c_str(),
-         bytesText(t.fileBytes).c_str());
+  fprintf(out, "hetopt trace, format %u, written by hetopt %s, %s\n", t.formatVersion,
+          t.writerVersion.c_str(), bytesText(t.fileBytes).c_str());
   std::string args = t.header.arguments;
   for (char& c : args)
     if (c == '\0') c = ' ';
-  fprintf(out, "program: %s (pid %" PRIu64 ", parent %" PRIu64 ")\n", args.empty() ? t.header.program.c_str() : args.c_str(),
-         t.header.pid, t.header.parentPid);
+  fprintf(out, "program: %s (pid %" PRIu64 ", parent %" PRIu64 ")\n",
+          args.empty() ? t.header.program.c_str() : args.c_str(), t.header.pid, t.header.parentPid);
   static const char* const kScriptKinds[] = {"", "script", "module", "code"};
   if (t.header.scriptKind > 0 && t.header.scriptKind < 4)
-    fprintf(out, "runs: %s %s%s%s\n", kScriptKinds[t.header.scriptKind], t.header.scriptName.c_str(),
-           t.header.scriptHash.empty() ? "" : t.header.scriptName.empty() ? "sha256:" : " sha256:",
-           t.header.scriptHash.c_str());
+    fprintf(out, "runs: %s %s%s%s\n", kScriptKinds[t.header.scriptKind],
+            t.header.scriptName.c_str(),
+            t.header.scriptHash.empty()   ? ""
+            : t.header.scriptName.empty() ? "sha256:"
+                                          : " sha256:",
+            t.header.scriptHash.c_str());
   fprintf(out, "%s, %s traced\n",
-         t.complete ? "complete"
-                    : "INCOMPLETE (the program did not exit normally, or the trace could not be "
-                      "written to its end; up to its last checkpoint)",
-         timeText(static_cast<double>(t.durationNs)).c_str());
+          t.complete ? "complete"
+                     : "INCOMPLETE (the program did not exit normally, or the trace could not be "
+                       "written to its end; up to its last checkpoint)",
+          timeText(static_cast<double>(t.durationNs)).c_str());
   for (const TraceThread& th : t.threads) {
     if (th.entries.empty()) continue;
     fprintf(out, "\nthread %u (tid %" PRIu64 "):\n", th.index, th.tid);
@@ -315,13 +356,14 @@ void dumpText(const Trace& t, FILE* out) {
   for (const auto& [id, o] : t.objects) {
     const ObjectInfo& i = o.info;
     if (o.kind == ObjectKind::Segment) {
-      fprintf(out, "  %s  %s at 0x%" PRIx64, objectName(t, id).c_str(), bytesText(i.size).c_str(), i.address);
+      fprintf(out, "  %s  %s at 0x%" PRIx64, objectName(t, id).c_str(), bytesText(i.size).c_str(),
+              i.address);
       if (i.site) fprintf(out, "  site#%u", i.site - 1);
       if (i.fields & kObjParent) fprintf(out, "  from %s", objectName(t, i.related).c_str());
       fprintf(out, "\n");
     } else if (o.kind == ObjectKind::Untracked) {
-      fprintf(out, "  %s  %s at 0x%" PRIx64 "  %s %s\n", objectName(t, id).c_str(), bytesText(i.size).c_str(), i.address,
-             regionClassName(i.region), i.mapName.c_str());
+      fprintf(out, "  %s  %s at 0x%" PRIx64 "  %s %s\n", objectName(t, id).c_str(),
+              bytesText(i.size).c_str(), i.address, regionClassName(i.region), i.mapName.c_str());
     }
   }
   if (!t.sites.empty()) fprintf(out, "\nallocation sites:\n");

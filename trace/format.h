@@ -60,8 +60,12 @@ enum class ClockMethod : uint8_t {
 const char* clockMethodName(ClockMethod m);
 
 /// Zigzag encoding of signed values as varints.
-inline uint64_t zigzag(int64_t v) { return (static_cast<uint64_t>(v) << 1) ^ static_cast<uint64_t>(v >> 63); }
-inline int64_t unzigzag(uint64_t v) { return static_cast<int64_t>(v >> 1) ^ -static_cast<int64_t>(v & 1); }
+inline uint64_t zigzag(int64_t v) {
+  return (static_cast<uint64_t>(v) << 1) ^ static_cast<uint64_t>(v >> 63);
+}
+inline int64_t unzigzag(uint64_t v) {
+  return static_cast<int64_t>(v >> 1) ^ -static_cast<int64_t>(v & 1);
+}
 
 enum class NodeTag : uint8_t { Leaf = 1, Loop = 2 };
 
@@ -91,16 +95,23 @@ enum class ObjectKind : uint8_t {
 const char* objectKindName(ObjectKind kind);
 
 /// Where untracked host memory lies (from /proc/self/maps when first seen).
-enum class RegionClass : uint8_t { Unknown = 0, Static = 1, Stack = 2, Heap = 3, Mmap = 4, File = 5 };
+enum class RegionClass : uint8_t {
+  Unknown = 0,
+  Static = 1,
+  Stack = 2,
+  Heap = 3,
+  Mmap = 4,
+  File = 5
+};
 const char* regionClassName(RegionClass c);
 
 /// Reference flags: how a call treats an object.
 enum RefFlag : uint8_t {
-  kRefRead = 1,      ///< uses the current version
-  kRefWrite = 2,     ///< defines a new version
-  kRefCreate = 4,    ///< creates the object (its first version)
-  kRefDestroy = 8,   ///< frees / releases it
-  kRefHost = 16,     ///< a host-memory range: offset/end/bytes follow
+  kRefRead = 1,     ///< uses the current version
+  kRefWrite = 2,    ///< defines a new version
+  kRefCreate = 4,   ///< creates the object (its first version)
+  kRefDestroy = 8,  ///< frees / releases it
+  kRefHost = 16,    ///< a host-memory range: offset/end/bytes follow
 };
 
 /// What a call does with a host-memory range.

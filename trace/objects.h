@@ -26,7 +26,7 @@ inline constexpr ObjectId kNoObject = 0;
 struct ObjectInfo {
   uint8_t fields = 0;  ///< ObjectField bits of what is set
   uint64_t address = 0, size = 0;
-  uint32_t site = 0;       ///< allocation site id + 1 (0: none)
+  uint32_t site = 0;  ///< allocation site id + 1 (0: none)
   uint8_t allocFn = 0;
   std::string label;
   RegionClass region = RegionClass::Unknown;
@@ -73,7 +73,8 @@ class ObjectTable {
     };
     if (m_objects.empty() || m_objects[0].version != 0) return broken("the null record changed", 0);
     for (size_t id = 1; id < m_objects.size(); ++id)
-      if (m_objects[id].emitted > m_objects[id].stamp) return broken("written ahead of its info", id);
+      if (m_objects[id].emitted > m_objects[id].stamp)
+        return broken("written ahead of its info", id);
     return true;
   }
 

@@ -96,7 +96,8 @@ class Parser {
           TraceObject o;
           o.id = static_cast<ObjectId>(r.varMax(UINT32_MAX));
           uint8_t kind = r.u8();
-          if (kind >= static_cast<uint8_t>(ObjectKind::Count)) return fail(where() + "unknown object kind");
+          if (kind >= static_cast<uint8_t>(ObjectKind::Count))
+            return fail(where() + "unknown object kind");
           o.kind = static_cast<ObjectKind>(kind);
           ObjectInfo& i = o.info;
           i.fields = r.u8();
@@ -112,7 +113,8 @@ class Parser {
           if (i.fields & kObjLabel) i.label = r.str(4096);
           if (i.fields & kObjRegion) {
             uint8_t c = r.u8();
-            if (c > static_cast<uint8_t>(RegionClass::File)) return fail(where() + "unknown region class");
+            if (c > static_cast<uint8_t>(RegionClass::File))
+              return fail(where() + "unknown region class");
             i.region = static_cast<RegionClass>(c);
             i.mapStart = r.var();
             i.mapEnd = r.var();
@@ -120,7 +122,8 @@ class Parser {
             i.mapName = r.str(4096);
           }
           if (i.fields & kObjParent) i.related = static_cast<ObjectId>(r.varMax(UINT32_MAX));
-          if (i.fields & kObjModule) i.module = static_cast<uint32_t>(r.varMax(m_t->modules.size()));
+          if (i.fields & kObjModule)
+            i.module = static_cast<uint32_t>(r.varMax(m_t->modules.size()));
           if (!r.ok()) break;
           if (o.id == kNoObject) return fail(where() + "object id 0");
           m_t->objects[o.id] = std::move(o);
@@ -147,7 +150,8 @@ class Parser {
           break;
         }
         case RecordTag::RecordingCost: {
-          if (m_t->formatVersion < 3) return fail(where() + "unknown record tag " + std::to_string(tag));
+          if (m_t->formatVersion < 3)
+            return fail(where() + "unknown record tag " + std::to_string(tag));
           const uint64_t calls = r.var(), ns = r.var();
           if (!r.ok()) break;
           m_t->recordingSampledCalls = calls;
@@ -155,7 +159,8 @@ class Parser {
           break;
         }
         case RecordTag::Startup: {
-          if (m_t->formatVersion < 4) return fail(where() + "unknown record tag " + std::to_string(tag));
+          if (m_t->formatVersion < 4)
+            return fail(where() + "unknown record tag " + std::to_string(tag));
           const uint64_t first = r.var(), context = r.var();
           if (!r.ok()) break;
           m_t->firstCallNs = first;
@@ -171,8 +176,10 @@ class Parser {
           c.offsetNs = unzigzag(r.var());
           c.uncertaintyNs = r.var();
           if (!r.ok()) break;
-          if (!m_t->objects.count(id)) return fail(where() + "clock of undefined object " + std::to_string(id));
-          if (method < 1 || method > 2) return fail(where() + "unknown clock method " + std::to_string(method));
+          if (!m_t->objects.count(id))
+            return fail(where() + "clock of undefined object " + std::to_string(id));
+          if (method < 1 || method > 2)
+            return fail(where() + "unknown clock method " + std::to_string(method));
           c.method = static_cast<ClockMethod>(method);
           m_t->clocks[id] = c;
           break;
@@ -263,7 +270,8 @@ class Parser {
       }
     } else if (tag == static_cast<uint8_t>(NodeTag::Leaf)) {
       uint8_t type = r.u8();
-      if (type > static_cast<uint8_t>(LeafType::Realloc)) return fail(where() + "unknown leaf type");
+      if (type > static_cast<uint8_t>(LeafType::Realloc))
+        return fail(where() + "unknown leaf type");
       n.type = static_cast<LeafType>(type);
       n.code = static_cast<uint16_t>(r.varMax(0xffff));
       n.site = static_cast<uint32_t>(r.varMax(m_t->sites.size()));
@@ -292,9 +300,11 @@ class Parser {
       uint64_t numArgs = r.varMax(64);
       if (!r.ok()) return fail(where() + "leaf cut short");
       if (n.type == LeafType::Call) {
-        if (n.code >= api::kApiCount) return fail(where() + "unknown OpenCL function id " + std::to_string(n.code));
+        if (n.code >= api::kApiCount)
+          return fail(where() + "unknown OpenCL function id " + std::to_string(n.code));
         if (numArgs != api::apiInfo(static_cast<api::ApiId>(n.code)).numArgs)
-          return fail(where() + "argument count does not match " + api::apiName(static_cast<api::ApiId>(n.code)));
+          return fail(where() + "argument count does not match " +
+                      api::apiName(static_cast<api::ApiId>(n.code)));
       } else if (n.code >= kAllocFnCount) {
         return fail(where() + "unknown allocator id");
       }
@@ -309,7 +319,8 @@ class Parser {
         ref.arg = r.u8();
         ref.flags = r.u8();
         uint8_t access = r.u8();
-        if (access > static_cast<uint8_t>(HostAccess::Unmap)) return fail(where() + "unknown host access");
+        if (access > static_cast<uint8_t>(HostAccess::Unmap))
+          return fail(where() + "unknown host access");
         ref.access = static_cast<HostAccess>(access);
         ref.vFirst = static_cast<uint32_t>(r.varMax(UINT32_MAX));
         ref.vLast = static_cast<uint32_t>(r.varMax(UINT32_MAX));
@@ -347,15 +358,16 @@ class Parser {
 void lendSampledMeans(Trace* t) {
   bool any = false;
   for (const TraceNode& n : t->nodes)
-    any = any || (!n.loop && n.type == LeafType::Call && !n.device.exec.count && n.device.unsampled);
+    any =
+        any || (!n.loop && n.type == LeafType::Call && !n.device.exec.count && n.device.unsampled);
   if (!any) return;
   auto keyOf = [t](const TraceNode& n) {
     std::vector<uint64_t> key{n.code};
     for (const Ref& r : n.refs) {
       if (r.arg >= kRefArgBound) continue;  // bound to the kernel, or returned: not an argument
       const TraceObject* o = t->object(r.obj);
-      if (o && (o->kind == ObjectKind::Queue || o->kind == ObjectKind::Mem || o->kind == ObjectKind::Kernel ||
-                o->kind == ObjectKind::Sampler))
+      if (o && (o->kind == ObjectKind::Queue || o->kind == ObjectKind::Mem ||
+                o->kind == ObjectKind::Kernel || o->kind == ObjectKind::Sampler))
         key.push_back(r.obj);
     }
     return key;
@@ -428,7 +440,8 @@ bool parseTrace(const void* data, size_t size, Trace* out, std::string* error,
     *error = "unsupported trace format version " + std::to_string(out->formatVersion) +
              " (written by hetopt " + (out->writerVersion.empty() ? "?" : out->writerVersion) +
              "); this reader (hetopt " HETOPT_VERSION_STRING ") reads versions " +
-             std::to_string(oldestFormatVersion()) + " to " + std::to_string(supportedFormatVersion());
+             std::to_string(oldestFormatVersion()) + " to " +
+             std::to_string(supportedFormatVersion());
     return false;
   }
   const uint32_t headerBytes = getU32(p + 12);
@@ -526,7 +539,8 @@ bool parseTrace(const void* data, size_t size, Trace* out, std::string* error,
         break;
       }
       const bool tail = kind == static_cast<uint8_t>(ChunkKind::Tail);
-      if (!parser.records(reinterpret_cast<const unsigned char*>(raw.data()), raw.size(), tail, index)) {
+      if (!parser.records(reinterpret_cast<const unsigned char*>(raw.data()), raw.size(), tail,
+                          index)) {
         *error += " (offset " + std::to_string(pos) + ")";
         ok = false;
         break;
@@ -577,9 +591,15 @@ TraceSummary summarize(const Trace& t) {
   for (const TraceNode& n : t.nodes) {
     if (n.loop) continue;
     switch (n.type) {
-      case LeafType::Alloc: s.allocations += n.host.count; break;
-      case LeafType::Free: s.frees += n.host.count; break;
-      case LeafType::Realloc: s.reallocs += n.host.count; break;
+      case LeafType::Alloc:
+        s.allocations += n.host.count;
+        break;
+      case LeafType::Free:
+        s.frees += n.host.count;
+        break;
+      case LeafType::Realloc:
+        s.reallocs += n.host.count;
+        break;
       case LeafType::Call: {
         s.calls += n.host.count;
         s.callsByFunction[t.leafName(n)] += n.host.count;
@@ -602,7 +622,8 @@ TraceSummary summarize(const Trace& t) {
         for (const Ref& r : n.refs) {
           if (!(r.flags & kRefHost)) continue;
           const TraceObject* o = t.object(r.obj);
-          const bool hostMemory = o && (o->kind == ObjectKind::Segment || o->kind == ObjectKind::Untracked);
+          const bool hostMemory =
+              o && (o->kind == ObjectKind::Segment || o->kind == ObjectKind::Untracked);
           if (r.access == HostAccess::Mapped) s.mappedBytes += r.bytes;
           if (r.access == HostAccess::Wrap) s.wrappedBytes += r.bytes;
           if (!hostMemory || !isTransfer(r.access)) continue;

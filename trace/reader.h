@@ -29,7 +29,8 @@
  * siteKey-style identity is (module build id or path, pc - bias) of each frame.
  *
  * parseTrace()/readTraceFile() never crash on bad input; they fail with one clear message
- * (bad magic, unsupported version naming both versions, truncated or corrupt chunk with its offset).
+ * (bad magic, unsupported version naming both versions, truncated or corrupt chunk with its
+ * offset).
  */
 #pragma once
 #include <cstddef>
@@ -117,8 +118,8 @@ struct Trace {
   uint32_t formatVersion = 0;
   std::string writerVersion;
   FileHeader header;
-  bool complete = false;     ///< the End record was found: the program exited normally
-  uint64_t durationNs = 0;   ///< traced wall time (to the last checkpoint when incomplete)
+  bool complete = false;    ///< the End record was found: the program exited normally
+  uint64_t durationNs = 0;  ///< traced wall time (to the last checkpoint when incomplete)
   uint64_t fileBytes = 0;
   /// What recording cost the program's threads (format 3, complete traces): the time the shim
   /// spent recording after `recordingSampledCalls` of the calls, about one in 64 (every call with
@@ -163,16 +164,16 @@ struct TraceSummary {
   /// and run records count the same for the same run.
   uint64_t h2dBytes = 0, d2hBytes = 0;
   uint64_t h2dTransfers = 0, d2hTransfers = 0;
-  uint64_t mappedBytes = 0, wrappedBytes = 0;   ///< mapped ranges; USE_HOST_PTR memory
+  uint64_t mappedBytes = 0, wrappedBytes = 0;  ///< mapped ranges; USE_HOST_PTR memory
   // Device times are estimates for every command when the trace was sampled (DeviceAgg::execNs).
-  uint64_t kernels = 0, kernelNs = 0;           ///< device time of kernel launches
-  uint64_t transferNs = 0;   ///< device time of transfers (read/write/map/unmap/svm copy/migrate)
+  uint64_t kernels = 0, kernelNs = 0;  ///< device time of kernel launches
+  uint64_t transferNs = 0;     ///< device time of transfers (read/write/map/unmap/svm copy/migrate)
   uint64_t otherDeviceNs = 0;  ///< device time of other commands (fill, copy, markers)
-  uint64_t launchLatencyNs = 0;  ///< queued -> start summed over commands with timings
-  uint64_t hostCallNs = 0;       ///< host time spent inside OpenCL calls
-  uint64_t deviceMissing = 0;    ///< commands without profiling information
-  uint64_t deviceTimed = 0;      ///< commands whose timestamps were read
-  uint64_t deviceUnsampled = 0;  ///< commands not timed on purpose (sampling); estimated
+  uint64_t launchLatencyNs = 0;    ///< queued -> start summed over commands with timings
+  uint64_t hostCallNs = 0;         ///< host time spent inside OpenCL calls
+  uint64_t deviceMissing = 0;      ///< commands without profiling information
+  uint64_t deviceTimed = 0;        ///< commands whose timestamps were read
+  uint64_t deviceUnsampled = 0;    ///< commands not timed on purpose (sampling); estimated
   uint64_t deviceUnestimated = 0;  ///< ... of which without an estimate (DeviceAgg::commands())
   struct ObjectBytes {
     uint64_t h2dBytes = 0, d2hBytes = 0, h2dTransfers = 0, d2hTransfers = 0;

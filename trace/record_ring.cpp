@@ -30,16 +30,17 @@ void waitFor(Ready ready, RecordRing::Stall stall, void* context) {
 }  // namespace
 
 RecordRing::RecordRing(size_t cells) : m_mask(cells - 1) {
-  m_seq = static_cast<std::atomic<uint64_t>*>(::operator new(cells * sizeof(std::atomic<uint64_t>),
-                                                             std::align_val_t{kCellBytes}));
+  m_seq = static_cast<std::atomic<uint64_t>*>(
+      ::operator new (cells * sizeof(std::atomic<uint64_t>), std::align_val_t{kCellBytes}));
   for (size_t i = 0; i < cells; ++i) new (&m_seq[i]) std::atomic<uint64_t>(i);
   m_length = new uint32_t[cells]();
-  m_data = static_cast<unsigned char*>(::operator new(cells * kCellBytes + kSpillBytes, std::align_val_t{kCellBytes}));
+  m_data = static_cast<unsigned char*>(
+      ::operator new (cells* kCellBytes + kSpillBytes, std::align_val_t{kCellBytes}));
 }
 
 RecordRing::~RecordRing() {
-  ::operator delete(m_data, std::align_val_t{kCellBytes});
-  ::operator delete(m_seq, std::align_val_t{kCellBytes});
+  ::operator delete (m_data, std::align_val_t{kCellBytes});
+  ::operator delete (m_seq, std::align_val_t{kCellBytes});
   delete[] m_length;
 }
 
@@ -58,7 +59,9 @@ RecordRing::Reservation RecordRing::reserve(size_t bytes, Stall stall, void* con
       h = m_head.load(std::memory_order_relaxed);
       continue;
     }
-    if (m_head.compare_exchange_weak(h, h + n, std::memory_order_acq_rel, std::memory_order_relaxed)) break;
+    if (m_head.compare_exchange_weak(h, h + n, std::memory_order_acq_rel,
+                                     std::memory_order_relaxed))
+      break;
   }
   // The consumer frees cells in ticket order: the last one free, all are (and it has read them).
   const uint64_t last = h + n - 1;
@@ -85,7 +88,8 @@ void RecordRing::release() {
   HETOPT_ASSERT(m_seq[t & m_mask].load(std::memory_order_relaxed) == t + 1);  // front() had it
   const uint32_t n = cellsFor(m_length[t & m_mask]);
   // In ticket order (reserve relies on it), each free for its ticket's next lap.
-  for (uint32_t i = 0; i < n; ++i) m_seq[(t + i) & m_mask].store(t + i + m_mask + 1, std::memory_order_release);
+  for (uint32_t i = 0; i < n; ++i)
+    m_seq[(t + i) & m_mask].store(t + i + m_mask + 1, std::memory_order_release);
   m_tail.store(t + n, std::memory_order_release);
   HETOPT_VALIDATE(*this, "record ring check failed");
 }
@@ -102,7 +106,8 @@ size_t RecordRing::pop(void* out) {
 void RecordRing::reset() {
   const uint64_t h = head();
   // Each cell free for the first ticket at or after h that maps to it.
-  for (uint64_t i = 0; i <= m_mask; ++i) m_seq[(h + i) & m_mask].store(h + i, std::memory_order_relaxed);
+  for (uint64_t i = 0; i <= m_mask; ++i)
+    m_seq[(h + i) & m_mask].store(h + i, std::memory_order_relaxed);
   m_tail.store(h, std::memory_order_relaxed);
   m_head.store(h, std::memory_order_release);
   HETOPT_VALIDATE(*this, "record ring check failed");

@@ -104,7 +104,9 @@ class RecordRing {
 
  private:
   static constexpr uint64_t kClosed = 1ull << 63;
-  static uint32_t cellsFor(size_t bytes) { return static_cast<uint32_t>((bytes + kCellBytes - 1) / kCellBytes); }
+  static uint32_t cellsFor(size_t bytes) {
+    return static_cast<uint32_t>((bytes + kCellBytes - 1) / kCellBytes);
+  }
   unsigned char* cell(uint64_t ticket) const { return m_data + (ticket & m_mask) * kCellBytes; }
 
   std::atomic<uint64_t>* m_seq;

@@ -132,7 +132,8 @@ void Recorder::classify(uint64_t address, ObjectInfo* info) {
     if (sscanf(line.c_str(), "%llx-%llx %7s %llx %*s %*s %n", &lo, &hi, perms, &off, &nameAt) < 4)
       continue;
     if (address < lo || address >= hi) continue;
-    std::string name = nameAt > 0 && static_cast<size_t>(nameAt) <= line.size() ? line.substr(nameAt) : "";
+    std::string name =
+        nameAt > 0 && static_cast<size_t>(nameAt) <= line.size() ? line.substr(nameAt) : "";
     info->mapStart = lo;
     info->mapEnd = hi;
     info->mapOffset = off;
@@ -366,12 +367,14 @@ uint32_t Recorder::append(uint32_t thread, Leaf&& leaf, bool wantSlot) {
   return slot;
 }
 
-void Recorder::deliver(uint32_t thread, uint32_t slot, const DeviceAgg* timing, uint64_t deviceStart,
-                       uint64_t deviceEnd) {
-  if (thread < m_threads.size()) m_threads[thread]->compressor.deliver(slot, timing, deviceStart, deviceEnd);
+void Recorder::deliver(uint32_t thread, uint32_t slot, const DeviceAgg* timing,
+                       uint64_t deviceStart, uint64_t deviceEnd) {
+  if (thread < m_threads.size())
+    m_threads[thread]->compressor.deliver(slot, timing, deviceStart, deviceEnd);
 }
 
-void Recorder::noteClock(uint64_t queue, ClockMethod method, int64_t offsetNs, uint64_t uncertaintyNs) {
+void Recorder::noteClock(uint64_t queue, ClockMethod method, int64_t offsetNs,
+                         uint64_t uncertaintyNs) {
   const ObjectId id = findHandle(queue);
   if (id == kNoObject) return;
   m_clocks[id] = Clock{method, offsetNs, uncertaintyNs, false};
@@ -651,22 +654,24 @@ bool Recorder::validate(char* why, size_t whyBytes) const {
     const std::map<uint64_t, Range>* map;
     ObjectKind kind;
   };
-  for (const Live& l : {Live{"segment", &m_segments, ObjectKind::Segment}, Live{"SVM allocation", &m_svm, ObjectKind::Svm},
+  for (const Live& l : {Live{"segment", &m_segments, ObjectKind::Segment},
+                        Live{"SVM allocation", &m_svm, ObjectKind::Svm},
                         Live{"untracked region", &m_untracked, ObjectKind::Untracked}}) {
     for (const auto& [start, range] : *l.map) {
       if (!m_objects.valid(range.obj) || m_objects.kind(range.obj) != l.kind)
         return broken(why, whyBytes, "the %s at %#llx names object %u of another kind", l.name,
                       static_cast<unsigned long long>(start), range.obj);
       if (range.end <= start || m_objects.info(range.obj).address != start)
-        return broken(why, whyBytes, "the %s at %#llx is object %u at %#llx, ending at %#llx", l.name,
-                      static_cast<unsigned long long>(start), range.obj,
+        return broken(why, whyBytes, "the %s at %#llx is object %u at %#llx, ending at %#llx",
+                      l.name, static_cast<unsigned long long>(start), range.obj,
                       static_cast<unsigned long long>(m_objects.info(range.obj).address),
                       static_cast<unsigned long long>(range.end));
     }
   }
   for (const auto& [handle, id] : m_handles)
     if (!m_objects.valid(id))
-      return broken(why, whyBytes, "handle %#llx names no object (%u)", static_cast<unsigned long long>(handle), id);
+      return broken(why, whyBytes, "handle %#llx names no object (%u)",
+                    static_cast<unsigned long long>(handle), id);
   for (const ThreadState* t : m_threads)
     for (NodeId id : t->compressor.window())
       if (!validateNode(t->compressor, id, why, whyBytes)) return false;
@@ -683,11 +688,12 @@ bool Recorder::validateNode(const Compressor& c, NodeId id, char* why, size_t wh
   }
   for (const Ref& r : n.leaf.refs) {
     if (r.obj == kNoObject) continue;
-    if (!m_objects.valid(r.obj)) return broken(why, whyBytes, "node %u refers to no object (%u)", id, r.obj);
+    if (!m_objects.valid(r.obj))
+      return broken(why, whyBytes, "node %u refers to no object (%u)", id, r.obj);
     const uint32_t now = m_objects.version(r.obj);
     if (r.vFirst > r.vLast || r.vLast > now)
-      return broken(why, whyBytes, "node %u uses object %u at versions %u..%u; it is at version %u", id, r.obj,
-                    r.vFirst, r.vLast, now);
+      return broken(why, whyBytes, "node %u uses object %u at versions %u..%u; it is at version %u",
+                    id, r.obj, r.vFirst, r.vLast, now);
   }
   return true;
 }

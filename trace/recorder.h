@@ -37,15 +37,15 @@ using ModuleLookup = bool (*)(uint64_t address, ModuleRecord* out);
 struct RecorderConfig {
   std::string path;
   FileHeader header;
-  unsigned maxBody = 32;              ///< longest loop body folded (top-level nodes)
-  unsigned stampsPerLeaf = 32;        ///< calls whose times each leaf keeps (HETOPT_TIMELINE_CALLS)
-  size_t chunkBytes = 64 * 1024;      ///< uncompressed bytes per Records chunk
+  unsigned maxBody = 32;          ///< longest loop body folded (top-level nodes)
+  unsigned stampsPerLeaf = 32;    ///< calls whose times each leaf keeps (HETOPT_TIMELINE_CALLS)
+  size_t chunkBytes = 64 * 1024;  ///< uncompressed bytes per Records chunk
   uint64_t checkpointNs = 1000000000;  ///< tail snapshot at least this often while events arrive
-  ModuleLookup modules = nullptr;     ///< null: no module records (tests)
+  ModuleLookup modules = nullptr;      ///< null: no module records (tests)
   /// An address inside the program's executable: its module is recorded at open(), so the trace
   /// names the program's build id even when no site lies in it. 0: none.
   uint64_t programAddress = 0;
-  bool classifyRegions = true;        ///< read /proc/self/maps for untracked memory
+  bool classifyRegions = true;  ///< read /proc/self/maps for untracked memory
   /// Called once (recorder lock held) when the file cannot take more (full disk, file size
   /// limit): the trace ends with what was written, marked incomplete; recording goes on unsaved.
   void (*writeFailed)(const std::string& path, const std::string& error) = nullptr;
@@ -163,7 +163,9 @@ class Recorder {
   /// Nanoseconds since tracing started (the clock of Time, End and Startup records). No lock.
   uint64_t elapsedNs() const;
   /// `monoNs` (monotonicNs()) as ns since tracing started. No lock.
-  uint64_t sinceStart(uint64_t monoNs) const { return monoNs > m_startMono ? monoNs - m_startMono : 0; }
+  uint64_t sinceStart(uint64_t monoNs) const {
+    return monoNs > m_startMono ? monoNs - m_startMono : 0;
+  }
   /// Changes when a forked child restarts: thread indices cached by callers become stale.
   uint32_t generation() const { return m_generation; }
 
@@ -179,7 +181,8 @@ class Recorder {
     uint64_t tid = 0;
     Compressor compressor;
     Leaf scratch;  ///< scratchLeaf(): recycled through Compressor::append
-    ThreadState(ObjectTable* objects, unsigned maxBody, unsigned stamps) : compressor(objects, maxBody, stamps) {}
+    ThreadState(ObjectTable* objects, unsigned maxBody, unsigned stamps)
+        : compressor(objects, maxBody, stamps) {}
   };
   struct Range {
     uint64_t end;
@@ -216,7 +219,7 @@ class Recorder {
   std::map<uint64_t, Range> m_untracked;  ///< untracked regions by start
   std::map<std::vector<uint64_t>, uint32_t> m_sites;
   std::map<std::pair<uint64_t, std::string>, uint32_t> m_modules;  ///< (start, path) -> id + 1
-  std::vector<ModuleRecord> m_moduleRecords;                        ///< by id - 1
+  std::vector<ModuleRecord> m_moduleRecords;                       ///< by id - 1
   std::string m_records;  ///< final records not written yet
   uint64_t m_startMono = 0;
   uint64_t m_callerStackLo = 0, m_callerStackHi = 0;  ///< setCallerStack()

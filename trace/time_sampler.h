@@ -40,10 +40,11 @@ namespace hetopt::trace {
 
 class TimeSampler {
  public:
-  static constexpr unsigned kWays = 4;      ///< keys kept per set
+  static constexpr unsigned kWays = 4;  ///< keys kept per set
   static constexpr unsigned kSets = 64;
-  static constexpr unsigned kSlots = kWays * kSets;  ///< distinct (call, objects) keys kept per thread
-  static constexpr uint64_t kCensus = 32;   ///< commands of a key timed before sampling starts
+  static constexpr unsigned kSlots =
+      kWays * kSets;                       ///< distinct (call, objects) keys kept per thread
+  static constexpr uint64_t kCensus = 32;  ///< commands of a key timed before sampling starts
   static constexpr uint64_t kDefaultPeriod = 64;  ///< keep common/options.def's default equal
 
   /// `period` <= 1 times every command.

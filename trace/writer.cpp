@@ -26,8 +26,8 @@ bool pwriteAll(int fd, const char* p, size_t n, uint64_t off, std::string* error
   rlimit limit{};
   if (getrlimit(RLIMIT_FSIZE, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY &&
       off + n > limit.rlim_cur) {
-    *error = "the file size limit (ulimit -f: " + std::to_string(limit.rlim_cur) +
-             " bytes) is reached";
+    *error =
+        "the file size limit (ulimit -f: " + std::to_string(limit.rlim_cur) + " bytes) is reached";
     return false;
   }
   SigxfszBlock block;  // a limit lowered meanwhile makes this write fail, not kill the program
@@ -85,7 +85,8 @@ bool TraceFileWriter::open(const std::string& path, const FileHeader& header, st
     *error = "cannot create " + path + ": " + openError;
     return false;
   }
-  static_assert(HETOPT_TRACE_FORMAT_VERSION >= kTimelineFormatVersion, "leaf times need their format");
+  static_assert(HETOPT_TRACE_FORMAT_VERSION >= kTimelineFormatVersion,
+                "leaf times need their format");
   std::string h = encodeHeader(header, HETOPT_TRACE_FORMAT_VERSION);
   std::string writeError;
   if (!pwriteAll(m_fd, h.data(), h.size(), 0, &writeError)) {
@@ -130,7 +131,8 @@ bool TraceFileWriter::appendChunk(std::string* out, uint8_t kind, const std::str
   memcpy(h, kChunkMagic, sizeof kChunkMagic);
   h[4] = kind;
   putU32(h + 8, static_cast<uint32_t>(payload.size()));
-  putU32(h + 12, kind == static_cast<uint8_t>(ChunkKind::Pad) ? 0 : static_cast<uint32_t>(raw.size()));
+  putU32(h + 12,
+         kind == static_cast<uint8_t>(ChunkKind::Pad) ? 0 : static_cast<uint32_t>(raw.size()));
   putU32(h + 16, sequence);  // the chunk's index in the file
   // The CRC covers the header's other fields too: a flipped length, kind or sequence is caught.
   putU32(h + 20, crc32(payload.data(), payload.size(), crc32(h, 20)));
@@ -148,7 +150,8 @@ bool TraceFileWriter::write(const std::string& records, const std::string* tail)
     return false;
   const size_t finalBytes = out.size();
   const uint32_t finalChunks = sequence;
-  if (tail && !appendChunk(&out, static_cast<uint8_t>(ChunkKind::Tail), *tail, sequence++)) return false;
+  if (tail && !appendChunk(&out, static_cast<uint8_t>(ChunkKind::Tail), *tail, sequence++))
+    return false;
   // Whatever of the old tail this write does not overwrite is covered by padding first.
   const uint64_t contentEnd = m_end + out.size();
   if (contentEnd < m_tailEnd) {

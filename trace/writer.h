@@ -18,7 +18,7 @@ namespace hetopt::trace {
 struct FileHeader {
   uint64_t pid = 0;
   uint64_t parentPid = 0;
-  uint64_t startUnixNs = 0;  ///< wall-clock time the trace started
+  uint64_t startUnixNs = 0;   ///< wall-clock time the trace started
   std::string writerVersion;  ///< hetopt version that wrote it (at most 15 characters kept)
   std::string program;        ///< executable path
   std::string arguments;      ///< command line, arguments separated by NUL
@@ -59,11 +59,11 @@ class TraceFileWriter {
  private:
   bool appendChunk(std::string* out, uint8_t kind, const std::string& raw, uint32_t sequence);
   int m_fd = -1;
-  uint64_t m_end = 0;      ///< end of the last final chunk
-  uint64_t m_tailEnd = 0;  ///< end of tail + padding currently on disk (>= m_end)
+  uint64_t m_end = 0;       ///< end of the last final chunk
+  uint64_t m_tailEnd = 0;   ///< end of tail + padding currently on disk (>= m_end)
   uint32_t m_sequence = 0;  ///< final chunks written
-  void* m_cctx = nullptr;  ///< ZSTD_CCtx, reused across chunks
-  bool m_failed = false;   ///< a write failed: the file ends at m_end
+  void* m_cctx = nullptr;   ///< ZSTD_CCtx, reused across chunks
+  bool m_failed = false;    ///< a write failed: the file ends at m_end
   std::string m_error;
 };
 

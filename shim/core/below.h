@@ -43,8 +43,8 @@ struct SystemMappings {
 
 /// The calls that end or replace the process, or copy it.
 struct SystemProcess {
-  void (*exit)(int);   ///< _exit
-  void (*Exit)(int);   ///< _Exit
+  void (*exit)(int);  ///< _exit
+  void (*Exit)(int);  ///< _Exit
   pid_t (*fork)();
   int (*execve)(const char*, char* const[], char* const[]);
   int (*execv)(const char*, char* const[]);
@@ -61,10 +61,10 @@ using NextFunctionLookup = void* (*)(api::ApiId id);
 
 struct Below {
   SystemAllocator allocator;
-  SystemMappings mappings;  ///< null where shim_core is linked alone (nothing there maps)
-  SystemProcess process;    ///< likewise
-  SigactionFn sigaction;    ///< the next sigaction (a sanitizer's, else libc's)
-  SignalFn signal;          ///< null: made from sigaction
+  SystemMappings mappings;          ///< null where shim_core is linked alone (nothing there maps)
+  SystemProcess process;            ///< likewise
+  SigactionFn sigaction;            ///< the next sigaction (a sanitizer's, else libc's)
+  SignalFn signal;                  ///< null: made from sigaction
   NextFunctionLookup nextFunction;  ///< null: no OpenCL (shim_core linked alone)
 };
 

@@ -130,7 +130,8 @@ void BlockRegistration::release(void* ptr, void (*freeFn)(void*)) {
 }
 
 void BlockRegistration::yieldTo(const void* host, size_t bytes) {
-  if (m_live.load(std::memory_order_acquire) == 0 || m_child.load(std::memory_order_relaxed)) return;
+  if (m_live.load(std::memory_order_acquire) == 0 || m_child.load(std::memory_order_relaxed))
+    return;
   const uintptr_t lo = reinterpret_cast<uintptr_t>(host), hi = lo + (bytes ? bytes : 1);
   // One block at a time: the buffer is released with the lock dropped.
   for (;;) {
@@ -139,7 +140,8 @@ void BlockRegistration::yieldTo(const void* host, size_t bytes) {
       std::unique_lock<std::mutex> lock(m_mutex);
       Entry* hit = nullptr;
       for (Entry& e : m_entries)
-        if (e.state != State::Free && e.state != State::Failed && e.start < hi && e.start + e.bytes > lo) {
+        if (e.state != State::Free && e.state != State::Failed && e.start < hi &&
+            e.start + e.bytes > lo) {
           hit = &e;
           break;
         }
@@ -148,7 +150,8 @@ void BlockRegistration::yieldTo(const void* host, size_t bytes) {
       if (hit->state == State::Queued) --m_queued;
       if (hit->state == State::Registered) registration = hit->registration;
       hit->registration = Allocation{};
-      if (hit->state != State::Free) hit->state = State::Failed;  // the program's block, never pinned again
+      if (hit->state != State::Free)
+        hit->state = State::Failed;  // the program's block, never pinned again
       m_yielded.fetch_add(1, std::memory_order_relaxed);
     }
     if (!registration.buffer) continue;
@@ -208,7 +211,8 @@ void BlockRegistration::workerLoop() {
       return m_queued > 0 || m_releasing > 0 || m_child.load(std::memory_order_relaxed) ||
              m_exiting.load(std::memory_order_relaxed);
     });
-    if (m_child.load(std::memory_order_relaxed) || m_exiting.load(std::memory_order_relaxed)) return;
+    if (m_child.load(std::memory_order_relaxed) || m_exiting.load(std::memory_order_relaxed))
+      return;
     // Frees first: they give memory back, and they are quick.
     unsigned i = 0;
     while (i < kMaxBlocks && m_entries[i].state != State::Releasing) ++i;
@@ -316,15 +320,17 @@ std::string BlockRegistration::stats() const {
   auto n = [](const std::atomic<uint64_t>& v) { return std::to_string(v.load()); };
   std::string s = "heap blocks registered in place: " + n(m_registered) + " of " + n(m_adopted) +
                   " adopted (" + mib(m_registeredBytes.load()) + " in " + ms(m_registerNs.load()) +
-                  ")\n  " + n(m_inline) + " by the transfer itself, the others on hetopt's thread\n  fallbacks: " + n(m_refusals.count()) +
-                  " refused, " + n(m_tableFull) + " table full";
+                  ")\n  " + n(m_inline) +
+                  " by the transfer itself, the others on hetopt's thread\n  fallbacks: " +
+                  n(m_refusals.count()) + " refused, " + n(m_tableFull) + " table full";
   s += "\n  transfers from registered blocks: " + n(m_h2d) + " h2d (" + mib(m_h2dBytes.load()) +
        "), " + n(m_d2h) + " d2h (" + mib(m_d2hBytes.load()) + ")\n  " + n(m_pageable) +
        " went ahead pageable, " + n(m_waited) + " waited for pinning (" + ms(m_waitNs.load()) +
        ")\n  freed: " + n(m_deferred) + " unpinned and freed on hetopt's thread (" +
-       n(m_deferredDone) + " done, " + ms(m_deferredNs.load()) + ")\n  freed: " +
-       n(m_unregistered) + " unpinned first on the program's thread (" + ms(m_unregisterNs.load()) +
-       ")\n  " + n(m_yielded) + " left to the program's own host-pointer buffers";
+       n(m_deferredDone) + " done, " + ms(m_deferredNs.load()) +
+       ")\n  freed: " + n(m_unregistered) + " unpinned first on the program's thread (" +
+       ms(m_unregisterNs.load()) + ")\n  " + n(m_yielded) +
+       " left to the program's own host-pointer buffers";
   {
     std::lock_guard<std::mutex> lock(m_mutex);  // written by the registering thread under it
     s += m_refusals.lastLine();
@@ -339,11 +345,15 @@ void BlockRegistration::statsJson(JsonWriter& j) const {
   j.member("registered_bytes", n(m_registeredBytes)).member("register_ns", n(m_registerNs));
   j.member("by_the_transfer", n(m_inline)).member("refused", n(m_refusals.count()));
   j.member("table_full", n(m_tableFull)).member("h2d", n(m_h2d)).member("h2d_bytes", n(m_h2dBytes));
-  j.member("d2h", n(m_d2h)).member("d2h_bytes", n(m_d2hBytes)).member("went_ahead_pageable", n(m_pageable));
+  j.member("d2h", n(m_d2h))
+      .member("d2h_bytes", n(m_d2hBytes))
+      .member("went_ahead_pageable", n(m_pageable));
   j.member("waited", n(m_waited)).member("wait_ns", n(m_waitNs));
-  j.member("freed_on_hetopt_thread", n(m_deferred)).member("freed_on_hetopt_thread_done", n(m_deferredDone));
+  j.member("freed_on_hetopt_thread", n(m_deferred))
+      .member("freed_on_hetopt_thread_done", n(m_deferredDone));
   j.member("freed_on_hetopt_thread_ns", n(m_deferredNs));
-  j.member("unpinned_on_program_thread", n(m_unregistered)).member("unpinned_on_program_thread_ns", n(m_unregisterNs));
+  j.member("unpinned_on_program_thread", n(m_unregistered))
+      .member("unpinned_on_program_thread_ns", n(m_unregisterNs));
   j.member("left_to_program_buffers", n(m_yielded)).member("context_came", m_ready.load());
 }
 

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /**
- * @file The register strategy (optimize mode): the program's own heap blocks, pinned where they are.
+ * @file The register strategy (optimize mode): the program's own heap blocks, pinned where they
+ * are.
  *
  * Real programs allocate their large buffers, fill them (from files, generators), and only then
  * create their OpenCL context and move each buffer once or a few times. A pool cannot serve them
@@ -57,7 +58,8 @@ class BlockRegistration {
   /// Program thread: a block the system allocator just made (`bytes` asked, `usable` bytes
   /// there) for a site whose transfers may wait `waitNsPerMiB`; `site` (the plan site's index)
   /// comes back from transfer(). False when the table is full: the block stays ordinary memory.
-  bool adopt(void* ptr, size_t bytes, size_t usable, uint64_t waitNsPerMiB, unsigned site = kNoSite);
+  bool adopt(void* ptr, size_t bytes, size_t usable, uint64_t waitNsPerMiB,
+             unsigned site = kNoSite);
   bool owns(const void* ptr) const { return m_blocks.owns(ptr); }
   size_t usableSize(const void* ptr) const { return m_blocks.usableSize(ptr); }
   /// What the block was adopted with (its wait; its site in *site), for a realloc that adopts
@@ -115,7 +117,7 @@ class BlockRegistration {
     uint64_t order = 0;  ///< adoption order: the worker takes the oldest first
     unsigned site = kNoSite;
     State state = State::Free;
-    Allocation registration;  ///< the USE_HOST_PTR buffer while Registered (and Releasing)
+    Allocation registration;          ///< the USE_HOST_PTR buffer while Registered (and Releasing)
     void (*freeFn)(void*) = nullptr;  ///< Releasing: what gives the block back
   };
 

@@ -21,7 +21,7 @@ inline constexpr unsigned kMaxSiteDepth = 16;
 
 struct CallSite {
   unsigned depth = 0;
-  bool fromDriver = false;  ///< the first frame outside the runtime is OpenCL driver code
+  bool fromDriver = false;       ///< the first frame outside the runtime is OpenCL driver code
   uintptr_t pcs[kMaxSiteDepth];  ///< return addresses, innermost first
 };
 
@@ -31,11 +31,12 @@ struct Module {
   uintptr_t end = 0;    ///< one past the highest
   uintptr_t bias = 0;   ///< load bias: file offset of a pc = pc - bias
   std::string path;
-  std::string buildId;  ///< hex of NT_GNU_BUILD_ID, empty when absent
-  bool skipped = false; ///< libc/libstdc++/libgcc/ld.so/the shim: never a site frame
-  bool driver = false;  ///< the OpenCL loader or an implementation (PoCL, NVIDIA, ...): its
-                        ///< allocations are the driver's own, not the application's
-  uint64_t identity = 0; ///< moduleIdentity(buildId, path) (contracts/site_key.h): stable across runs
+  std::string buildId;   ///< hex of NT_GNU_BUILD_ID, empty when absent
+  bool skipped = false;  ///< libc/libstdc++/libgcc/ld.so/the shim: never a site frame
+  bool driver = false;   ///< the OpenCL loader or an implementation (PoCL, NVIDIA, ...): its
+                         ///< allocations are the driver's own, not the application's
+  uint64_t identity =
+      0;  ///< moduleIdentity(buildId, path) (contracts/site_key.h): stable across runs
 };
 
 /// The process's loaded objects. Lookups read an immutable snapshot without locking; a miss
@@ -51,8 +52,8 @@ class ModuleMap {
   uint64_t generation() const { return m_generation.load(std::memory_order_acquire); }
   /// Rebuilds when libraries were loaded or unloaded since the last snapshot.
   void refresh();
-  /// The fork protocol (lifecycle.cpp): fork() waits for a rebuild in progress, so that a child never
-  /// inherits the mutex held (alloc_torture's forked child hung in optimize mode).
+  /// The fork protocol (lifecycle.cpp): fork() waits for a rebuild in progress, so that a child
+  /// never inherits the mutex held (alloc_torture's forked child hung in optimize mode).
   void lockForFork() { m_refreshMutex.lock(); }
   void unlockAfterFork() { m_refreshMutex.unlock(); }
 
@@ -68,8 +69,8 @@ class ModuleMap {
 /// Must run inside ScopedInternal (the unwinder and the module map may allocate).
 void captureCallSite(CallSite* site, unsigned depth);
 
-/// ASLR-independent identity of a site: contracts/site_key.h over (module identity, pc - bias) of its
-/// frames; the analyzer computes the same key from a trace.
+/// ASLR-independent identity of a site: contracts/site_key.h over (module identity, pc - bias) of
+/// its frames; the analyzer computes the same key from a trace.
 uint64_t siteKey(const CallSite& site);
 
 }  // namespace hetopt::shim

@@ -25,7 +25,8 @@ void Conformance::expect(const Plan& plan) {
   // Saturating: a hand plan may carry any numbers.
   auto limit = [](uint64_t factor, uint64_t v, uint64_t slack) {
     uint64_t r;
-    if (__builtin_mul_overflow(factor, v, &r) || __builtin_add_overflow(r, slack, &r)) return UINT64_MAX;
+    if (__builtin_mul_overflow(factor, v, &r) || __builtin_add_overflow(r, slack, &r))
+      return UINT64_MAX;
     return r;
   };
   m_blocksLimit = limit(kLiveFactor, m_peakBlocks, kLiveBlocksSlack);
@@ -45,8 +46,7 @@ void Conformance::diverge(const char* fmt, ...) noexcept {
 }
 
 bool Conformance::admit(const PlanSite& site, uint64_t size, const Usage& now) noexcept {
-  if (HETOPT_UNLIKELY(m_state.load(std::memory_order_relaxed) != kConformant))
-    return false;
+  if (HETOPT_UNLIKELY(m_state.load(std::memory_order_relaxed) != kConformant)) return false;
   char a[kUnitTextSize], b[kUnitTextSize];  // no allocation: this runs in the malloc path
   const SiteProfile& p = site.profile;
   if (site.profiled && size / kSizeFactor > p.maxAllocBytes) {

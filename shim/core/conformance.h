@@ -40,10 +40,10 @@ class Conformance {
 
   /// What the run has done so far, as the interceptor counts it.
   struct Usage {
-    uint64_t served = 0;        ///< allocations redirected
-    uint64_t liveBlocks = 0;    ///< of those, not freed yet
-    uint64_t liveBytes = 0;     ///< their usable bytes
-    uint64_t transfers = 0;     ///< transfers whose host memory was redirected memory
+    uint64_t served = 0;      ///< allocations redirected
+    uint64_t liveBlocks = 0;  ///< of those, not freed yet
+    uint64_t liveBytes = 0;   ///< their usable bytes
+    uint64_t transfers = 0;   ///< transfers whose host memory was redirected memory
   };
 
   /// Sums the profiled expectations; the whole-run checks need every site profiled.

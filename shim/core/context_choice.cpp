@@ -98,15 +98,17 @@ void ContextChoice::handOut(CallRecord& call) {
   bool match = false;
   uint64_t notify = 0, data = 0;
   if (call.id == api::ApiId::clCreateContext) {
-    const auto* devices = reinterpret_cast<const cl_device_id*>(static_cast<uintptr_t>(call.args[2]));
+    const auto* devices =
+        reinterpret_cast<const cl_device_id*>(static_cast<uintptr_t>(call.args[2]));
     match = call.args[1] == 1 && devices && devices[0] == m_device && propertiesMatch(props, true);
     notify = call.args[3], data = call.args[4];
   } else if (auto ids = realClFunction<decltype(&clGetDeviceIDs)>(api::ApiId::clGetDeviceIDs)) {
     cl_device_id found[2] = {};
     cl_uint n = 0;
-    match = propertiesMatch(props, false) &&
-            ids(m_platform, static_cast<cl_device_type>(call.args[1]), 2, found, &n) == CL_SUCCESS &&
-            n == 1 && found[0] == m_device;
+    match =
+        propertiesMatch(props, false) &&
+        ids(m_platform, static_cast<cl_device_type>(call.args[1]), 2, found, &n) == CL_SUCCESS &&
+        n == 1 && found[0] == m_device;
     notify = call.args[2], data = call.args[3];
   }
   if (!match) return;
@@ -137,13 +139,16 @@ cl_context ContextChoice::offer(const CallRecord& call) {
   // Does it hold the plan's device? clCreateContext names its devices; FromType is asked.
   bool holds = false;
   if (call.id == api::ApiId::clCreateContext) {
-    const auto* devices = reinterpret_cast<const cl_device_id*>(static_cast<uintptr_t>(call.args[2]));
+    const auto* devices =
+        reinterpret_cast<const cl_device_id*>(static_cast<uintptr_t>(call.args[2]));
     for (uint64_t i = 0; devices && i < call.args[1] && !holds; ++i) holds = devices[i] == m_device;
-  } else if (auto info = realClFunction<decltype(&clGetContextInfo)>(api::ApiId::clGetContextInfo)) {
+  } else if (auto info =
+                 realClFunction<decltype(&clGetContextInfo)>(api::ApiId::clGetContextInfo)) {
     cl_device_id devices[16];
     size_t bytes = 0;
     if (info(context, CL_CONTEXT_DEVICES, sizeof devices, devices, &bytes) == CL_SUCCESS)
-      for (size_t i = 0; i < bytes / sizeof devices[0] && !holds; ++i) holds = devices[i] == m_device;
+      for (size_t i = 0; i < bytes / sizeof devices[0] && !holds; ++i)
+        holds = devices[i] == m_device;
   }
   auto retain = realClFunction<decltype(&clRetainContext)>(api::ApiId::clRetainContext);
   auto release = realClFunction<decltype(&clReleaseContext)>(api::ApiId::clReleaseContext);

@@ -52,7 +52,7 @@ class ContextChoice {
   /// answers the call with it (CallRecord::skip) when the call asks for exactly it. Once.
   void handOut(CallRecord& call);
 
-  // ---- the program's context ---------------------------------------------------------------------
+  // ---- the program's context --------------------------------------------------------------------
   /// callEnd of a successful clCreateContext[FromType]: retains and takes the context when it holds
   /// the plan's device and nothing was chosen yet. The context taken, else null.
   cl_context offer(const CallRecord& call);

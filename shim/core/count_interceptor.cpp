@@ -46,7 +46,9 @@ void CountInterceptor::processExit() {
   std::string out = "hetopt count report (pid " + std::to_string(getpid()) + ")\n";
   for (size_t i = 0; i < api::kApiCount; ++i) {
     uint64_t n = m_calls[i].load(std::memory_order_relaxed);
-    if (n) out += "call " + std::string(api::apiName(static_cast<api::ApiId>(i))) + " " + std::to_string(n) + "\n";
+    if (n)
+      out += "call " + std::string(api::apiName(static_cast<api::ApiId>(i))) + " " +
+             std::to_string(n) + "\n";
   }
   out += "tracked_allocations " + std::to_string(m_trackedAllocs.load()) + " bytes " +
          std::to_string(m_trackedBytes.load()) + "\n";

@@ -28,7 +28,8 @@ void makeSamplerKey() { pthread_key_create(&s_samplerKey, deleteSampler); }
 trace::TimeSampler& threadSampler(uint64_t period) {
   if (HETOPT_UNLIKELY(!t_sampler)) {
     // Seeded per thread so that threads running the same loop do not time the same positions.
-    const auto seed = static_cast<uint64_t>(syscall(SYS_gettid)) * 0x9e3779b97f4a7c15ull ^ trace::monotonicNs();
+    const auto seed =
+        static_cast<uint64_t>(syscall(SYS_gettid)) * 0x9e3779b97f4a7c15ull ^ trace::monotonicNs();
     t_sampler = new trace::TimeSampler(period, seed);
     pthread_once(&s_samplerKeyOnce, makeSamplerKey);
     pthread_setspecific(s_samplerKey, t_sampler);
@@ -66,8 +67,8 @@ uint64_t DeviceTiming::sampleKey(const CallRecord& call) {
       default:
         break;
     }
-    if ((arg.role == api::ArgRole::HostRead || arg.role == api::ArgRole::HostWrite) && arg.numRefs == 1 &&
-        arg.refs[0] >= 0 && static_cast<unsigned>(arg.refs[0]) < call.numArgs)
+    if ((arg.role == api::ArgRole::HostRead || arg.role == api::ArgRole::HostWrite) &&
+        arg.numRefs == 1 && arg.refs[0] >= 0 && static_cast<unsigned>(arg.refs[0]) < call.numArgs)
       key = trace::TimeSampler::combine(key, 0x5a5a0000u + sizeClass(call.args[arg.refs[0]]));
   }
   return key;
@@ -92,7 +93,8 @@ void DeviceTiming::timeCommand(CallRecord& call, CallState& state, uint64_t weig
 cl_event DeviceTiming::commandEvent(const CallRecord& call, const CallState& state) const {
   if (state.injectedEvent) return state.injected;
   const int eventArg = api::apiInfo(call.id).eventArg;
-  return eventArg >= 0 && call.args[eventArg] ? *reinterpret_cast<cl_event*>(call.args[eventArg]) : nullptr;
+  return eventArg >= 0 && call.args[eventArg] ? *reinterpret_cast<cl_event*>(call.args[eventArg])
+                                              : nullptr;
 }
 
 cl_event DeviceTiming::take(CallRecord& call, const CallState& state, bool ok) {
@@ -117,11 +119,12 @@ cl_event DeviceTiming::take(CallRecord& call, const CallState& state, bool ok) {
   return produced;
 }
 
-size_t DeviceTiming::addPending(cl_event event, uint64_t timingId, const CallState& state, uint64_t queue,
-                                uint64_t hostStart, uint64_t hostEnd) {
+size_t DeviceTiming::addPending(cl_event event, uint64_t timingId, const CallState& state,
+                                uint64_t queue, uint64_t hostStart, uint64_t hostEnd) {
   const uint64_t weight = state.sampled ? m_period : 1;
   std::lock_guard<std::mutex> lock(m_mutex);
-  m_pending.push_back(Pending{event, timingId, m_generation, static_cast<uint32_t>(weight), queue, hostStart, hostEnd});
+  m_pending.push_back(Pending{event, timingId, m_generation, static_cast<uint32_t>(weight), queue,
+                              hostStart, hostEnd});
   m_count.store(m_pending.size(), std::memory_order_relaxed);
   return m_pending.size();
 }
@@ -133,7 +136,8 @@ DeviceTiming::QueueClock* DeviceTiming::clockOf(uint64_t queue) {
 }
 
 bool DeviceTiming::measureTimer(uint64_t queue, int64_t* offsetNs, uint64_t* uncertaintyNs) const {
-  using QueueInfoFn = cl_int(CL_API_CALL*)(cl_command_queue, cl_command_queue_info, size_t, void*, size_t*);
+  using QueueInfoFn =
+      cl_int(CL_API_CALL*)(cl_command_queue, cl_command_queue_info, size_t, void*, size_t*);
   using BothFn = cl_int(CL_API_CALL*)(cl_device_id, cl_ulong*, cl_ulong*);
   using HostFn = cl_int(CL_API_CALL*)(cl_device_id, cl_ulong*);
   auto queueInfo = realClFunction<QueueInfoFn>(ApiId::clGetCommandQueueInfo);
@@ -141,7 +145,8 @@ bool DeviceTiming::measureTimer(uint64_t queue, int64_t* offsetNs, uint64_t* unc
   auto host = realClFunction<HostFn>(ApiId::clGetHostTimer);
   cl_device_id device = nullptr;
   if (!queueInfo || !both || !host ||
-      queueInfo(reinterpret_cast<cl_command_queue>(queue), CL_QUEUE_DEVICE, sizeof device, &device, nullptr) != CL_SUCCESS ||
+      queueInfo(reinterpret_cast<cl_command_queue>(queue), CL_QUEUE_DEVICE, sizeof device, &device,
+                nullptr) != CL_SUCCESS ||
       !device)
     return false;
   cl_ulong deviceNs = 0, hostTimerNs = 0;
@@ -173,11 +178,13 @@ void DeviceTiming::noteQueued(const Pending& p, uint64_t queued) {
     c = &m_clocks.back();
   }
   if (!c->timer && c->estimate.add(p.hostStart, p.hostEnd, queued))
-    m_sink.clock(p.queue, trace::ClockMethod::Estimated, c->estimate.offsetNs(), c->estimate.uncertaintyNs());
+    m_sink.clock(p.queue, trace::ClockMethod::Estimated, c->estimate.offsetNs(),
+                 c->estimate.uncertaintyNs());
 }
 
 void DeviceTiming::afterCall(bool sync, size_t pending) {
-  if (pending && (sync || pending >= m_resolveAt.load(std::memory_order_relaxed))) resolve(pending > kMaxPending);
+  if (pending && (sync || pending >= m_resolveAt.load(std::memory_order_relaxed)))
+    resolve(pending > kMaxPending);
 }
 
 void DeviceTiming::release(cl_event event) {
@@ -194,7 +201,8 @@ void DeviceTiming::resolve(bool all) {
     m_count.store(0, std::memory_order_relaxed);
     gen = m_generation;
     for (const Pending& p : work)
-      if (!clockOf(p.queue) && std::find(unclocked.begin(), unclocked.end(), p.queue) == unclocked.end())
+      if (!clockOf(p.queue) &&
+          std::find(unclocked.begin(), unclocked.end(), p.queue) == unclocked.end())
         unclocked.push_back(p.queue);
   }
   if (work.empty()) return;
@@ -227,10 +235,13 @@ void DeviceTiming::resolve(bool all) {
     // The end time is there once the command completed: one call settles the common case; the
     // status is asked only when it is not (still running, failed, or no profiling after all).
     cl_ulong t[4] = {};
-    bool okAll = prof && prof(p.event, CL_PROFILING_COMMAND_END, sizeof t[3], &t[3], nullptr) == CL_SUCCESS;
+    bool okAll =
+        prof && prof(p.event, CL_PROFILING_COMMAND_END, sizeof t[3], &t[3], nullptr) == CL_SUCCESS;
     if (!okAll) {
       cl_int st = -1;
-      if (!info || info(p.event, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof st, &st, nullptr) != CL_SUCCESS) st = -1;
+      if (!info ||
+          info(p.event, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof st, &st, nullptr) != CL_SUCCESS)
+        st = -1;
       if (st != CL_COMPLETE && st >= 0 && !all) {
         keep.push_back(p);
         continue;

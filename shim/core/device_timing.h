@@ -55,7 +55,8 @@ class DeviceTiming {
     /// The timing of the call with `timingId` (null: missing).
     virtual void timed(uint64_t timingId, const trace::DeviceAgg* timing, uint64_t deviceStart,
                        uint64_t deviceEnd) = 0;
-    virtual void clock(uint64_t queue, trace::ClockMethod method, int64_t offsetNs, uint64_t uncertaintyNs) = 0;
+    virtual void clock(uint64_t queue, trace::ClockMethod method, int64_t offsetNs,
+                       uint64_t uncertaintyNs) = 0;
   };
 
   /// `recorder`: its clock only (elapsedNs, no lock).
@@ -82,7 +83,9 @@ class DeviceTiming {
   cl_event take(CallRecord& call, const CallState& state, bool ok);
   /// The leaf of a command the sampler left untimed (the analysis extrapolates its leaf's timed
   /// mean to it).
-  static bool unsampled(const CallState& state, bool ok) { return ok && state.timeable && !state.timed; }
+  static bool unsampled(const CallState& state, bool ok) {
+    return ok && state.timeable && !state.timed;
+  }
 
   /// `event` times the call with `timingId` (its record is queued); the command was enqueued on
   /// `queue` by a call that ran [hostStart, hostEnd] (ns since tracing started). Returns how many
@@ -114,8 +117,8 @@ class DeviceTiming {
     cl_event event;
     uint64_t timingId;
     uint32_t generation;
-    uint32_t weight;  ///< sampling weight of the command (trace/time_sampler.h)
-    uint64_t queue;   ///< the program's queue
+    uint32_t weight;              ///< sampling weight of the command (trace/time_sampler.h)
+    uint64_t queue;               ///< the program's queue
     uint64_t hostStart, hostEnd;  ///< the enqueue call, ns since tracing started
   };
   /// A queue's device clock against the trace's.
@@ -130,16 +133,17 @@ class DeviceTiming {
   bool measureTimer(uint64_t queue, int64_t* offsetNs, uint64_t* uncertaintyNs) const;
   /// Mutex held: a timed command's QUEUED timestamp narrows its queue's estimate.
   void noteQueued(const Pending& p, uint64_t queued);
-  static constexpr size_t kMaxPending = 8192;  ///< device timings waiting before we give up on the oldest
+  static constexpr size_t kMaxPending =
+      8192;  ///< device timings waiting before we give up on the oldest
 
   const trace::Recorder& m_recorder;
   std::mutex& m_mutex;
   Sink& m_sink;
   uint64_t m_period = trace::TimeSampler::kDefaultPeriod;
-  std::vector<Pending> m_pending;  ///< m_mutex
-  std::atomic<size_t> m_count{0};  ///< m_pending.size()
-  std::vector<QueueClock> m_clocks;  ///< m_mutex
-  uint32_t m_generation = 1;         ///< m_mutex; changes in a forked child
+  std::vector<Pending> m_pending;       ///< m_mutex
+  std::atomic<size_t> m_count{0};       ///< m_pending.size()
+  std::vector<QueueClock> m_clocks;     ///< m_mutex
+  uint32_t m_generation = 1;            ///< m_mutex; changes in a forked child
   std::atomic<size_t> m_resolveAt{64};  ///< read lock-free by afterCall
 };
 

@@ -35,8 +35,12 @@ bool watchable(int sig) {
   return false;
 }
 
-bool isIgnore(const struct sigaction& a) { return !(a.sa_flags & SA_SIGINFO) && a.sa_handler == SIG_IGN; }
-bool isDefault(const struct sigaction& a) { return !(a.sa_flags & SA_SIGINFO) && a.sa_handler == SIG_DFL; }
+bool isIgnore(const struct sigaction& a) {
+  return !(a.sa_flags & SA_SIGINFO) && a.sa_handler == SIG_IGN;
+}
+bool isDefault(const struct sigaction& a) {
+  return !(a.sa_flags & SA_SIGINFO) && a.sa_handler == SIG_DFL;
+}
 
 void onSignal(int sig, siginfo_t* info, void* context);
 
@@ -71,7 +75,8 @@ void dieByDefault(int sig, const siginfo_t* info) {
   sigemptyset(&set);
   sigaddset(&set, sig);
   pthread_sigmask(SIG_UNBLOCK, &set, nullptr);
-  if (recurringFault(sig, info)) return;  // the instruction faults again, now with the default action
+  if (recurringFault(sig, info))
+    return;  // the instruction faults again, now with the default action
   raise(sig);
   // Still here (the signal was blocked elsewhere, or its default did not end us): watch it again.
   installOurs(sig, dfl);
@@ -132,7 +137,8 @@ void installFatalSignalHandlers(void (*flush)(int sig)) {
 }
 
 bool programSigaction(int sig, const struct sigaction* act, struct sigaction* old, int* rc) {
-  if (sig <= 0 || sig >= NSIG || !watchable(sig) || !s_slots[sig].watched.load(std::memory_order_acquire))
+  if (sig <= 0 || sig >= NSIG || !watchable(sig) ||
+      !s_slots[sig].watched.load(std::memory_order_acquire))
     return false;
   // Not interrupted by the signal itself while its action changes.
   sigset_t block, saved;

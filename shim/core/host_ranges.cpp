@@ -17,23 +17,52 @@ uint64_t imageElementBytes(const cl_image_format* f) {
   if (!f) return 0;
   switch (f->image_channel_data_type) {
     case CL_UNORM_SHORT_565:
-    case CL_UNORM_SHORT_555: return 2;
-    case CL_UNORM_INT_101010: return 4;
-    default: break;
+    case CL_UNORM_SHORT_555:
+      return 2;
+    case CL_UNORM_INT_101010:
+      return 4;
+    default:
+      break;
   }
   uint64_t channel = 0;
   switch (f->image_channel_data_type) {
-    case CL_SNORM_INT8: case CL_UNORM_INT8: case CL_SIGNED_INT8: case CL_UNSIGNED_INT8: channel = 1; break;
-    case CL_SNORM_INT16: case CL_UNORM_INT16: case CL_SIGNED_INT16: case CL_UNSIGNED_INT16:
-    case CL_HALF_FLOAT: channel = 2; break;
-    case CL_SIGNED_INT32: case CL_UNSIGNED_INT32: case CL_FLOAT: channel = 4; break;
-    default: return 0;
+    case CL_SNORM_INT8:
+    case CL_UNORM_INT8:
+    case CL_SIGNED_INT8:
+    case CL_UNSIGNED_INT8:
+      channel = 1;
+      break;
+    case CL_SNORM_INT16:
+    case CL_UNORM_INT16:
+    case CL_SIGNED_INT16:
+    case CL_UNSIGNED_INT16:
+    case CL_HALF_FLOAT:
+      channel = 2;
+      break;
+    case CL_SIGNED_INT32:
+    case CL_UNSIGNED_INT32:
+    case CL_FLOAT:
+      channel = 4;
+      break;
+    default:
+      return 0;
   }
   switch (f->image_channel_order) {
-    case CL_R: case CL_A: case CL_INTENSITY: case CL_LUMINANCE: case CL_DEPTH: return channel;
-    case CL_RG: case CL_RA: case CL_Rx: return 2 * channel;
-    case CL_RGB: case CL_RGx: return 3 * channel;
-    default: return 4 * channel;
+    case CL_R:
+    case CL_A:
+    case CL_INTENSITY:
+    case CL_LUMINANCE:
+    case CL_DEPTH:
+      return channel;
+    case CL_RG:
+    case CL_RA:
+    case CL_Rx:
+      return 2 * channel;
+    case CL_RGB:
+    case CL_RGx:
+      return 3 * channel;
+    default:
+      return 4 * channel;
   }
 }
 
@@ -48,12 +77,14 @@ bool sizes3(uint64_t p, uint64_t out[3]) {
 }  // namespace
 
 bool hostRange(const CallRecord& call, const api::ApiInfo& info, unsigned i, HostRange* out) {
-  if (i >= info.numArgs || i >= call.numArgs || info.args[i].cls != api::ArgClass::Pointer) return false;
+  if (i >= info.numArgs || i >= call.numArgs || info.args[i].cls != api::ArgClass::Pointer)
+    return false;
   const api::ArgInfo& a = info.args[i];
   const uint64_t v = call.args[i];
   if (!v) return false;
   auto arg = [&](int k) -> uint64_t {
-    return k >= 0 && static_cast<unsigned>(k) < info.numArgs && static_cast<unsigned>(k) < call.numArgs
+    return k >= 0 && static_cast<unsigned>(k) < info.numArgs &&
+                   static_cast<unsigned>(k) < call.numArgs
                ? call.args[k]
                : 0;
   };
@@ -66,7 +97,7 @@ bool hostRange(const CallRecord& call, const api::ApiInfo& info, unsigned i, Hos
     case ArgRole::SvmSrc:
       out->bytes = out->span = arg(a.refs[0]);
       out->access = a.role == ArgRole::HostRead || a.role == ArgRole::SvmSrc ? HostAccess::Read
-                                                                              : HostAccess::Write;
+                                                                             : HostAccess::Write;
       return true;
     case ArgRole::HostReadRect:
     case ArgRole::HostWriteRect: {
@@ -87,7 +118,8 @@ bool hostRange(const CallRecord& call, const api::ApiInfo& info, unsigned i, Hos
       size_t elem = 0;
       using Fn = cl_int(CL_API_CALL*)(cl_mem, cl_image_info, size_t, void*, size_t*);
       if (auto fn = realClFunction<Fn>(api::ApiId::clGetImageInfo))
-        fn(reinterpret_cast<cl_mem>(arg(a.refs[0])), CL_IMAGE_ELEMENT_SIZE, sizeof elem, &elem, nullptr);
+        fn(reinterpret_cast<cl_mem>(arg(a.refs[0])), CL_IMAGE_ELEMENT_SIZE, sizeof elem, &elem,
+           nullptr);
       const uint64_t rowBytes = region[0] * elem;
       const uint64_t row = arg(a.refs[2]) ? arg(a.refs[2]) : rowBytes;
       const uint64_t slice = arg(a.refs[3]) ? arg(a.refs[3]) : row * region[1];
@@ -109,7 +141,8 @@ bool hostRange(const CallRecord& call, const api::ApiInfo& info, unsigned i, Hos
           const auto* desc = reinterpret_cast<const cl_image_desc*>(arg(a.refs[2]));
           w = desc->image_width;
           h = std::max<uint64_t>(desc->image_height, 1);
-          d = std::max<uint64_t>(desc->image_depth, 1) * std::max<uint64_t>(desc->image_array_size, 1);
+          d = std::max<uint64_t>(desc->image_depth, 1) *
+              std::max<uint64_t>(desc->image_array_size, 1);
         } else {
           for (unsigned k = 0; k < info.numArgs; ++k) {
             if (!strcmp(info.args[k].name, "image_width")) w = call.args[k];

@@ -62,7 +62,8 @@ void InplaceRegistry::findStaticRanges() {
     if (!found || start < found->start || start + s.bytes > found->end || start + s.bytes < start) {
       m_notFound.fetch_add(1, std::memory_order_relaxed);
       debug("static range %016llx+%llu not in this program's image; left alone",
-            static_cast<unsigned long long>(s.moduleKey), static_cast<unsigned long long>(s.offset));
+            static_cast<unsigned long long>(s.moduleKey),
+            static_cast<unsigned long long>(s.offset));
       continue;
     }
     // Whole pages: the driver pins pages anyway, and the test below is a plain range check.
@@ -116,8 +117,8 @@ void InplaceRegistry::registerRange(size_t i, std::unique_lock<std::mutex>& lock
     (r.isStatic ? m_staticRegistered : m_mmapRegistered).fetch_add(1, std::memory_order_relaxed);
     m_registeredBytes.fetch_add(bytes, std::memory_order_relaxed);
     char took[kUnitTextSize];
-    debug("registered %s in place: %p + %zu bytes in %s", r.isStatic ? "static data" : "a mapping", ptr, bytes,
-          formatDuration(took, sizeof took, static_cast<double>(ns), TimeUnit::Ms));
+    debug("registered %s in place: %p + %zu bytes in %s", r.isStatic ? "static data" : "a mapping",
+          ptr, bytes, formatDuration(took, sizeof took, static_cast<double>(ns), TimeUnit::Ms));
   } else {
     r.state = State::Failed;  // not tried again: pageable, as without hetopt
     m_refusals.note(ptr, bytes, st.reason);
@@ -212,7 +213,8 @@ bool InplaceRegistry::transfer(const void* host, uint64_t bytes, bool h2d) {
     for (size_t i = 0; i < kMaxRanges; ++i) {
       Range& r = m_ranges[i];
       if (r.state == State::Free || p < r.start || p >= r.end) continue;
-      if (r.state == State::Known && m_ready.load(std::memory_order_acquire)) registerRange(i, lock);
+      if (r.state == State::Known && m_ready.load(std::memory_order_acquire))
+        registerRange(i, lock);
       if (r.state == State::Registering)
         m_registered.wait(lock, [&r] { return r.state != State::Registering; });
       registered = r.state == State::Registered;
@@ -227,14 +229,15 @@ bool InplaceRegistry::transfer(const void* host, uint64_t bytes, bool h2d) {
 
 std::string InplaceRegistry::stats() const {
   auto n = [](const std::atomic<uint64_t>& v) { return std::to_string(v.load()); };
-  std::string s = "registered in place: " + n(m_staticRegistered) + " static ranges, " +
-                  n(m_mmapRegistered) + " mappings (" + mib(m_registeredBytes.load()) + " in " +
-                  ms(m_registerNs.load()) + ")\n  registration fallbacks: " + n(m_refusals.count()) +
-                  " refused, " + n(m_notFound) + " static ranges not found, " + n(m_tableFull) +
-                  " table full\n  " + n(m_unpinned) + " unpinned before unmap\n  " + n(m_yielded) +
-                  " left to the program's own host-pointer buffers\n  " + n(m_mappingsSeen) +
-                  " mappings tracked\n  transfers from registered memory: " + n(m_h2d) + " h2d (" +
-                  mib(m_h2dBytes.load()) + "), " + n(m_d2h) + " d2h (" + mib(m_d2hBytes.load()) + ")";
+  std::string s =
+      "registered in place: " + n(m_staticRegistered) + " static ranges, " + n(m_mmapRegistered) +
+      " mappings (" + mib(m_registeredBytes.load()) + " in " + ms(m_registerNs.load()) +
+      ")\n  registration fallbacks: " + n(m_refusals.count()) + " refused, " + n(m_notFound) +
+      " static ranges not found, " + n(m_tableFull) + " table full\n  " + n(m_unpinned) +
+      " unpinned before unmap\n  " + n(m_yielded) +
+      " left to the program's own host-pointer buffers\n  " + n(m_mappingsSeen) +
+      " mappings tracked\n  transfers from registered memory: " + n(m_h2d) + " h2d (" +
+      mib(m_h2dBytes.load()) + "), " + n(m_d2h) + " d2h (" + mib(m_d2hBytes.load()) + ")";
   {
     std::lock_guard<std::mutex> lock(m_mutex);  // registerRange() writes it under the lock
     s += m_refusals.lastLine();

@@ -2,11 +2,11 @@
 /**
  * @file In-place registration (optimize mode): pins memory that malloc never made, where it is.
  *
- * The plan (contracts/plan.h) names static ranges (module identity + offset + size) and a size range
- * of anonymous private mappings. Each is covered by a CL_MEM_USE_HOST_PTR buffer in the shim's own
- * context (policies: adoptHostMemory), which pins its pages for exactly the buffer's lifetime;
- * transfers from that memory in the program's own context then run at the pinned rate, also for
- * sub-ranges at any offset (design notes, sec. 4).
+ * The plan (contracts/plan.h) names static ranges (module identity + offset + size) and a size
+ * range of anonymous private mappings. Each is covered by a CL_MEM_USE_HOST_PTR buffer in the
+ * shim's own context (policies: adoptHostMemory), which pins its pages for exactly the buffer's
+ * lifetime; transfers from that memory in the program's own context then run at the pinned rate,
+ * also for sub-ranges at any offset (design notes, sec. 4).
  *
  * When: static ranges and mappings already made are registered on the pool thread right after the
  * shim's context exists (off the critical path); a mapping made later is registered on its first
@@ -75,8 +75,8 @@ class InplaceRegistry {
   /// may refuse a second registration of the same pages (CUDA does), so ours over it is released
   /// first and not made again (the program's own buffer pins it anyway).
   void yieldTo(const void* host, size_t bytes);
-  /// The fork protocol (shim/core/lifecycle.cpp): the table's mutex is held across fork(), so that the
-  /// child's copy is whole and unlocked.
+  /// The fork protocol (shim/core/lifecycle.cpp): the table's mutex is held across fork(), so that
+  /// the child's copy is whole and unlocked.
   void lockForFork() { m_mutex.lock(); }
   void unlockAfterFork() { m_mutex.unlock(); }
   /// In the child after fork(): the shim's context is the parent's; track and release nothing.
@@ -105,7 +105,7 @@ class InplaceRegistry {
 
   Plan m_plan;
   PolicyEnv m_env;
-  uint64_t m_maxBufferBytes = 0;  ///< set by contextReady(); 0: no limit known
+  uint64_t m_maxBufferBytes = 0;                 ///< set by contextReady(); 0: no limit known
   std::unique_ptr<AllocationPolicy> m_register;  ///< release() of registrations
   std::atomic<bool> m_ready{false}, m_disabled{false};
   std::atomic<size_t> m_inUse{0};  ///< non-free slots: hooks skip the lock when 0

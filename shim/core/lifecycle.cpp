@@ -79,9 +79,10 @@ void atExit() {
   // Only a trace misses what it cannot see; in the other modes it is said once, with the stats.
   if (hetopt_shim_layer_missing && (s_mode == Mode::Trace || optionFlag(Option::STATS))) {
     if (const char* loader = hetopt_shim_layer_missing())
-      warn("the OpenCL loader %s does not support layers (OPENCL_LAYERS): calls of code that "
-           "dlopen()s libOpenCL were not seen; ocl-icd's loader supports them",
-           loader);
+      warn(
+          "the OpenCL loader %s does not support layers (OPENCL_LAYERS): calls of code that "
+          "dlopen()s libOpenCL were not seen; ocl-icd's loader supports them",
+          loader);
   }
   deactivate();
 }
@@ -94,7 +95,8 @@ void removeFromList(const char* name, const char* entry) {
   size_t start = 0;
   while (start <= list.size()) {
     size_t end = list.find(':', start);
-    std::string item = list.substr(start, end == std::string::npos ? std::string::npos : end - start);
+    std::string item =
+        list.substr(start, end == std::string::npos ? std::string::npos : end - start);
     if (!item.empty() && item != entry) out += (out.empty() ? "" : ":") + item;
     if (end == std::string::npos) break;
     start = end + 1;
@@ -109,10 +111,14 @@ void removeFromList(const char* name, const char* entry) {
 
 const char* modeName(Mode mode) {
   switch (mode) {
-    case Mode::Off: return "off";
-    case Mode::Count: return "count";
-    case Mode::Trace: return "trace";
-    case Mode::Optimize: return "optimize";
+    case Mode::Off:
+      return "off";
+    case Mode::Count:
+      return "count";
+    case Mode::Trace:
+      return "trace";
+    case Mode::Optimize:
+      return "optimize";
   }
   return "?";
 }

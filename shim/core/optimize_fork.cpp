@@ -67,29 +67,37 @@ void OptimizeInterceptor::forkParent() {
 // OpenCL leave the early driver to later runs. No allocation (the path was made at start).
 void OptimizeInterceptor::noteForkedCopyCallsOpenCL() {
   if (!m_markAtFirstCall.exchange(false, std::memory_order_relaxed)) return;
-  const int fd = open(m_forkMarker.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-  const bool markedHere = fd >= 0 || errno != EEXIST;  // the run's first such copy (or no mark at all)
+  const int fd =
+      open(m_forkMarker.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+  const bool markedHere =
+      fd >= 0 || errno != EEXIST;  // the run's first such copy (or no mark at all)
   if (fd >= 0) close(fd);
   // Natively this child would have had a driver of its own (its parent had made no OpenCL call):
   // if it hangs or fails now, that is hetopt's doing, and the user should hear it, once per run
   // (a program forking twenty workers warned twenty times).
   if (m_forkedBeforeProgramsFirstCall && markedHere)
-    warn("a forked copy of this program calls OpenCL, but hetopt started the driver early in its parent, "
-         "and a forked child cannot use that driver (it may hang or fail); the next `hetopt run` of this "
-         "program leaves the driver to it");
+    warn(
+        "a forked copy of this program calls OpenCL, but hetopt started the driver early in its "
+        "parent, "
+        "and a forked child cannot use that driver (it may hang or fail); the next `hetopt run` of "
+        "this "
+        "program leaves the driver to it");
 }
 
 void OptimizeInterceptor::forkChild() {
-  // forkPrepare holds the preparation's mutex: what the parent's driver thread did is read under it.
+  // forkPrepare holds the preparation's mutex: what the parent's driver thread did is read under
+  // it.
   const Preparation::Inherited parent = m_prep.forkChild();
   m_markAtFirstCall.store(parent.driverStarted && !m_forkMarker.empty(), std::memory_order_relaxed);
   m_forkedBeforeProgramsFirstCall = parent.driverStarted && !parent.programCalledOpenCL;
   const bool placed = m_forkCopies.placeInChild();
-  m_poolShared = m_region.ptr && os::needsCopyForChild(m_regionInheritance) && !(m_regionCopied && placed);
+  m_poolShared =
+      m_region.ptr && os::needsCopyForChild(m_regionInheritance) && !(m_regionCopied && placed);
   if (m_registry) m_registry->forkChild();
   m_blocks.forkChild();
-  // The parent's contexts are no contexts in the child: never handed out nor offered there. It keeps
-  // using (and freeing) the pool blocks it inherited and serves nothing new (Preparation::forkChild).
+  // The parent's contexts are no contexts in the child: never handed out nor offered there. It
+  // keeps using (and freeing) the pool blocks it inherited and serves nothing new
+  // (Preparation::forkChild).
   m_context.forkChild();
   if (m_direct) m_direct->forkChild();
   unlockAfterFork();

@@ -36,7 +36,7 @@ namespace {
 struct TransferState {
   struct Moved {
     uint64_t bytes;
-    uint32_t site;               ///< SiteLedger's (kNoSite: memory of no plan site)
+    uint32_t site;  ///< SiteLedger's (kNoSite: memory of no plan site)
     SiteLedger::Outcome outcome;
     bool h2d;
     bool fromPool;  ///< pool or direct memory (its own `--stats` line)
@@ -85,8 +85,11 @@ bool findPlan(const char* files, Plan* out, std::string* usedPath) {
 // ---- the plan -------------------------------------------------------------------------------
 
 OptimizeInterceptor::OptimizeInterceptor(Plan plan, std::string planPath)
-    : m_plan(std::move(plan)), m_planPath(std::move(planPath)), m_clock(RunClock::start()),
-      m_ledger(m_plan.sites.size()), m_blocks(m_plan) {
+    : m_plan(std::move(plan)),
+      m_planPath(std::move(planPath)),
+      m_clock(RunClock::start()),
+      m_ledger(m_plan.sites.size()),
+      m_blocks(m_plan) {
   if (!m_planPath.empty()) m_forkMarker = forkMarkerPath(m_planPath);
   if (m_plan.sites.empty()) return;
   m_serveMin = UINT64_MAX;
@@ -152,7 +155,8 @@ OptimizeInterceptor* OptimizeInterceptor::createFor(Plan plan, std::string planP
   // process that may fork it starts at the program's first OpenCL call (callBegin), and only the
   // driver's libraries are loaded now (driver_start.h).
   const double checkStart = nowMs();
-  self->m_prep.decide(p.driverLate, p.driverLate ? std::string() : loadedModuleImporting(kForkFunctions));
+  self->m_prep.decide(p.driverLate,
+                      p.driverLate ? std::string() : loadedModuleImporting(kForkFunctions));
   debug("driver start: %s (decided in %.0f us)", self->m_prep.describeDriver().c_str(),
         (nowMs() - checkStart) * 1e3);
   if (!self->m_prep.late())
@@ -185,13 +189,15 @@ void* OptimizeInterceptor::serve(AllocFn fn, size_t size, size_t alignment, cons
     OptimizeCounters::bump(m_counters.noPool);
     return nullptr;
   }
-  if (planned->strategy == SiteStrategy::Register) return serveInPlace(fn, size, alignment, *planned);
+  if (planned->strategy == SiteStrategy::Register)
+    return serveInPlace(fn, size, alignment, *planned);
   // A pool site: waits for a pool in preparation only as long as HETOPT_POOL_WAIT_MS says (by
   // default not at all), and never for a context the program has not made yet.
   const bool ready = state == Preparation::Pool::Ready ||
                      ((m_context.ownOnly() || m_context.exists()) && m_prep.waitReady());
   if (ready) {
-    void* p = fn == AllocFn::Calloc ? m_pool.allocateZeroed(1, size) : m_pool.allocate(size, alignment);
+    void* p =
+        fn == AllocFn::Calloc ? m_pool.allocateZeroed(1, size) : m_pool.allocate(size, alignment);
     if (p) {
       m_counters.servedBlock(size, m_pool.usableSize(p));
       m_ledger.served(p, m_pool.usableSize(p), siteIndex(*planned));
@@ -283,7 +289,7 @@ void* OptimizeInterceptor::resize(void* ptr, size_t size) {
   size_t old = usableSize(ptr);
   void* p = nullptr;
   if (m_poolShared && m_pool.owns(ptr))
-    p = nullptr;  // the parent's pages: moved out, never resized there
+    p = nullptr;                      // the parent's pages: moved out, never resized there
   else if (m_conformance.diverged())  // in place only: moving would be a new redirection
     p = m_pool.owns(ptr) ? (m_pool.resizeInPlace(ptr, size) ? ptr : nullptr)
                          : (size <= old ? ptr : nullptr);
@@ -375,7 +381,8 @@ void OptimizeInterceptor::processExit() {
 // ---- calls --------------------------------------------------------------------------------------
 
 void OptimizeInterceptor::callBegin(CallRecord& call) {
-  if (HETOPT_UNLIKELY(m_markAtFirstCall.load(std::memory_order_relaxed))) noteForkedCopyCallsOpenCL();
+  if (HETOPT_UNLIKELY(m_markAtFirstCall.load(std::memory_order_relaxed)))
+    noteForkedCopyCallsOpenCL();
   m_prep.noteProgramCall();
   // With a late driver the program's first call starts hetopt's driver thread.
   m_prep.awaitEnumeration([this] { std::thread([this] { prepare(false); }).detach(); });

@@ -74,7 +74,9 @@ class OptimizeInterceptor final : public Interceptor {
   /// Only sizes some plan site takes (Plan::find) are worth an unwind: the union of their ranges.
   /// No allocated()/freeing(): serve() sees what it needs. Mappings with in-place registrations.
   Wants wants() const override {
-    return Wants{.allocations = false, .mappings = m_registry != nullptr, .serveMin = m_serveMin,
+    return Wants{.allocations = false,
+                 .mappings = m_registry != nullptr,
+                 .serveMin = m_serveMin,
                  .serveMax = m_serveMax};
   }
   void* serve(AllocFn fn, size_t size, size_t alignment, const CallSite& site) override;
@@ -109,9 +111,10 @@ class OptimizeInterceptor final : public Interceptor {
 
   OptimizeInterceptor(Plan plan, std::string planPath);
 
-  // ---- hetopt's driver thread (optimize_prepare.cpp) ---------------------------------------------
+  // ---- hetopt's driver thread (optimize_prepare.cpp) --------------------------------------------
   /// Enumeration, the early context, then the pinned memory: the steps in order. `early`: started
-  /// at start-up (it does nothing when a fork() came first), else at the program's first OpenCL call.
+  /// at start-up (it does nothing when a fork() came first), else at the program's first OpenCL
+  /// call.
   void prepare(bool early);
   bool findOpenCL(DriverRun& run);
   bool enumerate(DriverRun& run);
@@ -126,7 +129,7 @@ class OptimizeInterceptor final : public Interceptor {
   /// The late driver's fork-safe part, on a thread of its own at start-up (driver_start.h).
   void loadDriverLibraries();
 
-  // ---- serving ------------------------------------------------------------------------------------
+  // ---- serving ----------------------------------------------------------------------------------
   /// The register strategy: system memory, adopted by m_blocks to be pinned where it is.
   void* serveInPlace(AllocFn fn, size_t size, size_t alignment, const PlanSite& site);
   /// The naive variant (plan `pool-mode direct`, `hetopt run --no-pool`).
@@ -141,7 +144,7 @@ class OptimizeInterceptor final : public Interceptor {
     return static_cast<unsigned>(&site - m_plan.sites.data());
   }
 
-  // ---- transfers ------------------------------------------------------------------------------------
+  // ---- transfers --------------------------------------------------------------------------------
   /// callBegin of a call with host-range arguments: each transfer classified (and, from a block
   /// not pinned yet, registered or waited for) into the call's TransferState, counted by
   /// countTransfers() in callEnd; a CL_MEM_USE_HOST_PTR buffer over memory registered in place
@@ -149,7 +152,7 @@ class OptimizeInterceptor final : public Interceptor {
   void noteHostRanges(CallRecord& call, const api::ApiInfo& info);
   void countTransfers(CallRecord& call);
 
-  // ---- exit and fork ------------------------------------------------------------------------------
+  // ---- exit and fork ----------------------------------------------------------------------------
   StatsFacts statsFacts();
   /// Releases what forkPrepare() took, in reverse order (parent and child alike).
   void unlockAfterFork();
@@ -165,11 +168,13 @@ class OptimizeInterceptor final : public Interceptor {
   OptimizeCounters m_counters;
   Preparation m_prep;
   ContextChoice m_context;
-  std::string m_forkMarker;  ///< forkMarkerPath(m_planPath): made by a forked copy's first OpenCL call
+  std::string
+      m_forkMarker;  ///< forkMarkerPath(m_planPath): made by a forked copy's first OpenCL call
   std::atomic<bool> m_markAtFirstCall{false};  ///< in a forked child whose driver was started early
   bool m_forkedBeforeProgramsFirstCall = false;  ///< a forked child: its parent had made none
-  uint64_t m_serveMin = 1, m_serveMax = 0;  ///< sizes some site takes (empty range: none)
-  uint64_t m_maxAllocBytes = 0;  ///< the device's CL_DEVICE_MAX_MEM_ALLOC_SIZE (set before enumerated)
+  uint64_t m_serveMin = 1, m_serveMax = 0;       ///< sizes some site takes (empty range: none)
+  uint64_t m_maxAllocBytes =
+      0;  ///< the device's CL_DEVICE_MAX_MEM_ALLOC_SIZE (set before enumerated)
   BlockRegistration m_blocks;  ///< heap blocks pinned in place (register strategy, pool fallback)
   InplaceRegistry* m_registry = nullptr;  ///< null without registrations; never freed (hooks)
   policies::PinnedPool m_pool;

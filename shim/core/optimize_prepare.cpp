@@ -186,9 +186,10 @@ void OptimizeInterceptor::makePool(DriverRun& run) {
   // The context, queue and policy stay alive with the region (released at exit by the driver).
   policy.release();
   m_prep.markReady(run.startMs);
-  debug("pinned pool ready: %s %s on %s in %s after %.0f ms; fork() would give a child its pages %s",
-        m_plan.poolPolicy.c_str(), mib(m_plan.poolBytes).c_str(), run.dev.deviceName.c_str(),
-        m_context.origin(), m_prep.readyAfterMs(), os::forkInheritanceName(m_regionInheritance));
+  debug(
+      "pinned pool ready: %s %s on %s in %s after %.0f ms; fork() would give a child its pages %s",
+      m_plan.poolPolicy.c_str(), mib(m_plan.poolBytes).c_str(), run.dev.deviceName.c_str(),
+      m_context.origin(), m_prep.readyAfterMs(), os::forkInheritanceName(m_regionInheritance));
 }
 
 void OptimizeInterceptor::loadDriverLibraries() {

@@ -80,16 +80,20 @@ std::string poolHeading(const PoolFacts& f) {
 const char* poolStateName(const PoolFacts& f) {
   if (!f.poolSites && !f.direct) return "none";
   switch (f.state) {
-    case Preparation::Pool::Preparing: return "preparing";
-    case Preparation::Pool::Ready: return "ready";
-    case Preparation::Pool::Failed: return "failed";
+    case Preparation::Pool::Preparing:
+      return "preparing";
+    case Preparation::Pool::Ready:
+      return "ready";
+    case Preparation::Pool::Failed:
+      return "failed";
   }
   return "?";
 }
 
 std::string statsText(const StatsFacts& f, const OptimizeCounters& c) {
   const char* memory = f.direct ? "pinned direct memory" : "pinned pool memory";
-  std::string full = f.direct ? text(c.directFailed) + " policy failed" : text(c.poolFull) + " pool full";
+  std::string full =
+      f.direct ? text(c.directFailed) + " policy failed" : text(c.poolFull) + " pool full";
   if (f.direct && load(c.directFailed)) full += " (first: " + f.directFirstFailure + ")";
   // One fact per line, the pool first; the other parts' lines follow, all in one write.
   std::string out = f.heading + "\n  " + conformanceText(*f.conformance, c) + "\n  " +
@@ -155,7 +159,10 @@ std::string statsJson(const StatsFacts& f, const OptimizeCounters& c, const std:
   j.member("d2h", dirs.d2h).member("d2h_bytes", dirs.d2hBytes).endObject();
   j.key("sites").beginArray();
   for (const RunSiteCounts& s : run.sites) {
-    j.beginObject().member("key", hex64(s.key)).member("transfers", s.transfers).member("bytes", s.bytes);
+    j.beginObject()
+        .member("key", hex64(s.key))
+        .member("transfers", s.transfers)
+        .member("bytes", s.bytes);
     j.member("pinned", s.pinned).member("pageable", s.pageable).endObject();
   }
   j.endArray().key("lines").beginArray();

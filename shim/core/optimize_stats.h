@@ -41,7 +41,9 @@ struct OptimizeCounters {
   std::atomic<uint64_t> liveBytes{0};        ///< usable bytes of redirected blocks not yet freed
   Transfers pinned, other;
 
-  static void bump(std::atomic<uint64_t>& c, uint64_t by = 1) { c.fetch_add(by, std::memory_order_relaxed); }
+  static void bump(std::atomic<uint64_t>& c, uint64_t by = 1) {
+    c.fetch_add(by, std::memory_order_relaxed);
+  }
   /// A block of `size` bytes (`usable` of them) redirected.
   void servedBlock(uint64_t size, uint64_t usable) {
     bump(served);
@@ -55,9 +57,9 @@ struct OptimizeCounters {
 
 /// What the stats' heading is made of: which pinned memory, in which context, how far it got.
 struct PoolFacts {
-  bool poolSites = false;   ///< the plan has pool sites
-  bool anySites = false;    ///< it has sites at all (else registrations only)
-  bool direct = false;      ///< pool-mode direct
+  bool poolSites = false;  ///< the plan has pool sites
+  bool anySites = false;   ///< it has sites at all (else registrations only)
+  bool direct = false;     ///< pool-mode direct
   Preparation::Pool state = Preparation::Pool::Preparing;
   std::string failure;
   double readyAfterMs = 0;
@@ -79,12 +81,12 @@ struct StatsFacts {
   PoolFacts pool;       ///< the heading's facts, also in the JSON one by one
   std::string heading;  ///< poolHeading(pool)
   bool direct = false;
-  std::string directFirstFailure;              ///< the direct policy's first failure
+  std::string directFirstFailure;  ///< the direct policy's first failure
   const Conformance* conformance = nullptr;
-  const BlockRegistration* blocks = nullptr;   ///< when it registered blocks (its part follows)
-  const InplaceRegistry* registry = nullptr;   ///< with in-place registrations (its part follows)
-  const SiteLedger* ledger = nullptr;          ///< every transfer, per site
-  uint64_t wallNs = 0;                         ///< since the run started (RunClock)
+  const BlockRegistration* blocks = nullptr;  ///< when it registered blocks (its part follows)
+  const InplaceRegistry* registry = nullptr;  ///< with in-place registrations (its part follows)
+  const SiteLedger* ledger = nullptr;         ///< every transfer, per site
+  uint64_t wallNs = 0;                        ///< since the run started (RunClock)
   int64_t pid = 0;
 };
 /// HETOPT_STATS' lines: the heading, then one fact per line indented by two spaces, then the

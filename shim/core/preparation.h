@@ -98,12 +98,12 @@ class Preparation {
   /// The program's exit() before it made a context: waits while hetopt's thread is in the driver.
   void beforeExit();
 
-  // ---- the fork protocol (lifecycle.cpp) ----------------------------------------------------------
+  // ---- the fork protocol (lifecycle.cpp) --------------------------------------------------------
   void lockForFork() { m_mutex.lock(); }
   void unlockAfterFork() { m_mutex.unlock(); }
   /// What a forked child needs to know of its parent's driver (mutex held).
   struct Inherited {
-    bool driverStarted;     ///< hetopt's thread started the driver in the parent
+    bool driverStarted;  ///< hetopt's thread started the driver in the parent
     bool programCalledOpenCL;
   };
   /// In the child (mutex held): no thread of hetopt's is there; nothing is prepared or waited for.

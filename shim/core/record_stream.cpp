@@ -17,11 +17,12 @@
 
 namespace hetopt::shim {
 namespace {
-constexpr size_t kBatch = 1024;                ///< records applied per hold of the recorder's lock
-constexpr uint64_t kBusySleepNs = 1000000;     ///< between batches while records come
-constexpr uint64_t kIdleSleepNs = 50000000;    ///< the longest sleep while none do
-constexpr unsigned kWakeShift = 11;            ///< producers wake the thread every 2048 slots (a quarter)
-constexpr uint64_t kFlushGapNs = 50000000;     ///< a signal's flush waits this long for a record being written
+constexpr size_t kBatch = 1024;              ///< records applied per hold of the recorder's lock
+constexpr uint64_t kBusySleepNs = 1000000;   ///< between batches while records come
+constexpr uint64_t kIdleSleepNs = 50000000;  ///< the longest sleep while none do
+constexpr unsigned kWakeShift = 11;  ///< producers wake the thread every 2048 slots (a quarter)
+constexpr uint64_t kFlushGapNs =
+    50000000;  ///< a signal's flush waits this long for a record being written
 
 void nap(uint64_t ns) {
   const timespec t{static_cast<time_t>(ns / 1000000000ull), static_cast<long>(ns % 1000000000ull)};
@@ -94,7 +95,8 @@ void* RecordStream::threadMain(void* self) {
 void RecordStream::run() {
   uint64_t idle = kBusySleepNs;
   while (!m_stop.load(std::memory_order_acquire)) {
-    if (m_flushRequests.load(std::memory_order_acquire) != m_flushesDone.load(std::memory_order_relaxed))
+    if (m_flushRequests.load(std::memory_order_acquire) !=
+        m_flushesDone.load(std::memory_order_relaxed))
       serveFlush();
     size_t n;
     {
@@ -108,8 +110,9 @@ void RecordStream::run() {
   // What recording cost beside the program's threads (HETOPT_TIMINGS prints it at exit).
   timespec cpu{};
   clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu);
-  m_threadCpuNs.store(static_cast<uint64_t>(cpu.tv_sec) * 1000000000ull + static_cast<uint64_t>(cpu.tv_nsec),
-                      std::memory_order_release);
+  m_threadCpuNs.store(
+      static_cast<uint64_t>(cpu.tv_sec) * 1000000000ull + static_cast<uint64_t>(cpu.tv_nsec),
+      std::memory_order_release);
   m_exited.store(true, std::memory_order_release);
 }
 
@@ -142,7 +145,8 @@ bool RecordStream::drainLocked(uint64_t waitNs) {
 
 void RecordStream::wake() {
   m_wakeWord.fetch_add(1, std::memory_order_release);
-  syscall(SYS_futex, reinterpret_cast<uint32_t*>(&m_wakeWord), FUTEX_WAKE_PRIVATE, 1, nullptr, nullptr, 0);
+  syscall(SYS_futex, reinterpret_cast<uint32_t*>(&m_wakeWord), FUTEX_WAKE_PRIVATE, 1, nullptr,
+          nullptr, 0);
 }
 
 void RecordStream::sleep(uint64_t ns) {
@@ -151,9 +155,12 @@ void RecordStream::sleep(uint64_t ns) {
   // Records that came meanwhile, a flush or a stop: no sleep. A wake missed in between costs
   // at most this one sleep.
   if (m_ring.empty() && !m_stop.load(std::memory_order_acquire) &&
-      m_flushRequests.load(std::memory_order_acquire) == m_flushesDone.load(std::memory_order_relaxed)) {
-    const timespec t{static_cast<time_t>(ns / 1000000000ull), static_cast<long>(ns % 1000000000ull)};
-    syscall(SYS_futex, reinterpret_cast<uint32_t*>(&m_wakeWord), FUTEX_WAIT_PRIVATE, word, &t, nullptr, 0);
+      m_flushRequests.load(std::memory_order_acquire) ==
+          m_flushesDone.load(std::memory_order_relaxed)) {
+    const timespec t{static_cast<time_t>(ns / 1000000000ull),
+                     static_cast<long>(ns % 1000000000ull)};
+    syscall(SYS_futex, reinterpret_cast<uint32_t*>(&m_wakeWord), FUTEX_WAIT_PRIVATE, word, &t,
+            nullptr, 0);
   } else if (!m_ring.empty()) {
     nap(ns);  // a batch's worth to come: sleep anyway, the producers are not waiting
   }
@@ -201,12 +208,14 @@ bool RecordStream::flushFromSignal(uint64_t waitNs, bool finish) {
 
 void RecordStream::stop(uint64_t waitNs) {
   std::lock_guard<std::mutex> guard(m_startMutex);
-  if (!m_running.load(std::memory_order_acquire) || m_threadless.load(std::memory_order_relaxed)) return;
+  if (!m_running.load(std::memory_order_acquire) || m_threadless.load(std::memory_order_relaxed))
+    return;
   m_stop.store(true, std::memory_order_release);
   wake();
   // Short naps first: once woken, the thread is gone within tens of microseconds, and every
   // traced program's exit waits here (a first nap of 1 ms was most of the wait).
-  for (uint64_t waited = 0, step = 20000; waited < waitNs && !m_exited.load(std::memory_order_acquire);
+  for (uint64_t waited = 0, step = 20000;
+       waited < waitNs && !m_exited.load(std::memory_order_acquire);
        waited += step, step = std::min<uint64_t>(step * 2, 1000000))
     nap(step);
 }

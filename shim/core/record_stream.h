@@ -70,7 +70,7 @@ class RecordStream {
 
   void forkPrepare();  ///< gate closed, recorder's lock held and the ring drained on return
   void forkParent();
-  void forkChild();    ///< the child has no recording thread: the next push starts one
+  void forkChild();  ///< the child has no recording thread: the next push starts one
 
   /// Records the recording thread (or a helper) applied; for tests and debugging.
   uint64_t applied() const { return m_applied.load(std::memory_order_relaxed); }

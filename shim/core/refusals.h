@@ -25,7 +25,9 @@ class Refusals {
   }
   const std::atomic<uint64_t>& count() const noexcept { return m_count; }
   /// "\n  last refusal: <reason>", empty when there was none (under the caller's lock).
-  std::string lastLine() const { return m_count.load() ? std::string("\n  last refusal: ") + m_last : std::string(); }
+  std::string lastLine() const {
+    return m_count.load() ? std::string("\n  last refusal: ") + m_last : std::string();
+  }
 
  private:
   std::atomic<uint64_t> m_count{0};

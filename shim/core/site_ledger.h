@@ -64,10 +64,11 @@ class SiteLedger {
   };
 
   mutable policies::PoolLock m_lock;
-  mutable policies::BlockTable<unsigned> m_blocks{kMaxBlocks};  ///< served block -> its site (under m_lock)
+  mutable policies::BlockTable<unsigned> m_blocks{
+      kMaxBlocks};  ///< served block -> its site (under m_lock)
   size_t m_numSites;
   std::unique_ptr<Counts[]> m_sites;
-  Total m_totals[3];  ///< by Outcome
+  Total m_totals[3];      ///< by Outcome
   Total m_directions[2];  ///< [0] to the device, [1] from it
 };
 

@@ -22,10 +22,12 @@ class Interceptor;
 /// Null in pass-through mode: every entry point then forwards at once.
 extern std::atomic<Interceptor*> g_interceptor;
 
-/// What a mode wants of the malloc and mmap families, fixed for its lifetime (Interceptor::wants()).
+/// What a mode wants of the malloc and mmap families, fixed for its lifetime
+/// (Interceptor::wants()).
 struct Wants {
-  bool allocations = true;  ///< allocated() and freeing(): each tracked allocation's site is captured
-  bool mappings = false;    ///< mapped() and unmapping()
+  bool allocations =
+      true;               ///< allocated() and freeing(): each tracked allocation's site is captured
+  bool mappings = false;  ///< mapped() and unmapping()
   /// serve() may return memory for sizes in [serveMin, serveMax] (empty: it serves nothing), and
   /// owns() may claim a block.
   uint64_t serveMin = 1, serveMax = 0;

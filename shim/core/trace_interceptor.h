@@ -77,8 +77,10 @@ class TraceInterceptor final : public Interceptor, private DeviceTiming::Sink, p
   void recordCall(CallRecord& call, uint64_t hostNs);
   void noteStartup(api::ApiId id, uint64_t startNs);
   void push(const unsigned char* record, size_t bytes) { m_stream.push(record, bytes); }
-  void timed(uint64_t timingId, const trace::DeviceAgg* timing, uint64_t deviceStart, uint64_t deviceEnd) override;
-  void clock(uint64_t queue, trace::ClockMethod method, int64_t offsetNs, uint64_t uncertaintyNs) override;
+  void timed(uint64_t timingId, const trace::DeviceAgg* timing, uint64_t deviceStart,
+             uint64_t deviceEnd) override;
+  void clock(uint64_t queue, trace::ClockMethod method, int64_t offsetNs,
+             uint64_t uncertaintyNs) override;
   void apply(const unsigned char* record, size_t bytes) override { m_applier.apply(record, bytes); }
   void snapshot() override { m_recorder.snapshot(); }
   void finish() override;  ///< recorder lock held: the End record, file closed
@@ -95,9 +97,10 @@ class TraceInterceptor final : public Interceptor, private DeviceTiming::Sink, p
   /// lock-free; updated at each tracked malloc and free, in program order, under m_blocksMutex).
   trace::AddressSet m_blocks;
   std::mutex m_blocksMutex;
-  std::atomic<uint32_t> m_generation{1};  ///< changes in a forked child: thread ids are announced again
+  std::atomic<uint32_t> m_generation{
+      1};  ///< changes in a forked child: thread ids are announced again
   std::atomic<uint64_t> m_nextTimingId{0};
-  std::atomic<int> m_pid{0};  ///< the process this trace is of (a vfork child shares our memory)
+  std::atomic<int> m_pid{0};   ///< the process this trace is of (a vfork child shares our memory)
   std::string m_childPattern;  ///< path for children, with %p
   bool m_measureSelf = false;  ///< HETOPT_DEBUG: time the recording after every call
   std::atomic<uint64_t> m_selfNs{0}, m_selfCalls{0};
@@ -105,7 +108,8 @@ class TraceInterceptor final : public Interceptor, private DeviceTiming::Sink, p
   /// context creation (0: not yet).
   std::atomic<uint64_t> m_firstCallNs{0}, m_firstContextNs{0};
   std::atomic<bool> m_signalled{false};  ///< a fatal signal's snapshot was written
-  std::atomic<bool> m_active{true};  ///< false after exit or a failed restart; read lock-free by free()
+  std::atomic<bool> m_active{
+      true};  ///< false after exit or a failed restart; read lock-free by free()
 };
 
 }  // namespace hetopt::shim

@@ -23,7 +23,7 @@ struct Head {
   uint8_t small;   ///< Call: argument count; Alloc: allocator
   uint16_t count;  ///< Call: host spans; Alloc: site depth
   uint32_t tid;
-  uint64_t ns;     ///< monotonicNs(): when it happened
+  uint64_t ns;  ///< monotonicNs(): when it happened
 };
 struct CallBody {
   uint16_t id;
@@ -131,7 +131,7 @@ bool labelled(trace::ObjectKind kind) {
 
 }  // namespace
 
-// ---- labels --------------------------------------------------------------------------------------
+// ---- labels -------------------------------------------------------------------------------------
 
 LabelCache::LabelCache() {
   for (size_t id = 0; id < api::kApiCount; ++id) {
@@ -139,7 +139,8 @@ LabelCache::LabelCache() {
     for (unsigned i = 0; i < info.numArgs; ++i) {
       trace::ObjectKind kind;
       if ((trace::objectKindOf(info.args[i].cls, &kind) && labelled(kind)) ||
-          (info.args[i].cls == ArgClass::Pointer && trace::objectKindOf(info.args[i].elem, &kind) && labelled(kind)))
+          (info.args[i].cls == ArgClass::Pointer && trace::objectKindOf(info.args[i].elem, &kind) &&
+           labelled(kind)))
         m_names[id] = true;
     }
   }
@@ -189,7 +190,8 @@ void LabelCache::note(const trace::CallView& call, const trace::CallOutcome& out
       if (labelled(kind)) add(kind, v, query);
       continue;
     }
-    if (a.cls != ArgClass::Pointer || !trace::objectKindOf(a.elem, &kind) || !labelled(kind)) continue;
+    if (a.cls != ArgClass::Pointer || !trace::objectKindOf(a.elem, &kind) || !labelled(kind))
+      continue;
     uint64_t n = argOf(info, call, a.refs[0]);
     if (a.role == ArgRole::OutHandles) {
       if (!outcome.ok) continue;
@@ -199,11 +201,12 @@ void LabelCache::note(const trace::CallView& call, const trace::CallOutcome& out
       continue;
     }
     const auto* list = reinterpret_cast<const uint64_t*>(v);
-    for (uint64_t k = 0; k < std::min<uint64_t>(n, trace::CallModel::kMaxArrayRefs); ++k) add(kind, list[k], query);
+    for (uint64_t k = 0; k < std::min<uint64_t>(n, trace::CallModel::kMaxArrayRefs); ++k)
+      add(kind, list[k], query);
   }
 }
 
-// ---- building records ----------------------------------------------------------------------------
+// ---- building records ---------------------------------------------------------------------------
 
 namespace raw {
 
@@ -248,16 +251,19 @@ size_t CallCopies::gather(const trace::CallView& call, const trace::CallOutcome&
       case ArgRole::SvmList:
       case ArgRole::InHandles:
         if (a.role == ArgRole::InHandles && !trace::objectKindOf(a.elem, &elem)) break;
-        copy(i, reinterpret_cast<const void*>(v), 8 * std::min<uint64_t>(n, trace::CallModel::kMaxArrayRefs));
+        copy(i, reinterpret_cast<const void*>(v),
+             8 * std::min<uint64_t>(n, trace::CallModel::kMaxArrayRefs));
         break;
       case ArgRole::OutHandles:
         if (!outcome.ok || !trace::objectKindOf(a.elem, &elem)) break;
-        if (a.numRefs >= 2 && argOf(info, call, a.refs[1]) && static_cast<unsigned>(a.refs[1]) < numArgs) {
+        if (a.numRefs >= 2 && argOf(info, call, a.refs[1]) &&
+            static_cast<unsigned>(a.refs[1]) < numArgs) {
           filled = *reinterpret_cast<const cl_uint*>(argOf(info, call, a.refs[1]));
           copy(static_cast<unsigned>(a.refs[1]), &filled, sizeof filled);
           n = std::min<uint64_t>(n, filled);
         }
-        copy(i, reinterpret_cast<const void*>(v), 8 * std::min<uint64_t>(n, trace::CallModel::kMaxArrayRefs));
+        copy(i, reinterpret_cast<const void*>(v),
+             8 * std::min<uint64_t>(n, trace::CallModel::kMaxArrayRefs));
         break;
       case ArgRole::ArgValue:
         if (n == sizeof(void*)) copy(i, reinterpret_cast<const void*>(v), sizeof(void*));
@@ -266,7 +272,8 @@ size_t CallCopies::gather(const trace::CallView& call, const trace::CallOutcome&
         break;
     }
   }
-  if (HETOPT_UNLIKELY(call.id == api::ApiId::clCreateKernel && call.result && numArgs > 1 && call.args[1])) {
+  if (HETOPT_UNLIKELY(call.id == api::ApiId::clCreateKernel && call.result && numArgs > 1 &&
+                      call.args[1])) {
     const auto* name = reinterpret_cast<const char*>(call.args[1]);
     const size_t len = strnlen(name, sizeof kernelName - 1);
     memcpy(kernelName, name, len);
@@ -277,12 +284,15 @@ size_t CallCopies::gather(const trace::CallView& call, const trace::CallOutcome&
 }
 
 void call(unsigned char* out, const CallCopies& copies, uint32_t tid, const trace::CallView& call,
-          const trace::CallOutcome& outcome, uint64_t startNs, uint64_t hostNs, bool unsampled, uint64_t timingId) {
+          const trace::CallOutcome& outcome, uint64_t startNs, uint64_t hostNs, bool unsampled,
+          uint64_t timingId) {
   Out o(out);
-  o.put(Head{Kind::Call, static_cast<uint8_t>(copies.numArgs), static_cast<uint16_t>(copies.numSpans), tid, startNs});
+  o.put(Head{Kind::Call, static_cast<uint8_t>(copies.numArgs),
+             static_cast<uint16_t>(copies.numSpans), tid, startNs});
   o.put(CallBody{static_cast<uint16_t>(call.id),
                  static_cast<uint8_t>((outcome.ok ? kOk : 0) | (unsampled ? kUnsampled : 0)),
-                 static_cast<uint8_t>(copies.numExtras), 0, hostNs, call.result, outcome.status, timingId});
+                 static_cast<uint8_t>(copies.numExtras), 0, hostNs, call.result, outcome.status,
+                 timingId});
   o.bytes(call.args, 8 * copies.numArgs);
   for (unsigned k = 0; k < copies.numSpans; ++k) {
     const trace::HostSpan& s = copies.spans[k];
@@ -297,8 +307,9 @@ void call(unsigned char* out, const CallCopies& copies, uint32_t tid, const trac
 
 static_assert(allocBytes(0) == sizeof(Head) + sizeof(AllocBody) && kFreeBytes == sizeof(Head) + 8);
 
-size_t alloc(unsigned char* out, uint32_t tid, uint64_t atNs, uint8_t fn, uint64_t ptr, uint64_t size,
-             uint64_t alignment, uint64_t oldPtr, const uint64_t* pcs, unsigned depth) {
+size_t alloc(unsigned char* out, uint32_t tid, uint64_t atNs, uint8_t fn, uint64_t ptr,
+             uint64_t size, uint64_t alignment, uint64_t oldPtr, const uint64_t* pcs,
+             unsigned depth) {
   Out o(out);
   o.put(Head{Kind::Alloc, fn, static_cast<uint16_t>(depth), tid, atNs});
   o.put(AllocBody{ptr, size, alignment, oldPtr});
@@ -313,8 +324,8 @@ size_t free(unsigned char* out, uint32_t tid, uint64_t atNs, uint64_t ptr) {
   return o.size();
 }
 
-size_t timing(unsigned char* out, uint64_t timingId, const trace::DeviceAgg* timing, uint64_t deviceStart,
-              uint64_t deviceEnd) {
+size_t timing(unsigned char* out, uint64_t timingId, const trace::DeviceAgg* timing,
+              uint64_t deviceStart, uint64_t deviceEnd) {
   Out o(out);
   o.put(Head{Kind::Timing, 0, 0, 0, 0});
   TimingBody t{timingId, static_cast<uint8_t>(timing != nullptr), {}, deviceStart, deviceEnd, {}};
@@ -333,7 +344,7 @@ size_t clock(unsigned char* out, uint64_t queue, trace::ClockMethod method, int6
 
 }  // namespace raw
 
-// ---- applying them -------------------------------------------------------------------------------
+// ---- applying them ------------------------------------------------------------------------------
 
 RecordApplier::RecordApplier(trace::Recorder& recorder, const LabelCache& labels)
     : m_recorder(recorder), m_model(trace::CallModelHooks{decodedSpan, cachedLabel}) {
@@ -386,13 +397,15 @@ void RecordApplier::apply(const unsigned char* record, size_t) {
       const TimingBody t = read<TimingBody>(p);
       auto it = m_timed.find(t.id);
       if (it == m_timed.end()) return;
-      m_recorder.deliver(it->second.thread, it->second.slot, t.timed ? &t.agg : nullptr, t.deviceStart, t.deviceEnd);
+      m_recorder.deliver(it->second.thread, it->second.slot, t.timed ? &t.agg : nullptr,
+                         t.deviceStart, t.deviceEnd);
       m_timed.erase(it);
       return;
     }
     case Kind::Clock: {
       const ClockBody c = read<ClockBody>(p);
-      m_recorder.noteClock(c.queue, static_cast<trace::ClockMethod>(c.method), c.offsetNs, c.uncertaintyNs);
+      m_recorder.noteClock(c.queue, static_cast<trace::ClockMethod>(c.method), c.offsetNs,
+                           c.uncertaintyNs);
       return;
     }
   }
@@ -408,7 +421,8 @@ void RecordApplier::applyCall(const unsigned char* record, uint32_t tid, uint64_
   p += sizeof(Span) * head.count;
   for (unsigned k = 0; k < body.extras; ++k) {
     const ExtraHead e = read<ExtraHead>(p);
-    if (e.arg < raw::kMaxArgs) args[e.arg] = reinterpret_cast<uintptr_t>(p);  // the copy stands for it
+    if (e.arg < raw::kMaxArgs)
+      args[e.arg] = reinterpret_cast<uintptr_t>(p);  // the copy stands for it
     p += (e.bytes + 7u) & ~7u;
   }
   const trace::CallView view{static_cast<api::ApiId>(body.id), args, body.result, &decoded};

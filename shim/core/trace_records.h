@@ -23,8 +23,8 @@
 #include <mutex>
 #include <unordered_map>
 
-#include "trace/record_ring.h"
 #include "trace/call_model.h"
+#include "trace/record_ring.h"
 #include "trace/recorder.h"
 
 namespace hetopt::shim {
@@ -44,7 +44,8 @@ class LabelCache {
   std::mutex& mutex() { return m_mutex; }  ///< inserts (the fork protocol holds it)
 
  private:
-  void add(trace::ObjectKind kind, uint64_t handle, bool (*query)(trace::ObjectKind, uint64_t, char*, size_t));
+  void add(trace::ObjectKind kind, uint64_t handle,
+           bool (*query)(trace::ObjectKind, uint64_t, char*, size_t));
   static constexpr size_t kEntries = 64;  ///< handles named; later ones go without a label
   struct Entry {
     uint64_t handle;
@@ -89,16 +90,18 @@ struct CallCopies {
 /// `startNs`; `timingId`: the id its device timing will come back with (0: none). Writes the
 /// length `copies.gather()` returned.
 void call(unsigned char* out, const CallCopies& copies, uint32_t tid, const trace::CallView& call,
-          const trace::CallOutcome& outcome, uint64_t startNs, uint64_t hostNs, bool unsampled, uint64_t timingId);
+          const trace::CallOutcome& outcome, uint64_t startNs, uint64_t hostNs, bool unsampled,
+          uint64_t timingId);
 /// A tracked allocation (site: return addresses, `depth` of them), or a realloc (`oldPtr`).
 constexpr size_t allocBytes(unsigned depth) { return 48 + 8 * depth; }
-size_t alloc(unsigned char* out, uint32_t tid, uint64_t atNs, uint8_t fn, uint64_t ptr, uint64_t size,
-             uint64_t alignment, uint64_t oldPtr, const uint64_t* pcs, unsigned depth);
+size_t alloc(unsigned char* out, uint32_t tid, uint64_t atNs, uint8_t fn, uint64_t ptr,
+             uint64_t size, uint64_t alignment, uint64_t oldPtr, const uint64_t* pcs,
+             unsigned depth);
 constexpr size_t kFreeBytes = 24;
 size_t free(unsigned char* out, uint32_t tid, uint64_t atNs, uint64_t ptr);
 /// A device timing read for `timingId` (timing null: missing), and a queue's clock.
-size_t timing(unsigned char* out, uint64_t timingId, const trace::DeviceAgg* timing, uint64_t deviceStart,
-              uint64_t deviceEnd);
+size_t timing(unsigned char* out, uint64_t timingId, const trace::DeviceAgg* timing,
+              uint64_t deviceStart, uint64_t deviceEnd);
 size_t clock(unsigned char* out, uint64_t queue, trace::ClockMethod method, int64_t offsetNs,
              uint64_t uncertaintyNs);
 }  // namespace raw

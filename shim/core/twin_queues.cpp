@@ -17,8 +17,10 @@ namespace {
 using QueueFn = cl_int(CL_API_CALL*)(cl_command_queue);
 using EventFn = cl_int(CL_API_CALL*)(cl_event);
 using MarkerFn = cl_int(CL_API_CALL*)(cl_command_queue, cl_uint, const cl_event*, cl_event*);
-using CreateWithProps = cl_command_queue(CL_API_CALL*)(cl_context, cl_device_id, const cl_queue_properties*, cl_int*);
-using CreatePlain = cl_command_queue(CL_API_CALL*)(cl_context, cl_device_id, cl_command_queue_properties, cl_int*);
+using CreateWithProps = cl_command_queue(CL_API_CALL*)(cl_context, cl_device_id,
+                                                       const cl_queue_properties*, cl_int*);
+using CreatePlain = cl_command_queue(CL_API_CALL*)(cl_context, cl_device_id,
+                                                   cl_command_queue_properties, cl_int*);
 
 void releaseEvent(cl_event e) {
   if (auto rel = realClFunction<EventFn>(ApiId::clReleaseEvent)) rel(e);
@@ -36,7 +38,7 @@ struct TwinQueues::TwinCall {
   uint64_t numEvents, eventList;  ///< the application's wait list
   cl_event fence;                 ///< the marker on the application's queue the command waits for
   bool outOfOrder;
-  std::vector<cl_event> list;     ///< the application's wait list + the fence
+  std::vector<cl_event> list;  ///< the application's wait list + the fence
 };
 
 uint64_t TwinQueues::nextVersionBase() {
@@ -112,7 +114,8 @@ void TwinQueues::endCreation(CallRecord& call, CallState& state) {
     } else if (call.id == ApiId::clCreateCommandQueueWithProperties) {
       if (auto fn = realClFunction<CreateWithProps>(call.id))
         call.result = reinterpret_cast<uintptr_t>(
-            fn(context, device, reinterpret_cast<const cl_queue_properties*>(qc->originalArg), errcode));
+            fn(context, device, reinterpret_cast<const cl_queue_properties*>(qc->originalArg),
+               errcode));
     }
     delete qc;
     return;  // untimed: not in m_queues, so no events are injected on it
@@ -196,7 +199,7 @@ TwinQueues::Route TwinQueues::route(const CallRecord& call) {
   return t_view.twinFailed || !api::apiInfo(call.id).twinnable ? Route::Untimed : Route::Twin;
 }
 
-// ---- a timed command through a twin ---------------------------------------------------------------
+// ---- a timed command through a twin -------------------------------------------------------------
 
 cl_command_queue TwinQueues::twinOf(uint64_t queue) {
   cl_context context;
@@ -209,7 +212,8 @@ cl_command_queue TwinQueues::twinOf(uint64_t queue) {
     if (it->second.twinQueue) return it->second.twinQueue;
     context = it->second.context;
     device = it->second.device;
-    props = CL_QUEUE_PROFILING_ENABLE | (it->second.properties & CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE);
+    props = CL_QUEUE_PROFILING_ENABLE |
+            (it->second.properties & CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE);
   }
   // Made outside the lock: a driver thread may allocate (and so reach the recorder) meanwhile.
   cl_command_queue twin = nullptr;
@@ -219,7 +223,8 @@ cl_command_queue TwinQueues::twinOf(uint64_t queue) {
     twin = fn(context, device, list, &err);
   }
   if (!twin) {
-    if (auto fn = realClFunction<CreatePlain>(ApiId::clCreateCommandQueue)) twin = fn(context, device, props, &err);
+    if (auto fn = realClFunction<CreatePlain>(ApiId::clCreateCommandQueue))
+      twin = fn(context, device, props, &err);
   }
   auto held = lock();
   auto it = m_queues.find(queue);
@@ -231,7 +236,9 @@ cl_command_queue TwinQueues::twinOf(uint64_t queue) {
     }
     it->second.twinFailed = true;
     changed();
-    warn("trace mode: no profiling queue beside the program's (error %d); its commands stay untimed", err);
+    warn(
+        "trace mode: no profiling queue beside the program's (error %d); its commands stay untimed",
+        err);
     return nullptr;
   }
   // Another thread made one meanwhile (or the queue went): keep that one.
@@ -267,7 +274,8 @@ bool TwinQueues::beginTwin(CallRecord& call, CallState& state) {
   {
     auto held = lock();
     auto it = m_queues.find(queue);
-    tc->outOfOrder = it != m_queues.end() && (it->second.properties & CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE);
+    tc->outOfOrder =
+        it != m_queues.end() && (it->second.properties & CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE);
   }
   const auto* list = reinterpret_cast<const cl_event*>(eventList);
   tc->list.assign(list, list + numEvents);
@@ -289,8 +297,9 @@ void TwinQueues::endTwin(CallRecord& call, CallState& state, cl_event done) {
   call.args[info.args[info.waitArg].refs[0]] = tc->numEvents;
   call.args[info.waitArg] = tc->eventList;
   releaseEvent(tc->fence);
-  const bool enqueued = done && (info.returnClass == api::ArgClass::Scalar ? static_cast<cl_int>(call.result) == CL_SUCCESS
-                                                                           : call.result != 0);
+  const bool enqueued = done && (info.returnClass == api::ArgClass::Scalar
+                                     ? static_cast<cl_int>(call.result) == CL_SUCCESS
+                                     : call.result != 0);
   if (enqueued) {
     // Later commands of the program's queue (and its clFinish) wait for the command. In an
     // out-of-order queue a marker does that without ordering the commands around it.
@@ -298,7 +307,8 @@ void TwinQueues::endTwin(CallRecord& call, CallState& state, cl_event done) {
     auto app = reinterpret_cast<cl_command_queue>(tc->appQueue);
     auto fence = realClFunction<MarkerFn>(tc->outOfOrder ? ApiId::clEnqueueMarkerWithWaitList
                                                          : ApiId::clEnqueueBarrierWithWaitList);
-    if (auto flush = realClFunction<QueueFn>(ApiId::clFlush)) flush(reinterpret_cast<cl_command_queue>(twin));
+    if (auto flush = realClFunction<QueueFn>(ApiId::clFlush))
+      flush(reinterpret_cast<cl_command_queue>(twin));
     if (!fence || fence(app, 1, &done, nullptr) != CL_SUCCESS) {
       // Nothing on the program's queue can stand for the command: it completes here instead.
       if (auto wait = realClFunction<WaitFn>(ApiId::clWaitForEvents)) wait(1, &done);
@@ -307,18 +317,22 @@ void TwinQueues::endTwin(CallRecord& call, CallState& state, cl_event done) {
   delete tc;
 }
 
-// ---- what the program sees ------------------------------------------------------------------------
+// ---- what the program sees ----------------------------------------------------------------------
 
 void TwinQueues::beginProfilingInfo(CallRecord& call, CallState& state) {
   // Events of queues where only we asked for profiling answer as if profiling were off.
   using Fn = cl_int(CL_API_CALL*)(cl_event, cl_event_info, size_t, void*, size_t*);
   auto fn = realClFunction<Fn>(ApiId::clGetEventInfo);
   cl_command_queue q = nullptr;
-  if (!fn || fn(reinterpret_cast<cl_event>(call.args[0]), CL_EVENT_COMMAND_QUEUE, sizeof q, &q, nullptr) != CL_SUCCESS || !q)
+  if (!fn ||
+      fn(reinterpret_cast<cl_event>(call.args[0]), CL_EVENT_COMMAND_QUEUE, sizeof q, &q, nullptr) !=
+          CL_SUCCESS ||
+      !q)
     return;
   auto held = lock();
   auto it = m_queues.find(reinterpret_cast<uintptr_t>(q));
-  if ((it != m_queues.end() && it->second.addedProfiling) || m_twinToApp.count(reinterpret_cast<uintptr_t>(q))) {
+  if ((it != m_queues.end() && it->second.addedProfiling) ||
+      m_twinToApp.count(reinterpret_cast<uintptr_t>(q))) {
     state.hideProfiling = true;
     call.args[3] = 0;  // nothing is written to the application's memory
     call.args[4] = 0;
@@ -328,7 +342,8 @@ void TwinQueues::beginProfilingInfo(CallRecord& call, CallState& state) {
 void TwinQueues::endProfilingInfo(CallRecord& call, const CallState& state) {
   if (!state.hideProfiling) return;
   const auto status = static_cast<cl_int>(call.result);
-  if (status == CL_SUCCESS || status == CL_PROFILING_INFO_NOT_AVAILABLE || status == CL_INVALID_VALUE)
+  if (status == CL_SUCCESS || status == CL_PROFILING_INFO_NOT_AVAILABLE ||
+      status == CL_INVALID_VALUE)
     call.result = static_cast<uint32_t>(CL_PROFILING_INFO_NOT_AVAILABLE);
 }
 
@@ -348,12 +363,14 @@ void TwinQueues::endQueueInfo(CallRecord& call) {
   const auto status = static_cast<cl_int>(call.result);
   if (param == CL_QUEUE_PROPERTIES) {
     if (status == CL_SUCCESS && value && size >= sizeof(cl_command_queue_properties))
-      *static_cast<cl_command_queue_properties*>(value) &= ~cl_command_queue_properties{CL_QUEUE_PROFILING_ENABLE};
+      *static_cast<cl_command_queue_properties*>(value) &=
+          ~cl_command_queue_properties{CL_QUEUE_PROFILING_ENABLE};
     return;
   }
   // CL_QUEUE_PROPERTIES_ARRAY: answer with the application's own array, as the driver would have.
   if (status != CL_SUCCESS && status != CL_INVALID_VALUE) return;
-  const size_t bytes = info.hadArray ? info.propertiesArray.size() * sizeof(cl_queue_properties) : 0;
+  const size_t bytes =
+      info.hadArray ? info.propertiesArray.size() * sizeof(cl_queue_properties) : 0;
   if (value && size < bytes) {
     call.result = static_cast<uint32_t>(CL_INVALID_VALUE);
     return;
@@ -365,8 +382,8 @@ void TwinQueues::endQueueInfo(CallRecord& call) {
 
 void TwinQueues::endEventInfo(CallRecord& call) {
   // An event of a twin command: its queue is the application's.
-  if (call.args[1] != CL_EVENT_COMMAND_QUEUE || static_cast<cl_int>(call.result) != CL_SUCCESS || !call.args[3] ||
-      call.args[2] < sizeof(cl_command_queue))
+  if (call.args[1] != CL_EVENT_COMMAND_QUEUE || static_cast<cl_int>(call.result) != CL_SUCCESS ||
+      !call.args[3] || call.args[2] < sizeof(cl_command_queue))
     return;
   auto* q = reinterpret_cast<cl_command_queue*>(call.args[3]);
   auto held = lock();

@@ -42,7 +42,8 @@ class TwinQueues {
   };
   /// Where a command on a known queue is timed.
   enum class Route : uint8_t {
-    Untimed,  ///< not a queue we time, a failed twin, or a command that stays on the program's queue
+    Untimed,  ///< not a queue we time, a failed twin, or a command that stays on the program's
+              ///< queue
     Direct,   ///< the queue itself is profiled
     Twin,     ///< through the queue's twin
   };
@@ -68,14 +69,14 @@ class TwinQueues {
   /// added, failed or dropped since this thread last looked.
   Route route(const CallRecord& call);
 
-  // ---- a timed command through a twin ------------------------------------------------------------
+  // ---- a timed command through a twin -----------------------------------------------------------
   /// Redirects the command to its queue's twin, fenced; false (nothing changed) when it cannot.
   bool beginTwin(CallRecord& call, CallState& state);
   /// Restores the call as the program made it and closes the fence behind the command, whose
   /// event is `done` (null: it was not enqueued).
   void endTwin(CallRecord& call, CallState& state, cl_event done);
 
-  // ---- what the program sees ---------------------------------------------------------------------
+  // ---- what the program sees --------------------------------------------------------------------
   /// clGetEventProfilingInfo of an event of a twin or of a queue only we profiled: asks nothing
   /// into the program's memory; endProfilingInfo answers CL_PROFILING_INFO_NOT_AVAILABLE.
   void beginProfilingInfo(CallRecord& call, CallState& state);
@@ -88,7 +89,7 @@ class TwinQueues {
  private:
   struct QueueInfo {
     bool addedProfiling = false;  ///< we switched profiling on; the application did not ask
-    cl_command_queue_properties properties = 0;       ///< what the application asked for
+    cl_command_queue_properties properties = 0;        ///< what the application asked for
     std::vector<cl_queue_properties> propertiesArray;  ///< ... as an array (with its 0)
     bool hadArray = false;
     bool twin = false;  ///< timed through a twin queue: the application's queue is unprofiled

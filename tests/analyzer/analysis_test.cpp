@@ -16,8 +16,8 @@
 #include <set>
 
 #include "analyzer/analyze_file.h"
-#include "analyzer/profile_store.h"
 #include "analyzer/plots.h"
+#include "analyzer/profile_store.h"
 #include "analyzer/report.h"
 #include "contracts/site_key.h"
 #include "tests/analyzer/test_util.h"
@@ -85,7 +85,8 @@ class App {
                 HostAccess access) {
     Leaf l = m_synth.call(id);
     l.refs.push_back(m_synth.ref(m_queue, 0, trace::kRefRead));
-    l.refs.push_back(m_synth.ref(mem, 1, access == HostAccess::Read ? trace::kRefWrite : trace::kRefRead));
+    l.refs.push_back(
+        m_synth.ref(mem, 1, access == HostAccess::Read ? trace::kRefWrite : trace::kRefRead));
     l.refs.push_back(m_synth.hostRef(ptr, bytes, 5, access));
     timed(&l, execNs, trace::TimeSampler::combine(static_cast<uint64_t>(id), mem));
     rec().append(m_thread, std::move(l));
@@ -101,7 +102,8 @@ class App {
     l.refs.push_back(m_synth.ref(m_queue, 0, trace::kRefRead));
     l.refs.push_back(m_synth.ref(m_kernel, 1, trace::kRefRead));
     l.refs.push_back(m_synth.ref(mem, trace::kRefArgBound, trace::kRefWrite));
-    timed(&l, execNs, trace::TimeSampler::combine(static_cast<uint64_t>(ApiId::clEnqueueNDRangeKernel), mem));
+    timed(&l, execNs,
+          trace::TimeSampler::combine(static_cast<uint64_t>(ApiId::clEnqueueNDRangeKernel), mem));
     if (l.device.exec.count) {
       l.device.submitToStart = 7;
       l.device.weightedSubmitToStart = 7 * l.device.weight;
@@ -139,9 +141,12 @@ class App {
  private:
   void timed(Leaf* l, uint64_t execNs, uint64_t key) {
     const uint64_t w = m_skipTiming ? 0 : m_sampler.weight(key);
-    if (!execNs) l->device.missing = 1;
-    else if (!w) l->device.unsampled = 1;
-    else l->device = trace::DeviceAgg::command(execNs, 0, 0, w);
+    if (!execNs)
+      l->device.missing = 1;
+    else if (!w)
+      l->device.unsampled = 1;
+    else
+      l->device = trace::DeviceAgg::command(execNs, 0, 0, w);
     if (execNs && w) {  // on the device 100 ns after the call began
       trace::Stamp& s = l->stamps.back();
       s.deviceStart = s.startNs + 100 + kDeviceEpoch;
@@ -149,6 +154,7 @@ class App {
     }
   }
   trace::TimeSampler m_sampler{1};
+
  public:
   /// Later commands are all sampled out (what a short loop late in a long run can get).
   bool m_skipTiming = false;
@@ -220,9 +226,9 @@ TEST_F(Analysis, CandidatesAreTheTransferFeedingSitesOnly) {
   EXPECT_EQ(c.location.modulePath, "/usr/bin/fake_app");
   EXPECT_EQ(c.location.offset, kSiteA - 0x400000);
   // The key the shim computes for the same frame at run time.
-  uint64_t key = siteKeyFold(kSiteKeySeed,
-                             moduleIdentity("00112233445566778899aabbccddeeff00112233", ""),
-                             kSiteA - 0x400000);
+  uint64_t key =
+      siteKeyFold(kSiteKeySeed, moduleIdentity("00112233445566778899aabbccddeeff00112233", ""),
+                  kSiteA - 0x400000);
   EXPECT_EQ(c.siteKey, key);
   EXPECT_EQ(p.hostOnlySites, 1u);
   EXPECT_EQ(p.hostOnlyAllocations, 1u);
@@ -258,7 +264,7 @@ TEST_F(Analysis, EachSitesLeadBeforeItsFirstTransferIsMeasuredInProgramOrder) {
   app.hostCall(ApiId::clCreateContext, 50'000'000);
   app.hostCall(ApiId::clBuildProgram, 200'000'000);
   ObjectId dev = app.buffer(0x7000, n);  // 1 us (every synthesized call's host time)
-  app.malloc(0x30000000, n, kSiteC);  // made after the build: the build cannot hide its pinning
+  app.malloc(0x30000000, n, kSiteC);     // made after the build: the build cannot hide its pinning
   app.write(dev, 0x10000000, n, 1000);
   app.hostCall(ApiId::clFinish, 30'000'000);
   app.write(dev, 0x30000000, n, 1000);
@@ -363,10 +369,13 @@ TEST_F(Analysis, SampledTraceExtrapolatesToTheAllTimedTotals) {
   EXPECT_EQ(sampled.candidates[0].h2d.transfers, 2000u);
   EXPECT_TRUE(sampled.warnings.empty()) << sampled.warnings[0];
   // Said where it matters: the report, the JSON and the eligibility reason.
-  EXPECT_NE(formatReport(sampled).find("device times sampled: " + std::to_string(s.deviceTimed) + " of 6000"),
-            std::string::npos) << formatReport(sampled);
+  EXPECT_NE(formatReport(sampled).find("device times sampled: " + std::to_string(s.deviceTimed) +
+                                       " of 6000"),
+            std::string::npos)
+      << formatReport(sampled);
   EXPECT_EQ(formatReport(all).find("sampled"), std::string::npos);
-  EXPECT_NE(profileToJson(sampled).find("\"device_sampled_out_commands\":" + std::to_string(s.deviceUnsampled)),
+  EXPECT_NE(profileToJson(sampled).find("\"device_sampled_out_commands\":" +
+                                        std::to_string(s.deviceUnsampled)),
             std::string::npos);
   EXPECT_NE(sampled.eligibility.reason.find("sampled"), std::string::npos);
 }
@@ -798,7 +807,8 @@ TEST_F(Analysis, AnIncompleteTraceNeverReplacesAProfileFromACompleteOne) {
   EXPECT_LE(killed.profile.candidates[0].h2d.transfers, 40u);
   EXPECT_EQ(killed.profileId, 0);
   bool said = false;
-  for (const std::string& n : killed.notes) said |= n.find("incomplete; kept the stored one") != std::string::npos;
+  for (const std::string& n : killed.notes)
+    said |= n.find("incomplete; kept the stored one") != std::string::npos;
   EXPECT_TRUE(said);
   EXPECT_FALSE(killed.storeFailed);
   EXPECT_EQ(storedWrites(), 5u);
@@ -815,7 +825,8 @@ TEST_F(Analysis, AnIncompleteTraceNeverReplacesAProfileFromACompleteOne) {
     std::unique_ptr<Db> db = Db::open(req.dbPath, Db::Mode::ReadWriteCreate, &error);
     ASSERT_TRUE(db) << error;
     AppProfile p = killed.profile;
-    ASSERT_TRUE(storeProfile(*db, p, nullptr, &error)) << error;  // now the stored one is incomplete
+    ASSERT_TRUE(storeProfile(*db, p, nullptr, &error))
+        << error;  // now the stored one is incomplete
   }
   killedAfter(40);
   AnalyzeResult killedAgain;
@@ -921,8 +932,7 @@ TEST_F(Analysis, CorruptTracesNeverCrash) {
   for (int i = 0; i < 400; ++i) {
     std::string bad = good;
     int flips = 1 + static_cast<int>(rng() % 4);
-    for (int k = 0; k < flips; ++k)
-      bad[rng() % bad.size()] = static_cast<char>(rng() & 0xff);
+    for (int k = 0; k < flips; ++k) bad[rng() % bad.size()] = static_cast<char>(rng() & 0xff);
     tryBytes(bad, i % 2 == 0);
   }
   EXPECT_GT(rejected, 0);

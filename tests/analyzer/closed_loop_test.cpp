@@ -17,7 +17,8 @@ constexpr uint64_t kPlan = 0x1111, kSmaller = 0x2222;
 struct Book {
   Ledger ledger;
   // Appends a run; `ms` 0 leaves it running.
-  LedgerRun& add(LedgerKind kind, uint64_t plan, double ms, RunEnd end = RunEnd::Exited, uint64_t code = 0) {
+  LedgerRun& add(LedgerKind kind, uint64_t plan, double ms, RunEnd end = RunEnd::Exited,
+                 uint64_t code = 0) {
     LedgerRun r;
     r.seq = ledger.runs.size() + 1;
     r.kind = kind, r.planId = plan;
@@ -29,9 +30,12 @@ struct Book {
   // What nextRun says, then that run done at `ms` (optimized) or `controlMs` (control).
   NextRun step(const std::vector<uint64_t>& chain, double ms, double controlMs) {
     NextRun next = nextRun(ledger, chain, false);
-    if (next.kind == NextKind::Optimized) add(LedgerKind::Optimized, chain[next.variant], ms);
-    else if (next.kind == NextKind::Control) add(LedgerKind::Control, chain[next.variant], controlMs);
-    else add(LedgerKind::Untouched, chain[0], 0);
+    if (next.kind == NextKind::Optimized)
+      add(LedgerKind::Optimized, chain[next.variant], ms);
+    else if (next.kind == NextKind::Control)
+      add(LedgerKind::Control, chain[next.variant], controlMs);
+    else
+      add(LedgerKind::Untouched, chain[0], 0);
     return next;
   }
 };
@@ -40,8 +44,9 @@ TEST(ClosedLoop, RunsAlternateWhileThePlanExploresStartingOptimized) {
   Book b;
   std::vector<NextKind> kinds;
   for (int i = 0; i < 6; ++i) kinds.push_back(b.step({kPlan}, 100 + i % 3, 104 + i % 2).kind);
-  EXPECT_EQ(kinds, (std::vector<NextKind>{NextKind::Optimized, NextKind::Control, NextKind::Optimized,
-                                          NextKind::Control, NextKind::Optimized, NextKind::Control}));
+  EXPECT_EQ(kinds,
+            (std::vector<NextKind>{NextKind::Optimized, NextKind::Control, NextKind::Optimized,
+                                   NextKind::Control, NextKind::Optimized, NextKind::Control}));
   EXPECT_EQ(pairRuns(b.ledger).size(), 3u);
 }
 
@@ -95,8 +100,10 @@ TEST(ClosedLoop, ALostPlanGivesWayToTheSmallerOneAndThenToUntouchedRuns) {
   next = nextRun(b.ledger, chain, false);
   EXPECT_EQ(next.kind, NextKind::Untouched);
   EXPECT_EQ(next.why, "exhausted");
-  EXPECT_NE(whyUntouched(b.ledger, next).find("every plan tried"), std::string::npos) << whyUntouched(b.ledger, next);
-  EXPECT_EQ(nextRun(b.ledger, chain, true).kind, NextKind::Untouched) << "--stats does not bring a lost plan back";
+  EXPECT_NE(whyUntouched(b.ledger, next).find("every plan tried"), std::string::npos)
+      << whyUntouched(b.ledger, next);
+  EXPECT_EQ(nextRun(b.ledger, chain, true).kind, NextKind::Untouched)
+      << "--stats does not bring a lost plan back";
 }
 
 TEST(ClosedLoop, AnOptimizedRunEndingUnlikeItsControlIsAFailure) {
@@ -105,7 +112,8 @@ TEST(ClosedLoop, AnOptimizedRunEndingUnlikeItsControlIsAFailure) {
   EXPECT_FALSE(findFailure(b.ledger, pairRuns(b.ledger), kPlan).failed)
       << "an exit status with no untouched run to compare with waits for its control";
   b.add(LedgerKind::Control, kPlan, 0);
-  EXPECT_FALSE(findFailure(b.ledger, pairRuns(b.ledger), kPlan).failed) << "its control has not ended yet";
+  EXPECT_FALSE(findFailure(b.ledger, pairRuns(b.ledger), kPlan).failed)
+      << "its control has not ended yet";
   b.ledger.runs.back().end = RunEnd::Exited;
   b.ledger.runs.back().wallNs = 100000000;
   Failure f = findFailure(b.ledger, pairRuns(b.ledger), kPlan);
@@ -148,7 +156,8 @@ TEST(ClosedLoop, ARevertedPlanLeavesEveryRunUntouchedEvenWhenStatsAreAsked) {
   const NextRun next = nextRun(b.ledger, {kPlan, kSmaller}, true);
   EXPECT_EQ(next.kind, NextKind::Untouched);
   EXPECT_EQ(next.why, "failed");
-  EXPECT_NE(whyUntouched(b.ledger, next).find("signal 11"), std::string::npos) << whyUntouched(b.ledger, next);
+  EXPECT_NE(whyUntouched(b.ledger, next).find("signal 11"), std::string::npos)
+      << whyUntouched(b.ledger, next);
 }
 
 TEST(ClosedLoop, StatsAskedMakesTheRunOptimizedWithoutBreakingThePairs) {

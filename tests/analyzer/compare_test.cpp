@@ -17,10 +17,13 @@
 namespace hetopt::analyzer {
 namespace {
 
-bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+bool contains(const std::string& s, const std::string& part) {
+  return s.find(part) != std::string::npos;
+}
 
 // A run of `kind` started `second` s after the first and lasting `wallMs`.
-StoredRun run(const AppProfile& p, RunKind kind, uint64_t second, double wallMs, uint64_t exitStatus = 0) {
+StoredRun run(const AppProfile& p, RunKind kind, uint64_t second, double wallMs,
+              uint64_t exitStatus = 0) {
   RunRecord r;
   r.kind = kind;
   r.writer = "0.1.0";
@@ -46,9 +49,12 @@ TEST(Compare, SavingIsUntouchedMedianLessOptimizedMedianWithCountsAndRanges) {
   const AppProfile p = testing::sampleProfile();
   const std::vector<double> untouched = {92.5, 97.0, 90.0}, optimized = {81.0, 86.0, 79.5, 88.0};
   std::vector<StoredRun> runs;
-  // Not interleaved: every untouched run first, so only the last untouched and first optimized pair.
-  for (size_t i = 0; i < untouched.size(); ++i) runs.push_back(run(p, RunKind::Untouched, i, untouched[i], i == 1 ? 3 : 0));
-  for (size_t i = 0; i < optimized.size(); ++i) runs.push_back(run(p, RunKind::Optimized, 10 + i, optimized[i]));
+  // Not interleaved: every untouched run first, so only the last untouched and first optimized
+  // pair.
+  for (size_t i = 0; i < untouched.size(); ++i)
+    runs.push_back(run(p, RunKind::Untouched, i, untouched[i], i == 1 ? 3 : 0));
+  for (size_t i = 0; i < optimized.size(); ++i)
+    runs.push_back(run(p, RunKind::Optimized, 10 + i, optimized[i]));
   const MeasuredSaving m = measureSaving(p, runs, LoopReport{});
   EXPECT_FALSE(m.upperBound);
   EXPECT_EQ(m.untouched.count, untouched.size());
@@ -57,21 +63,27 @@ TEST(Compare, SavingIsUntouchedMedianLessOptimizedMedianWithCountsAndRanges) {
   EXPECT_NEAR(m.savingNs, expected, 1);
   EXPECT_NEAR(m.untouched.minNs, 90e6, 1);
   EXPECT_NEAR(m.untouched.maxNs, 97e6, 1);
-  EXPECT_NEAR(m.optimized.medianNs, medianOf(optimized) * 1e6, 1) << "even count: the middle two's mean";
+  EXPECT_NEAR(m.optimized.medianNs, medianOf(optimized) * 1e6, 1)
+      << "even count: the middle two's mean";
   EXPECT_TRUE(m.pairedNs.empty()) << "pairs come from the run ledger, not from the records' order";
 
   const std::string text = formatComparison(p, runs, LoopReport{});
   EXPECT_TRUE(contains(text, "3 untouched and 4 optimized runs recorded")) << text;
   EXPECT_TRUE(contains(text, "measured saving:  " + formatDuration(expected) + " per run")) << text;
-  EXPECT_TRUE(contains(text, "the median of 3 untouched runs, " + formatDuration(medianOf(untouched) * 1e6) +
-                                 " (" + formatDuration(90e6) + " to " + formatDuration(97e6) + ")"))
+  EXPECT_TRUE(contains(text, "the median of 3 untouched runs, " +
+                                 formatDuration(medianOf(untouched) * 1e6) + " (" +
+                                 formatDuration(90e6) + " to " + formatDuration(97e6) + ")"))
       << text;
-  EXPECT_TRUE(contains(text, "median of 4 optimized runs, " + formatDuration(medianOf(optimized) * 1e6))) << text;
+  EXPECT_TRUE(
+      contains(text, "median of 4 optimized runs, " + formatDuration(medianOf(optimized) * 1e6)))
+      << text;
   EXPECT_FALSE(contains(text, "upper bound")) << text;
   EXPECT_FALSE(contains(text, "paired:")) << "one pair is no pairing: " << text;
   EXPECT_TRUE(contains(text, "untouched (no shim), exit status 3")) << text;
   // Each optimized row's measured saving is against the untouched median.
-  EXPECT_TRUE(contains(text, "measured " + formatDuration((medianOf(untouched) - optimized[0]) * 1e6) + " (plan abcdef01)"))
+  EXPECT_TRUE(contains(text, "measured " +
+                                 formatDuration((medianOf(untouched) - optimized[0]) * 1e6) +
+                                 " (plan abcdef01)"))
       << text;
 
   const std::vector<BreakdownBar> bars = comparisonBars(p, runs);
@@ -84,7 +96,8 @@ TEST(Compare, SavingIsUntouchedMedianLessOptimizedMedianWithCountsAndRanges) {
 
 TEST(Compare, EveryTimeOfARunNamesItsZone) {
   const AppProfile p = testing::sampleProfile();
-  const std::vector<StoredRun> runs = {run(p, RunKind::Untouched, 0, 90), run(p, RunKind::Optimized, 1, 80)};
+  const std::vector<StoredRun> runs = {run(p, RunKind::Untouched, 0, 90),
+                                       run(p, RunKind::Optimized, 1, 80)};
   const std::string text = formatComparison(p, runs, LoopReport{});
   EXPECT_TRUE(contains(text, "\n2026-11-25 18:36:53 UTC ")) << text;
   EXPECT_TRUE(contains(text, "\n2026-11-25 18:36:54 UTC ")) << text;
@@ -92,7 +105,8 @@ TEST(Compare, EveryTimeOfARunNamesItsZone) {
   ASSERT_EQ(bars.size(), 3u);
   EXPECT_EQ(bars[1].label, "untouched 18:36:53 UTC");
   EXPECT_EQ(bars[2].label, "optimized 18:36:54 UTC");
-  EXPECT_NEAR(bars[1].breakdown.communicationNs, p.breakdown.communicationNs, 1) << "nothing pinned in a plain run";
+  EXPECT_NEAR(bars[1].breakdown.communicationNs, p.breakdown.communicationNs, 1)
+      << "nothing pinned in a plain run";
 }
 
 // The pairs are the run ledger's: each control run against the optimized run next to it, the
@@ -109,7 +123,8 @@ TEST(Compare, PairsAreTheLedgersControlAndOptimizedNeighbours) {
     r.seq = ledger.runs.size() + 1, r.kind = kind, r.planId = 0xabcdef0123456789ull;
     r.end = RunEnd::Exited, r.wallNs = static_cast<uint64_t>(ms * 1e6);
     ledger.runs.push_back(r);
-    runs.push_back(run(p, kind == LedgerKind::Control ? RunKind::Untouched : RunKind::Optimized, r.seq, ms));
+    runs.push_back(
+        run(p, kind == LedgerKind::Control ? RunKind::Untouched : RunKind::Optimized, r.seq, ms));
   };
   timed(LedgerKind::Optimized, 50);
   timed(LedgerKind::Optimized, 50);  // the newer of two optimized runs pairs with the next control
@@ -122,9 +137,12 @@ TEST(Compare, PairsAreTheLedgersControlAndOptimizedNeighbours) {
   const MeasuredSaving m = measureSaving(p, runs, loop);
   ASSERT_EQ(m.pairedNs.size(), 3u);
   EXPECT_NEAR(m.pairedNs[0], 50e6, 1) << "the --stats run and the first control";
-  EXPECT_NEAR(m.pairedNs[1], (110 - 100 + saved[0]) * 1e6, 1) << "control of round 1 and optimized of round 0";
+  EXPECT_NEAR(m.pairedNs[1], (110 - 100 + saved[0]) * 1e6, 1)
+      << "control of round 1 and optimized of round 0";
   const std::string text = formatComparison(p, runs, loop);
-  EXPECT_TRUE(contains(text, "paired:           3 control runs each against the optimized run next to it")) << text;
+  EXPECT_TRUE(
+      contains(text, "paired:           3 control runs each against the optimized run next to it"))
+      << text;
   EXPECT_TRUE(contains(text, "plan abcdef01  exploring")) << text;
 }
 
@@ -139,7 +157,8 @@ TEST(Compare, ALossIsNeverCalledAnUpperBound) {
   const std::string text = formatComparison(p, runs, LoopReport{});
   EXPECT_FALSE(contains(text, "upper bound")) << text;
   EXPECT_TRUE(contains(text, "LOST per run")) << text;
-  EXPECT_TRUE(contains(comparisonJson(p, runs, LoopReport{}), "\"upper_bound\":false")) << comparisonJson(p, runs, LoopReport{});
+  EXPECT_TRUE(contains(comparisonJson(p, runs, LoopReport{}), "\"upper_bound\":false"))
+      << comparisonJson(p, runs, LoopReport{});
 }
 
 TEST(Compare, DeclinedRunsAreSaidWithTheirReason) {
@@ -160,7 +179,8 @@ TEST(Compare, DeclinedRunsAreSaidWithTheirReason) {
 TEST(Compare, WithoutUntouchedRunsTheSavingIsAnUpperBoundAndSaysHowToMeasureIt) {
   AppProfile p = testing::sampleProfile();
   p.breakdown.recordingNs = 4e6;
-  std::vector<StoredRun> runs = {run(p, RunKind::Optimized, 0, 80), run(p, RunKind::Optimized, 1, 84)};
+  std::vector<StoredRun> runs = {run(p, RunKind::Optimized, 0, 80),
+                                 run(p, RunKind::Optimized, 1, 84)};
   const MeasuredSaving m = measureSaving(p, runs, LoopReport{});
   EXPECT_TRUE(m.upperBound);
   EXPECT_EQ(m.untouched.count, 0u);
@@ -169,7 +189,9 @@ TEST(Compare, WithoutUntouchedRunsTheSavingIsAnUpperBoundAndSaysHowToMeasureIt) 
   EXPECT_NEAR(m.savingNs, traced - 82e6, 1);
   EXPECT_TRUE(m.pairedNs.empty());
   const std::string text = formatComparison(p, runs, LoopReport{});
-  EXPECT_TRUE(contains(text, "measured saving:  " + formatDuration(traced - 82e6) + ", an upper bound")) << text;
+  EXPECT_TRUE(
+      contains(text, "measured saving:  " + formatDuration(traced - 82e6) + ", an upper bound"))
+      << text;
   EXPECT_TRUE(contains(text, "control runs measure the real saving")) << text;
 
   // Untouched runs only: shown, nothing to compare yet.

@@ -97,12 +97,14 @@ TEST_F(Outputs, ALongTitleFitsTheImageAndEveryFileIsPrivate) {
   const std::string dir = m_dir + "/plots";
   const std::string title =
       "python3.11 train_the_network_on_every_file.py on Portable Computing Language / "
-      "cpu-haswell-AMD EPYC 7B13 64-Core Processor, 2026-11-25: traced, untouched and optimized runs";
-  ASSERT_TRUE(writeBreakdownPlot(dir, "long", title,
-                                 {{"traced", b}, {"untouched 18:36:53 UTC", b}, {"optimized 18:36:54 UTC", b}}, &out,
-                                 &error))
+      "cpu-haswell-AMD EPYC 7B13 64-Core Processor, 2026-11-25: traced, untouched and optimized "
+      "runs";
+  ASSERT_TRUE(writeBreakdownPlot(
+      dir, "long", title,
+      {{"traced", b}, {"untouched 18:36:53 UTC", b}, {"optimized 18:36:54 UTC", b}}, &out, &error))
       << error;
-  ASSERT_FALSE(out.png.empty()) << "gnuplot (scripts/setup.sh installs it) did not render: " << out.note;
+  ASSERT_FALSE(out.png.empty()) << "gnuplot (scripts/setup.sh installs it) did not render: "
+                                << out.note;
   for (const std::string& file : {out.data, out.script, out.image, out.png}) {
     struct stat st;
     ASSERT_EQ(stat(file.c_str(), &st), 0) << file;

@@ -15,12 +15,15 @@ namespace {
 
 // A site whose stored prediction is `policy` (register: in place; standard: nothing; else a pool
 // of it), saving 5 ms (of a 100 ms run: a plan must save 5 ms).
-analyzer::CandidateSite site(uint64_t key, const char* policy, uint64_t peakLive, bool known = true) {
+analyzer::CandidateSite site(uint64_t key, const char* policy, uint64_t peakLive,
+                             bool known = true) {
   analyzer::CandidateSite s;
   s.siteKey = key;
   s.gain.known = known;
   s.gain.policy = policy;
-  s.gain.allocMode = !strcmp(policy, "register") ? "direct" : !strcmp(policy, "standard") ? "plain" : "pool";
+  s.gain.allocMode = !strcmp(policy, "register")   ? "direct"
+                     : !strcmp(policy, "standard") ? "plain"
+                                                   : "pool";
   s.peakLiveBytes = peakLive;
   s.h2d.transfers = 1;
   s.h2d.bytes = 4 << 20;
@@ -56,7 +59,8 @@ class LineGain : public analyzer::GainModel {
     out->known = true;
     out->measured = measured > 0;
     out->standardNs = out->measured ? measured : 0.125 * bytes;
-    const double reg = 0.08 * static_cast<double>(s.typicalAllocBytes) * static_cast<double>(s.allocations);
+    const double reg =
+        0.08 * static_cast<double>(s.typicalAllocBytes) * static_cast<double>(s.allocations);
     const double pool = 0.45 * static_cast<double>(s.peakLiveBytes);
     const bool registers = reg <= pool;
     out->policy = registers ? "register" : "hybrid";
@@ -167,11 +171,12 @@ TEST(RunPlan, TooLittleToGainRunsUntouchedSayingWhichNumberDecided) {
   // 64 MiB sent once, warm: 8.4 ms pageable, 1.3 pinned, 5.4 registering: saves 1.7 ms.
   p.candidates = {traced(0x61, 1, 64 << 20, 1, 8.4e6)};
   EXPECT_FALSE(::plan(p, {}, &plan, &why, &curves, &d));
-  EXPECT_NE(why.find("the best site 1.69 ms, where a site must save 2.00 ms"), std::string::npos) << why;
+  EXPECT_NE(why.find("the best site 1.69 ms, where a site must save 2.00 ms"), std::string::npos)
+      << why;
   EXPECT_NE(d.sites[0].why.find("saves only 1.69 ms"), std::string::npos) << d.sites[0].why;
   // Sites that each save enough, but not the plan once hetopt's own work is counted.
   p.candidates = {traced(0x62, 1, 64 << 20, 1, 12e6)};  // saves 5.3 ms
-  p.trackedAllocations = 1000;                           // ~2 ms of call-site capture
+  p.trackedAllocations = 1000;                          // ~2 ms of call-site capture
   EXPECT_FALSE(::plan(p, {}, &plan, &why, &curves, &d));
   EXPECT_NE(why.find("would save ~3.29 ms"), std::string::npos) << why;
   EXPECT_NE(why.find("must save 80.00 ms"), std::string::npos) << why;
@@ -190,7 +195,7 @@ TEST(RunPlan, TooLittleToGainRunsUntouchedSayingWhichNumberDecided) {
 
 TEST(RunPlan, TheStartUpAnOptimizedRunOverlapsCountsOncePinningPays) {
   analyzer::AppProfile p = eligibleProfile();
-  p.breakdown.totalNs = 2.4e9;  // a plan must save 24 ms
+  p.breakdown.totalNs = 2.4e9;                          // a plan must save 24 ms
   p.candidates = {traced(0x71, 1, 64 << 20, 1, 14e6)};  // pinning saves ~7 ms
   p.contextsCreated = 1;
   p.firstContextDevices = 1;
@@ -209,8 +214,9 @@ TEST(RunPlan, TheStartUpAnOptimizedRunOverlapsCountsOncePinningPays) {
   EXPECT_TRUE(plan.earlyContext);
   EXPECT_NEAR(d.startupNs, 605e6, 1e3);
   EXPECT_NE(d.verdict.find("start-up overlapped ~605.00 ms"), std::string::npos) << d.verdict;
-  EXPECT_NE(describeDecision(p, plan, d, true).find("start-up: traced first OpenCL call at 600.00 ms"),
-            std::string::npos);
+  EXPECT_NE(
+      describeDecision(p, plan, d, true).find("start-up: traced first OpenCL call at 600.00 ms"),
+      std::string::npos);
   // Two contexts: none made early; the enumeration still overlaps.
   p.contextsCreated = 2;
   ASSERT_TRUE(::plan(p, {}, &plan, &why, &curves, &d)) << why;
@@ -328,7 +334,8 @@ TEST(RunPlan, RegistrationBeforeTheFirstTransferNeedsItIsOffTheCriticalPath) {
   ASSERT_EQ(plan.sites.size(), 1u);
   EXPECT_EQ(plan.sites[0].strategy, SiteStrategy::Register);
   EXPECT_NEAR(d.savingNs, 100e6 - 0.02 * (1 << 30), 1e5);  // all of the registration hidden
-  EXPECT_NE(d.sites[0].why.find("before the program needs it"), std::string::npos) << d.sites[0].why;
+  EXPECT_NE(d.sites[0].why.find("before the program needs it"), std::string::npos)
+      << d.sites[0].why;
   // Two contexts: nothing made early, and no OpenCL work between the context and the transfer.
   p.contextsCreated = 2;
   EXPECT_FALSE(::plan(p, {}, &plan, &why, &curves, &d)) << why;
@@ -367,9 +374,10 @@ TEST(RunPlan, TheSummaryLineSaysWhatIsPinnedHowAndThePredictedSaving) {
   std::string why;
   ASSERT_TRUE(::plan(p, {}, &plan, &why, &curves, &d)) << why;
   const std::string line = planSummary(plan, d);
-  EXPECT_NE(line.find("optimizing: 1 site registered in place (~256 MiB at the traced peak), 1 site "
-                      "from a pool (hybrid, "),
-            std::string::npos)
+  EXPECT_NE(
+      line.find("optimizing: 1 site registered in place (~256 MiB at the traced peak), 1 site "
+                "from a pool (hybrid, "),
+      std::string::npos)
       << line;
   EXPECT_NE(line.find("predicted saving ~"), std::string::npos) << line;
   EXPECT_NE(line.find("--stats shows what was done"), std::string::npos) << line;
@@ -417,7 +425,8 @@ TEST(RunPlan, ImplausiblePeakSizesGiveAReasonNotAPool) {
   std::string why;
   EXPECT_FALSE(::plan(p, {}, &plan, &why));
   EXPECT_NE(why.find("implausible pool"), std::string::npos) << why;
-  p.candidates = {site(1, "hybrid", uint64_t{1} << 40), site(2, "hybrid", 1 << 20)};  // 1 TiB still makes a plan
+  p.candidates = {site(1, "hybrid", uint64_t{1} << 40),
+                  site(2, "hybrid", 1 << 20)};  // 1 TiB still makes a plan
   EXPECT_TRUE(::plan(p, {}, &plan, &why)) << why;
   EXPECT_GE(plan.poolBytes, uint64_t{5} << 38);
 }
@@ -446,7 +455,8 @@ TEST(RunPlan, UntrackedMemoryTheRegisterCurvesSayGainsIsRegisteredWithoutAPool) 
   analyzer::UntrackedMemory weights = untracked(Kind::Static, 1 << 20, 5e6);
   weights.moduleKey = 0xabcdef;
   weights.moduleOffset = 0x4020;
-  analyzer::UntrackedMemory slow = untracked(Kind::Static, 1 << 20, -1e5);  // costs more than it saves
+  analyzer::UntrackedMemory slow =
+      untracked(Kind::Static, 1 << 20, -1e5);  // costs more than it saves
   slow.moduleKey = 0x1234;
   analyzer::UntrackedMemory unknownModule = untracked(Kind::Static, 1 << 20, 5e6);  // moduleKey 0
   analyzer::UntrackedMemory small = untracked(Kind::Mmap, 256 << 10, 5e6);
@@ -550,6 +560,6 @@ TEST(RunPlan, PlansCarryTheSitesProfileAndTheDirectModeAndPlansWithoutStillRead)
   EXPECT_FALSE(parsePlan("hetopt-plan 1\npool opencl 1\nsite 1f 0 100 profile 1 9 5 7 1 1\n", &back,
                          &why));  // min > max
   EXPECT_FALSE(parsePlan("hetopt-plan 1\npool opencl 1\nsite 1f 0 100 extra\n", &back, &why));
-  EXPECT_FALSE(parsePlan("hetopt-plan 1\npool opencl 1\npool-mode naive\nsite 1f 0 1\n", &back, &why));
+  EXPECT_FALSE(
+      parsePlan("hetopt-plan 1\npool opencl 1\npool-mode naive\nsite 1f 0 1\n", &back, &why));
 }
-

@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: MIT
 /** @file Profiles in the DB: round trip, replacement, stale builds, foreign files. */
 #include "analyzer/profile_store.h"
-#include "analyzer/compare.h"
 
 #include <gtest/gtest.h>
 
 #include <cmath>
 
+#include "analyzer/compare.h"
 #include "tests/analyzer/test_util.h"
 
 namespace hetopt::analyzer {
@@ -206,14 +206,17 @@ TEST_F(ProfileStore, ScriptsNamesAndLaunchersRoundTrip) {
   ASSERT_TRUE(loadProfile(*db, named.program, &q, &lookup, &error)) << error;
   ASSERT_EQ(lookup.status, ProfileLookup::Status::Found);
   EXPECT_EQ(q.program.profileName, "big");
-  EXPECT_EQ(q.program.script.hash, std::string(64, 'd')) << "the newer named profile replaced the older";
+  EXPECT_EQ(q.program.script.hash, std::string(64, 'd'))
+      << "the newer named profile replaced the older";
   ProgramIdentity other = named.program;
   other.script.hash = std::string(64, 'e');
   ASSERT_TRUE(loadProfile(*db, other, &q, &lookup, &error)) << error;
   EXPECT_EQ(lookup.status, ProfileLookup::Status::Found);
   EXPECT_EQ(lookup.storedKey, named.program.key());
   // A launcher's record: replaced per launcher, entries in order.
-  LauncherRecord rec{"/w/wrap.sh", "build-id:dash+script-sha256:00", "2026-01-01T00:00:00Z",
+  LauncherRecord rec{"/w/wrap.sh",
+                     "build-id:dash+script-sha256:00",
+                     "2026-01-01T00:00:00Z",
                      {{42, "/w/a.py", a.program.key(), a.program.describe()},
                       {43, "/w/b.py", b.program.key(), b.program.describe()}}};
   ASSERT_TRUE(storeLauncher(*db, rec, &error)) << error;
@@ -266,7 +269,8 @@ TEST_F(ProfileStore, RunsFromRunRecordsKeepTheirFactsAndOnlyTheNewest) {
     r.sites = {{p.candidates[0].siteKey, 11 * i, 4096, 10 * i, 1}};
     StoredRun run = runFromRecord(p, r);
     EXPECT_DOUBLE_EQ(run.bar.breakdown.totalNs, static_cast<double>(r.wallNs));
-    EXPECT_DOUBLE_EQ(run.bar.breakdown.kernelNs + run.bar.breakdown.communicationNs + run.bar.breakdown.cpuSyncNs,
+    EXPECT_DOUBLE_EQ(run.bar.breakdown.kernelNs + run.bar.breakdown.communicationNs +
+                         run.bar.breakdown.cpuSyncNs,
                      static_cast<double>(r.wallNs));
     ASSERT_TRUE(storeRun(*db, id, run, 2, &error)) << error;
   }

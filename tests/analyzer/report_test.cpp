@@ -91,16 +91,29 @@ TEST(Report, SitesThatPrintAlikeAreToldApartOrMerged) {
   site(1, {{hc, "aa", 0x153a6, true}, {hc, "aa", 0x2000, true}, {hc, "aa", 0x9000, true}}, 1);
   site(2, {{hc, "aa", 0x153a6, true}, {hc, "aa", 0x3000, true}, {hc, "aa", 0x9000, true}}, 2);
   site(3, {{hc, "aa", 0x153a6, true}, {hc, "aa", 0x3000, true}, {hc, "aa", 0x9000, true}}, 3);
-  site(4, {{lib, "", 0x10, true}, {lib, "", 0x20, true}, {hc, "aa", 0x4000, true}, {hc, "aa", 0x9000, true}}, 4);
+  site(4,
+       {{lib, "", 0x10, true},
+        {lib, "", 0x20, true},
+        {hc, "aa", 0x4000, true},
+        {hc, "aa", 0x9000, true}},
+       4);
   const std::string r = formatReport(p);
-  EXPECT_TRUE(contains(r, "#1 hc+0x153a6\n      (hc: no debug info)\n      called from hc+0x2000\n")) << r;
-  EXPECT_TRUE(contains(r, "#2 hc+0x153a6\n      (2 sites whose recorded frames all print alike: shown as one)\n"
-                          "      (hc: no debug info)\n      called from hc+0x3000\n      malloc: 5 allocations")) << r;
+  EXPECT_TRUE(
+      contains(r, "#1 hc+0x153a6\n      (hc: no debug info)\n      called from hc+0x2000\n"))
+      << r;
+  EXPECT_TRUE(contains(
+      r,
+      "#2 hc+0x153a6\n      (2 sites whose recorded frames all print alike: shown as one)\n"
+      "      (hc: no debug info)\n      called from hc+0x3000\n      malloc: 5 allocations"))
+      << r;
   EXPECT_TRUE(contains(r, "h2d 5 x 1 MiB (5 MiB, 2.0 us)")) << r;
-  EXPECT_TRUE(contains(r, "#3 libwrap.so+0x10\n      (hc: no debug info)\n      called from libwrap.so+0x20, from hc+0x4000\n")) << r;
+  EXPECT_TRUE(contains(r,
+                       "#3 libwrap.so+0x10\n      (hc: no debug info)\n      called from "
+                       "libwrap.so+0x20, from hc+0x4000\n"))
+      << r;
   EXPECT_FALSE(contains(r, "#4")) << r;
   EXPECT_FALSE(contains(r, "0x9000")) << r;  // the sites differ before it
-  EXPECT_TRUE(contains(r, "4 of ")) << r;  // the header still counts every recorded site
+  EXPECT_TRUE(contains(r, "4 of ")) << r;    // the header still counts every recorded site
 }
 
 // A Python script's sites inside numpy (two extension modules of one package) are one group with
@@ -138,24 +151,32 @@ TEST(Report, SitesInsideLibrariesAreGrouped) {
   site(6, p.program.path, 0x50, 1 << 20);
   p.candidates[1].location.note.clear();
   const std::string r = formatReport(p);
-  EXPECT_TRUE(contains(r, "  numpy (" + np + "): 3 sites inside it, not the program's own code\n"
-                          "      together: 9 allocations, peak live at most 8 MiB; "
-                          "h2d 9 x 2 MiB mostly, 2 sizes (12 MiB, 3.0 us)   d2h none\n"
-                          "    #1 _multiarray_umath.cpython-311-x86_64-linux-gnu.so+0xde138\n"
-                          "        (_multiarray_umath.cpython-311-x86_64-linux-gnu.so: no symbols)\n"
-                          "        called from +0x11b09d\n")) << r;
-  EXPECT_TRUE(contains(r, "    #2 _multiarray_umath.cpython-311-x86_64-linux-gnu.so+0xde138\n"
-                          "        (_multiarray_umath.cpython-311-x86_64-linux-gnu.so: no symbols)\n"
-                          "        called from +0x119a89\n        malloc: 3 allocations of 1 MiB")) << r;
+  EXPECT_TRUE(
+      contains(r, "  numpy (" + np +
+                      "): 3 sites inside it, not the program's own code\n"
+                      "      together: 9 allocations, peak live at most 8 MiB; "
+                      "h2d 9 x 2 MiB mostly, 2 sizes (12 MiB, 3.0 us)   d2h none\n"
+                      "    #1 _multiarray_umath.cpython-311-x86_64-linux-gnu.so+0xde138\n"
+                      "        (_multiarray_umath.cpython-311-x86_64-linux-gnu.so: no symbols)\n"
+                      "        called from +0x11b09d\n"))
+      << r;
+  EXPECT_TRUE(contains(r,
+                       "    #2 _multiarray_umath.cpython-311-x86_64-linux-gnu.so+0xde138\n"
+                       "        (_multiarray_umath.cpython-311-x86_64-linux-gnu.so: no symbols)\n"
+                       "        called from +0x119a89\n        malloc: 3 allocations of 1 MiB"))
+      << r;
   EXPECT_TRUE(contains(r, "    #3 _umath_linalg.cpython-311-x86_64-linux-gnu.so+0xde138\n")) << r;
   // One library, one site: printed as before, after the group that came first.
-  EXPECT_TRUE(contains(r, "\n  #4 libother.so.1+0xde138\n      called from libother.so.1+0x20\n")) << r;
-  EXPECT_TRUE(contains(r, "  the interpreter (/usr/bin/python3.11): 2 sites inside it, "
-                          "not the program's own code\n"
-                          "      together: 6 allocations, peak live at most 4 MiB; "
-                          "h2d 6 x 1 MiB (6 MiB, 2.0 us)   d2h none\n"
-                          "      (python3.11: no symbols)\n"
-                          "    #5 python3.11+0xde138\n        called from +0x40\n")) << r;
+  EXPECT_TRUE(contains(r, "\n  #4 libother.so.1+0xde138\n      called from libother.so.1+0x20\n"))
+      << r;
+  EXPECT_TRUE(contains(r,
+                       "  the interpreter (/usr/bin/python3.11): 2 sites inside it, "
+                       "not the program's own code\n"
+                       "      together: 6 allocations, peak live at most 4 MiB; "
+                       "h2d 6 x 1 MiB (6 MiB, 2.0 us)   d2h none\n"
+                       "      (python3.11: no symbols)\n"
+                       "    #5 python3.11+0xde138\n        called from +0x40\n"))
+      << r;
   const std::string j = profileToJson(p);
   EXPECT_TRUE(contains(j, "\"library\":\"numpy\",\"library_path\":\"" + np + "\"")) << j;
   EXPECT_TRUE(contains(j, "\"library\":\"libother.so.1\"")) << j;
@@ -192,8 +213,9 @@ TEST_F(JsonFile, ProfileIsValidJson) {
 
 TEST_F(JsonFile, HostileStringsAndInfinityStayValid) {
   AppProfile p = sampleProfile();
-  p.program.path = std::string("/tmp/\xff\xfe bad\x01utf8/\xe2\x82\xac");  // invalid bytes, a control char, a valid euro
-  p.eligibility.ratio = HUGE_VAL;  // no kernel at all
+  p.program.path = std::string(
+      "/tmp/\xff\xfe bad\x01utf8/\xe2\x82\xac");  // invalid bytes, a control char, a valid euro
+  p.eligibility.ratio = HUGE_VAL;                 // no kernel at all
   p.breakdown.totalNs = NAN;
   std::string j = profileToJson(p);
   EXPECT_TRUE(pythonParsesJson(write(j))) << j;

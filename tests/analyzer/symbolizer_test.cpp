@@ -66,7 +66,9 @@ void* operator new(std::size_t size) {
 }
 // The nothrow forms too: the standard library's call the ones above, but a sanitizer runtime brings
 // its own, and its nothrow new (std::stable_sort's buffer) then met our delete (ASan: mismatch).
-void* operator new(std::size_t size, const std::nothrow_t&) noexcept { return malloc(size ? size : 1); }
+void* operator new(std::size_t size, const std::nothrow_t&) noexcept {
+  return malloc(size ? size : 1);
+}
 void operator delete(void* p) noexcept { free(p); }
 void operator delete(void* p, std::size_t) noexcept { free(p); }
 void operator delete(void* p, const std::nothrow_t&) noexcept { free(p); }
@@ -75,13 +77,15 @@ namespace {
 
 __attribute__((noinline)) size_t allocateVector(size_t n, int* line) {
   t_armed = true;
-  std::vector<float> v(n); *line = __LINE__;
+  std::vector<float> v(n);
+  *line = __LINE__;
   return v.size();
 }
 
 TEST(Symbolizer, NamesTheCallersSourceLine) {
   if (!Symbolizer::available()) GTEST_SKIP() << "built without LLVM";
-  void* ra = returnAddressOfCaller(); const int expectLine = __LINE__;
+  void* ra = returnAddressOfCaller();
+  const int expectLine = __LINE__;
   Symbolizer sym;
   SiteLocation loc = sym.locate({toModulePc(ra)});
   ASSERT_TRUE(loc.hasSource) << loc.note;
@@ -173,7 +177,8 @@ TEST(Symbolizer, StaticDataNamesTheVariableAndItsDefinitionLine) {
   EXPECT_EQ(d.size, sizeof g_staticWeights);
   EXPECT_EQ(d.decl.line, static_cast<uint32_t>(kStaticWeightsLine));
   EXPECT_TRUE(isThisSourceFile(d.decl.file)) << d.decl.file;
-  EXPECT_EQ(d.describe(), "g_staticWeights (symbolizer_test.cpp:" + std::to_string(kStaticWeightsLine) + ")");
+  EXPECT_EQ(d.describe(),
+            "g_staticWeights (symbolizer_test.cpp:" + std::to_string(kStaticWeightsLine) + ")");
 }
 
 TEST(Symbolizer, RefusesAModuleWhoseBuildIdChanged) {
@@ -205,7 +210,11 @@ TEST(Symbolizer, GarbageFileIsRefused) {
   char path[] = "/tmp/hetopt-sym-XXXXXX";
   int fd = mkstemp(path);
   ASSERT_GE(fd, 0);
-  ASSERT_EQ(write(fd, "\x7f" "ELF\x02\x01 garbage", 15), 15);
+  ASSERT_EQ(write(fd,
+                  "\x7f"
+                  "ELF\x02\x01 garbage",
+                  15),
+            15);
   close(fd);
   Symbolizer sym;
   SiteLocation loc = sym.locate({ModulePc{path, "", 0x40, true}});

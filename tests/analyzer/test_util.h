@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-/** @file Helpers shared by the analyzer's unit tests: a filled-in profile, temp dirs, JSON checks. */
+/** @file Helpers shared by the analyzer's unit tests: a filled-in profile, temp dirs, JSON checks.
+ */
 #pragma once
 #include <unistd.h>
 

@@ -39,9 +39,11 @@ int main(int argc, char** argv) {
   APP_CL(err);
   APP_CL(clSetKernelArg(k, 0, sizeof(cl_mem), &dev));
   for (int it = 0; it < opt.iters; ++it) {
-    APP_CL(clEnqueueWriteBuffer(env.queue(), dev, CL_TRUE, 0, n * sizeof(float), host, 0, nullptr, nullptr));
+    APP_CL(clEnqueueWriteBuffer(env.queue(), dev, CL_TRUE, 0, n * sizeof(float), host, 0, nullptr,
+                                nullptr));
     APP_CL(clEnqueueNDRangeKernel(env.queue(), k, 1, nullptr, &n, nullptr, 0, nullptr, nullptr));
-    APP_CL(clEnqueueReadBuffer(env.queue(), dev, CL_TRUE, 0, n * sizeof(float), host, 0, nullptr, nullptr));
+    APP_CL(clEnqueueReadBuffer(env.queue(), dev, CL_TRUE, 0, n * sizeof(float), host, 0, nullptr,
+                               nullptr));
     for (size_t i = 0; i < n; ++i) expect[i] *= 2.0f;
   }
   APP_CL(clFlush(env.queue()));

@@ -35,8 +35,8 @@ ClEnv::ClEnv(int numQueues, cl_command_queue_properties props) {
   APP_CL(err);
   for (int i = 0; i < numQueues; ++i) {
     cl_queue_properties qprops[] = {CL_QUEUE_PROPERTIES, props, 0};
-    cl_command_queue q =
-        clCreateCommandQueueWithProperties(m_context, m_device.device, props ? qprops : nullptr, &err);
+    cl_command_queue q = clCreateCommandQueueWithProperties(m_context, m_device.device,
+                                                            props ? qprops : nullptr, &err);
     APP_CL(err);
     m_queues.push_back(q);
   }
@@ -90,8 +90,8 @@ PinnedHostMemory::PinnedHostMemory(const ClEnv& env, size_t bytes, int queueInde
   m_buffer = clCreateBuffer(env.context(), CL_MEM_ALLOC_HOST_PTR | CL_MEM_READ_WRITE, bytes,
                             nullptr, &err);
   APP_CL(err);
-  m_ptr = clEnqueueMapBuffer(m_queue, m_buffer, CL_TRUE, CL_MAP_READ | CL_MAP_WRITE, 0, bytes,
-                             0, nullptr, nullptr, &err);
+  m_ptr = clEnqueueMapBuffer(m_queue, m_buffer, CL_TRUE, CL_MAP_READ | CL_MAP_WRITE, 0, bytes, 0,
+                             nullptr, nullptr, &err);
   APP_CL(err);
 }
 
@@ -114,8 +114,8 @@ std::unique_ptr<PinnedHostMemory> pinnedIf(bool pinned, const ClEnv& env, size_t
 void enqueue1D(cl_command_queue queue, cl_kernel kernel, size_t n, cl_uint numWait,
                const cl_event* waitList, cl_event* done) {
   size_t global = roundUp(n, 64);
-  APP_CL(clEnqueueNDRangeKernel(queue, kernel, 1, nullptr, &global, nullptr, numWait, waitList,
-                                done));
+  APP_CL(
+      clEnqueueNDRangeKernel(queue, kernel, 1, nullptr, &global, nullptr, numWait, waitList, done));
 }
 
 }  // namespace hetopt::apps

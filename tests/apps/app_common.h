@@ -3,8 +3,8 @@
  * @file Shared harness of hetopt's own OpenCL test applications.
  *
  * Contract every app keeps (the integration tests and later phases rely on it):
- *  - stdout is deterministic: the "device:" line and "result:" lines only, identical natively, under
- *    the pass-through shim, under tracing and under optimization. Timings go to stderr as
+ *  - stdout is deterministic: the "device:" line and "result:" lines only, identical natively,
+ * under the pass-through shim, under tracing and under optimization. Timings go to stderr as
  *    "elapsed_ms=<float>" (used by the benchmarks); with APP_PHASES=1 ClEnv adds
  *    "setup_unix_ms=", "setup_ms=" and, at exit, "exit_unix_ms=" (scripts/bench/measure_lib.sh).
  *  - The app checks its own numeric results against a host reference on non-trivial data and exits
@@ -71,7 +71,9 @@ class PinnedHostMemory {
   PinnedHostMemory& operator=(const PinnedHostMemory&) = delete;
   void* data() const { return m_ptr; }
   template <typename T>
-  T* as() const { return static_cast<T*>(m_ptr); }
+  T* as() const {
+    return static_cast<T*>(m_ptr);
+  }
   size_t size() const { return m_bytes; }
 
  private:
@@ -92,9 +94,7 @@ std::unique_ptr<PinnedHostMemory> pinnedIf(bool pinned, const ClEnv& env, size_t
 template <typename... Args>
 void setKernelArgs(cl_kernel kernel, const Args&... args) {
   cl_uint index = 0;
-  auto set = [&](const auto& arg) {
-    APP_CL(clSetKernelArg(kernel, index++, sizeof(arg), &arg));
-  };
+  auto set = [&](const auto& arg) { APP_CL(clSetKernelArg(kernel, index++, sizeof(arg), &arg)); };
   (set(args), ...);
 }
 

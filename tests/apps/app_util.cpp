@@ -27,10 +27,23 @@ size_t parseSize(const std::string& s) {
   unsigned long long v = strtoull(s.c_str(), &end, 10);
   if (end == s.c_str()) return 0;
   switch (*end) {
-    case 'k': case 'K': v <<= 10; ++end; break;
-    case 'm': case 'M': v <<= 20; ++end; break;
-    case 'g': case 'G': v <<= 30; ++end; break;
-    default: break;
+    case 'k':
+    case 'K':
+      v <<= 10;
+      ++end;
+      break;
+    case 'm':
+    case 'M':
+      v <<= 20;
+      ++end;
+      break;
+    case 'g':
+    case 'G':
+      v <<= 30;
+      ++end;
+      break;
+    default:
+      break;
   }
   if (*end == 'i') ++end;  // accept KiB/MiB spelled "Ki"/"Mi"
   if (*end == 'B' || *end == 'b') ++end;

@@ -20,17 +20,17 @@ namespace hetopt::apps {
 [[noreturn]] void failCl(cl_int status, const char* expr, const char* file, int line);
 [[noreturn]] void failCheck(const char* what, const char* file, int line);
 
-#define APP_CL(expr)                                                         \
-  do {                                                                       \
-    cl_int app_cl_status_ = (expr);                                          \
-    if (app_cl_status_ != CL_SUCCESS)                                        \
-      ::hetopt::apps::failCl(app_cl_status_, #expr, __FILE__, __LINE__);     \
+#define APP_CL(expr)                                                     \
+  do {                                                                   \
+    cl_int app_cl_status_ = (expr);                                      \
+    if (app_cl_status_ != CL_SUCCESS)                                    \
+      ::hetopt::apps::failCl(app_cl_status_, #expr, __FILE__, __LINE__); \
   } while (0)
 
 /// Self-check of a computed result; exits 1 (wrong result) when false.
-#define APP_CHECK(cond)                                                    \
-  do {                                                                     \
-    if (!(cond)) ::hetopt::apps::failCheck(#cond, __FILE__, __LINE__);     \
+#define APP_CHECK(cond)                                                \
+  do {                                                                 \
+    if (!(cond)) ::hetopt::apps::failCheck(#cond, __FILE__, __LINE__); \
   } while (0)
 
 struct Options {
@@ -63,7 +63,9 @@ void printDevice(const ClDevice& device);
 void printResult(const char* label, size_t count, const void* data, size_t bytes);
 
 /// `n` rounded up to a multiple of `multiple`: a 1-D global size for work-group size `multiple`.
-inline size_t roundUp(size_t n, size_t multiple) { return (n + multiple - 1) / multiple * multiple; }
+inline size_t roundUp(size_t n, size_t multiple) {
+  return (n + multiple - 1) / multiple * multiple;
+}
 
 /// Monotonic milliseconds; apps print "elapsed_ms=" with it on stderr.
 double nowMs();

@@ -76,13 +76,11 @@ int main(int argc, char** argv) {
 
   auto pinA = pinnedIf(opt.pinned, env, bytes);
   auto pinB = pinnedIf(opt.pinned, env, bytes);
-  float* hostA = pinA ? pinA->as<float>()
-                      : static_cast<float*>(malloc(bytes));  // hetopt:transfer
-  float* hostB = pinB ? pinB->as<float>()
-                      : static_cast<float*>(malloc(bytes));  // hetopt:transfer
+  float* hostA = pinA ? pinA->as<float>() : static_cast<float*>(malloc(bytes));  // hetopt:transfer
+  float* hostB = pinB ? pinB->as<float>() : static_cast<float*>(malloc(bytes));  // hetopt:transfer
   APP_CHECK(hostA && hostB);
   fillPattern(hostA, n, 51);
-  fillPattern(hostB, n, 52);  // overwritten by pass 0; never read before that
+  fillPattern(hostB, n, 52);                 // overwritten by pass 0; never read before that
   std::vector<float> ref(hostA, hostA + n);  // hetopt:host-only
 
   std::array<cl_mem, kSlots> dIn{}, dOut{};
@@ -115,8 +113,8 @@ int main(int argc, char** argv) {
       kernelDone[s].addTo(waitWrite);  // the slot's input is free
       chunkRead[c].addTo(waitWrite);   // the host chunk holds last pass's result
       cl_event written = nullptr;
-      APP_CL(clEnqueueWriteBuffer(env.queue(kUpload), dIn[s], CL_FALSE, 0, chunkBytes,
-                                  src + first, static_cast<cl_uint>(waitWrite.size()),
+      APP_CL(clEnqueueWriteBuffer(env.queue(kUpload), dIn[s], CL_FALSE, 0, chunkBytes, src + first,
+                                  static_cast<cl_uint>(waitWrite.size()),
                                   waitWrite.empty() ? nullptr : waitWrite.data(), &written));
 
       std::vector<cl_event> waitKernel{written};

@@ -60,7 +60,7 @@ int main(int argc, char** argv) {
     acc = static_cast<int64_t*>(calloc(bins, sizeof(int64_t)));  // hetopt:transfer
   }
   APP_CHECK(acc != nullptr);
-  std::vector<int64_t> hostBins(bins, 0);  // hetopt:host-only
+  std::vector<int64_t> hostBins(bins, 0);   // hetopt:host-only
   std::vector<int64_t> expectAcc(bins, 0);  // hetopt:host-only
 
   cl_mem dAcc = env.buffer(CL_MEM_READ_WRITE, accBytes);
@@ -88,8 +88,8 @@ int main(int argc, char** argv) {
 
     // The device buffer grows with the host buffer, as an application's would.
     cl_mem dData = env.buffer(CL_MEM_READ_ONLY, newBytes);
-    APP_CL(clEnqueueWriteBuffer(env.queue(), dData, CL_FALSE, 0, newBytes, data, 0, nullptr,
-                                nullptr));
+    APP_CL(
+        clEnqueueWriteBuffer(env.queue(), dData, CL_FALSE, 0, newBytes, data, 0, nullptr, nullptr));
     setKernelArgs(k, dData, static_cast<cl_uint>(n), dAcc, static_cast<cl_uint>(bins));
     enqueue1D(env.queue(), k, bins);
     APP_CL(clEnqueueReadBuffer(env.queue(), dAcc, CL_TRUE, 0, accBytes, acc, 0, nullptr, nullptr));

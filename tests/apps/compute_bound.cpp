@@ -61,8 +61,8 @@ int main(int argc, char** argv) {
   double start = nowMs();
 
   auto pinned = pinnedIf(opt.pinned, env, bytes);
-  float* host = pinned ? pinned->as<float>()
-                       : static_cast<float*>(malloc(bytes));  // hetopt:transfer
+  float* host =
+      pinned ? pinned->as<float>() : static_cast<float*>(malloc(bytes));  // hetopt:transfer
   APP_CHECK(host != nullptr);
   fillPattern(host, n, 81);
   const size_t stride = (n + kMaxSamples - 1) / kMaxSamples;

@@ -32,6 +32,8 @@ __kernel void blend(__global float* x, __global const float* w, uint n) {
 )CL";
 
 // Every OpenCL function this app calls; each becomes a member of ClApi resolved by dlsym.
+// One function per X(), as many to a line as fit (clang-format breaks such lists badly).
+// clang-format off
 #define DLOPEN_APP_CL_FUNCTIONS(X)                                                                 \
   X(clGetPlatformIDs) X(clGetPlatformInfo) X(clGetDeviceIDs) X(clGetDeviceInfo) X(clCreateContext) \
   X(clReleaseContext) X(clCreateCommandQueueWithProperties) X(clReleaseCommandQueue)               \
@@ -39,6 +41,7 @@ __kernel void blend(__global float* x, __global const float* w, uint n) {
   X(clGetProgramBuildInfo) X(clReleaseProgram) X(clCreateKernel) X(clReleaseKernel)                \
   X(clSetKernelArg) X(clEnqueueWriteBuffer) X(clEnqueueReadBuffer) X(clEnqueueNDRangeKernel)       \
   X(clEnqueueMapBuffer) X(clEnqueueUnmapMemObject) X(clFinish)
+// clang-format on
 
 struct ClApi {
 #define DLOPEN_APP_MEMBER(name) decltype(&::name) name = nullptr;
@@ -54,11 +57,11 @@ ClApi loadOpenCl() {
     exit(2);
   }
   ClApi api;
-#define DLOPEN_APP_RESOLVE(name)                                                \
-  api.name = reinterpret_cast<decltype(&::name)>(dlsym(lib, #name));           \
-  if (!api.name) {                                                              \
-    fprintf(stderr, "dlsym(%s) failed: %s\n", #name, dlerror());                \
-    exit(2);                                                                    \
+#define DLOPEN_APP_RESOLVE(name)                                     \
+  api.name = reinterpret_cast<decltype(&::name)>(dlsym(lib, #name)); \
+  if (!api.name) {                                                   \
+    fprintf(stderr, "dlsym(%s) failed: %s\n", #name, dlerror());     \
+    exit(2);                                                         \
   }
   DLOPEN_APP_CL_FUNCTIONS(DLOPEN_APP_RESOLVE)
 #undef DLOPEN_APP_RESOLVE
@@ -71,12 +74,11 @@ class DlPinned {
   DlPinned(const ClApi& api, cl_context ctx, cl_command_queue q, size_t bytes)
       : m_api(api), m_queue(q) {
     cl_int err = CL_SUCCESS;
-    m_buffer = api.clCreateBuffer(ctx, CL_MEM_ALLOC_HOST_PTR | CL_MEM_READ_WRITE, bytes, nullptr,
-                                  &err);
+    m_buffer =
+        api.clCreateBuffer(ctx, CL_MEM_ALLOC_HOST_PTR | CL_MEM_READ_WRITE, bytes, nullptr, &err);
     APP_CL(err);
-    m_ptr = static_cast<float*>(api.clEnqueueMapBuffer(q, m_buffer, CL_TRUE,
-                                                       CL_MAP_READ | CL_MAP_WRITE, 0, bytes, 0,
-                                                       nullptr, nullptr, &err));
+    m_ptr = static_cast<float*>(api.clEnqueueMapBuffer(
+        q, m_buffer, CL_TRUE, CL_MAP_READ | CL_MAP_WRITE, 0, bytes, 0, nullptr, nullptr, &err));
     APP_CL(err);
   }
   ~DlPinned() {
@@ -141,7 +143,7 @@ int main(int argc, char** argv) {
   DlPinned* pinX = opt.pinned ? new DlPinned(api, ctx, q, bytes) : nullptr;
   DlPinned* pinW = opt.pinned ? new DlPinned(api, ctx, q, bytes) : nullptr;
   float* x = pinX ? pinX->data() : static_cast<float*>(malloc(bytes));  // hetopt:transfer
-  float* wNew = opt.pinned ? nullptr : new float[n];  // hetopt:transfer
+  float* wNew = opt.pinned ? nullptr : new float[n];                    // hetopt:transfer
   float* w = pinW ? pinW->data() : wNew;
   APP_CHECK(x != nullptr);
   fillPattern(x, n, 71);

@@ -52,8 +52,8 @@ int main(int argc, char** argv) {
   cl_mem dCoeff = nullptr;
   {
     auto pinCoeff = pinnedIf(opt.pinned, env, bytes);
-    float* coeff = pinCoeff ? pinCoeff->as<float>()
-                            : static_cast<float*>(malloc(bytes));  // hetopt:transfer
+    float* coeff =
+        pinCoeff ? pinCoeff->as<float>() : static_cast<float*>(malloc(bytes));  // hetopt:transfer
     APP_CHECK(coeff != nullptr);
     fillPattern(coeff, n, 21);
     refCoeff.assign(coeff, coeff + n);
@@ -96,8 +96,8 @@ int main(int argc, char** argv) {
   }
 
   auto pinResult = pinnedIf(opt.pinned, env, bytes);
-  float* result = pinResult ? pinResult->as<float>()
-                            : static_cast<float*>(malloc(bytes));  // hetopt:transfer
+  float* result =
+      pinResult ? pinResult->as<float>() : static_cast<float*>(malloc(bytes));  // hetopt:transfer
   APP_CHECK(result != nullptr);
   APP_CL(clEnqueueReadBuffer(q, dState, CL_TRUE, 0, bytes, result, 0, nullptr, nullptr));
   reportElapsed(start);

@@ -5,8 +5,8 @@
  * --sweep: iteration i moves only the first size / 4^(i mod 6) bytes (at least 4 KiB), as bus
  * benchmarks do: one call site whose transfers span three orders of magnitude.
  */
-#include <cstdio>
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <string>
 #include <vector>
@@ -24,7 +24,8 @@ __kernel void axpb(__global float* x, float a, float b, uint n) {
 
 int main(int argc, char** argv) {
   Options opt = parseOptions(argc, argv, 1 << 20, 10);
-  const bool sweep = std::find(opt.rest.begin(), opt.rest.end(), std::string("--sweep")) != opt.rest.end();
+  const bool sweep =
+      std::find(opt.rest.begin(), opt.rest.end(), std::string("--sweep")) != opt.rest.end();
   const size_t n = opt.sizeBytes / sizeof(float);
   // Elements moved and transformed in iteration `it`.
   auto countOf = [&](int it) {
@@ -63,7 +64,8 @@ int main(int argc, char** argv) {
     }
     APP_CL(clEnqueueWriteBuffer(env.queue(), dev, CL_TRUE, 0, c * sizeof(float), host, 0, nullptr,
                                 nullptr));
-    APP_CL(clEnqueueNDRangeKernel(env.queue(), k, 1, nullptr, &global, nullptr, 0, nullptr, nullptr));
+    APP_CL(
+        clEnqueueNDRangeKernel(env.queue(), k, 1, nullptr, &global, nullptr, 0, nullptr, nullptr));
     APP_CL(clEnqueueReadBuffer(env.queue(), dev, CL_TRUE, 0, c * sizeof(float), host, 0, nullptr,
                                nullptr));
   }

@@ -94,10 +94,10 @@ int main(int argc, char** argv) {
 
   auto pinIn = pinnedIf(opt.pinned, env, inBytes);
   auto pinOut = pinnedIf(opt.pinned, env, outBytes);
-  float* hostImg = pinIn ? pinIn->as<float>()
-                         : static_cast<float*>(malloc(inBytes));  // hetopt:transfer
-  float* hostRes = pinOut ? pinOut->as<float>()
-                          : static_cast<float*>(malloc(outBytes));  // hetopt:transfer
+  float* hostImg =
+      pinIn ? pinIn->as<float>() : static_cast<float*>(malloc(inBytes));  // hetopt:transfer
+  float* hostRes =
+      pinOut ? pinOut->as<float>() : static_cast<float*>(malloc(outBytes));  // hetopt:transfer
   APP_CHECK(hostImg && hostRes);
   fillPattern(hostImg, inPitch * inRows, 31);
   std::fill(hostRes, hostRes + outPitch * outRows, kSentinel);
@@ -132,8 +132,8 @@ int main(int argc, char** argv) {
 
   // The whole image back through a mapping, checked against the model.
   cl_int err = CL_SUCCESS;
-  auto* view = static_cast<float*>(clEnqueueMapBuffer(q, dImg, CL_TRUE, CL_MAP_READ, 0, imgBytes,
-                                                      0, nullptr, nullptr, &err));
+  auto* view = static_cast<float*>(
+      clEnqueueMapBuffer(q, dImg, CL_TRUE, CL_MAP_READ, 0, imgBytes, 0, nullptr, nullptr, &err));
   APP_CL(err);
   reportElapsed(start);
 

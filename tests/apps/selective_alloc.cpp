@@ -101,10 +101,9 @@ int main(int argc, char** argv) {
   auto pinIn = pinnedIf(opt.pinned, env, bytes);
   auto pinOut = pinnedIf(opt.pinned, env, bytes);
   auto pinParams = pinnedIf(opt.pinned, env, kParams * sizeof(float));
-  float* in = pinIn ? pinIn->as<float>()
-                    : static_cast<float*>(malloc(bytes));  // hetopt:transfer
-  float* out = pinOut ? pinOut->as<float>()
-                      : static_cast<float*>(malloc(bytes));  // hetopt:transfer
+  float* in = pinIn ? pinIn->as<float>() : static_cast<float*>(malloc(bytes));  // hetopt:transfer
+  float* out =
+      pinOut ? pinOut->as<float>() : static_cast<float*>(malloc(bytes));  // hetopt:transfer
   float* params = pinParams ? pinParams->as<float>() : nullptr;
   if (!params) params = static_cast<float*>(calloc(kParams, sizeof(float)));  // hetopt:transfer
   APP_CHECK(in && out && params);
@@ -112,7 +111,7 @@ int main(int argc, char** argv) {
 
   // Host reference of the whole computation.
   std::vector<float> refIn(in, in + n);  // hetopt:host-only
-  std::vector<float> refOut(n);  // hetopt:host-only
+  std::vector<float> refOut(n);          // hetopt:host-only
   std::vector<float> refParams(kParams);
 
   cl_mem dIn = env.buffer(CL_MEM_READ_ONLY, bytes);

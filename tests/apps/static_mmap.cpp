@@ -59,7 +59,7 @@ int main(int argc, char** argv) {
   fillPattern(weights, n, 91);
   fillPattern(state, n, 92);
   std::vector<float> refW(weights, weights + n);  // hetopt:host-only
-  std::vector<float> refS(state, state + n);  // hetopt:host-only
+  std::vector<float> refS(state, state + n);      // hetopt:host-only
 
   cl_mem dW = env.buffer(CL_MEM_READ_ONLY, bytes);
   cl_mem dS = env.buffer(CL_MEM_READ_WRITE, bytes);
@@ -67,8 +67,7 @@ int main(int argc, char** argv) {
   cl_kernel k = env.kernel(prog, "relaxTowards");
   setKernelArgs(k, dS, dW, static_cast<cl_uint>(n));
   for (int it = 0; it < opt.iters; ++it) {
-    APP_CL(clEnqueueWriteBuffer(env.queue(), dW, CL_FALSE, 0, bytes, weights, 0, nullptr,
-                                nullptr));
+    APP_CL(clEnqueueWriteBuffer(env.queue(), dW, CL_FALSE, 0, bytes, weights, 0, nullptr, nullptr));
     APP_CL(clEnqueueWriteBuffer(env.queue(), dS, CL_FALSE, 0, bytes, state, 0, nullptr, nullptr));
     enqueue1D(env.queue(), k, n);
     APP_CL(clEnqueueReadBuffer(env.queue(), dS, CL_TRUE, 0, bytes, state, 0, nullptr, nullptr));

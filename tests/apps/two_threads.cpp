@@ -45,8 +45,8 @@ void worker(const ClEnv& env, cl_program prog, int t, const Options& opt, Worker
   cl_command_queue q = env.queue(t);
 
   auto pinned = pinnedIf(opt.pinned, env, bytes, t);
-  float* host = pinned ? pinned->as<float>()
-                       : static_cast<float*>(malloc(bytes));  // hetopt:transfer
+  float* host =
+      pinned ? pinned->as<float>() : static_cast<float*>(malloc(bytes));  // hetopt:transfer
   APP_CHECK(host != nullptr);
   fillPattern(host, n, 60 + t);
   std::vector<float> ref(host, host + n);  // hetopt:host-only

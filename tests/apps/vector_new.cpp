@@ -44,8 +44,8 @@ int main(int argc, char** argv) {
   auto pinX = pinnedIf(opt.pinned, env, bytes);
   auto pinY = pinnedIf(opt.pinned, env, bytes);
   auto pinZ = pinnedIf(opt.pinned, env, bytes);
-  std::vector<float> xVec(opt.pinned ? 0 : n);  // hetopt:transfer
-  std::vector<float> yVec(opt.pinned ? 0 : n);  // hetopt:transfer
+  std::vector<float> xVec(opt.pinned ? 0 : n);        // hetopt:transfer
+  std::vector<float> yVec(opt.pinned ? 0 : n);        // hetopt:transfer
   float* zNew = opt.pinned ? nullptr : new float[n];  // hetopt:transfer
   float* x = pinX ? pinX->as<float>() : xVec.data();
   float* y = pinY ? pinY->as<float>() : yVec.data();
@@ -53,7 +53,7 @@ int main(int argc, char** argv) {
   fillPattern(x, n, 11);
   fillPattern(y, n, 12);
 
-  std::vector<float> refX(x, x + n);  // hetopt:host-only
+  std::vector<float> refX(x, x + n);            // hetopt:host-only
   std::unique_ptr<float[]> refZ(new float[n]);  // hetopt:host-only
   std::fill(refZ.get(), refZ.get() + n, 0.0f);
 

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
-/** @file Benchmark plumbing that needs no device: data patterns, the size plan, the progress bar. */
+/** @file Benchmark plumbing that needs no device: data patterns, the size plan, the progress bar.
+ */
 #include "characterize/bench.h"
-#include "characterize/progress.h"
 
 #include <gtest/gtest.h>
 
@@ -10,6 +10,8 @@
 #include <cstring>
 #include <string>
 #include <vector>
+
+#include "characterize/progress.h"
 
 namespace hetopt::characterize {
 namespace {
@@ -85,7 +87,8 @@ TEST(Plan, CapsAreAppliedAndExplained) {
   EXPECT_LE(small.transferSizes.back() * 4 * kPolicyCount * 2, 1ull << 30);
   EXPECT_LE(small.allocSizes.back(), 512ull << 20);
   bool explained = false;
-  for (const std::string& n : small.notes) explained |= n.find("free host memory") != std::string::npos;
+  for (const std::string& n : small.notes)
+    explained |= n.find("free host memory") != std::string::npos;
   EXPECT_TRUE(explained);
 
   // A device with a small max allocation.
@@ -116,7 +119,8 @@ TEST(Progress, NoFrameBeforeTheFirstPhaseAndTheFirstOneNamesIt) {
   EXPECT_GT(frame, note) << text;
   const std::string line = text.substr(text.rfind('\r', frame));
   EXPECT_NE(line.find("allocation"), std::string::npos) << line;
-  EXPECT_NE(line.find("  0.0 s, estimating"), std::string::npos) << "counted from the phase's start: " << line;
+  EXPECT_NE(line.find("  0.0 s, estimating"), std::string::npos)
+      << "counted from the phase's start: " << line;
 }
 
 }  // namespace

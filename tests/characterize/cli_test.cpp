@@ -7,8 +7,6 @@
  */
 #include <gtest/gtest.h>
 #include <sys/stat.h>
-
-#include "common/gnuplot.h"
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -18,6 +16,7 @@
 
 #include "characterize/plot.h"
 #include "characterize/records.h"
+#include "common/gnuplot.h"
 #include "tests/characterize/test_util.h"
 
 namespace hetopt::characterize {
@@ -155,29 +154,34 @@ TEST(CharacterizeCli, QuickRunFillsDbPrintsDecisionsWritesPlots) {
     std::string error;
     auto rw = Db::open(db, Db::Mode::ReadWriteCreate, &error);
     ASSERT_TRUE(rw) << error;
-    ASSERT_TRUE(rw->exec("UPDATE char_fits SET rms_rel_err = 0.45, max_rel_err = 0.8 WHERE measure = 'h2d' AND "
-                         "policy = 'standard' AND concurrency = 1",
-                         &error))
+    ASSERT_TRUE(rw->exec(
+        "UPDATE char_fits SET rms_rel_err = 0.45, max_rel_err = 0.8 WHERE measure = 'h2d' AND "
+        "policy = 'standard' AND concurrency = 1",
+        &error))
         << error;
   }
   Result rough = characterize(tmp, "--show --db " + db);
   ASSERT_EQ(rough.status, 0) << rough.out << rough.err;
-  EXPECT_TRUE(contains(rough.out, "  warning: the h2d standard x1 fit misses its medians by 45% RMS (80% at worst)"))
+  EXPECT_TRUE(contains(
+      rough.out, "  warning: the h2d standard x1 fit misses its medians by 45% RMS (80% at worst)"))
       << rough.out;
 }
 
 // On a terminal (a pty made by script(1)), every phase has its bar, redrawn during the transfer
 // phase too (per direction and concurrency), with the time the phase has left.
 TEST(CharacterizeCli, TerminalShowsEachPhasesBarWithTimeLeft) {
-  if (std::system("command -v script >/dev/null 2>&1") != 0) GTEST_SKIP() << "needs script (util-linux)";
+  if (std::system("command -v script >/dev/null 2>&1") != 0)
+    GTEST_SKIP() << "needs script (util-linux)";
   TempDir tmp;
   const std::string cmd = "script -qefc '" HETOPT_BIN " characterize --quick --no-plots --db " +
-                          tmp.file("pty.db") + "' /dev/null >" + tmp.file("pty") + " 2>&1 </dev/null";
+                          tmp.file("pty.db") + "' /dev/null >" + tmp.file("pty") +
+                          " 2>&1 </dev/null";
   int rc = std::system(cmd.c_str());
   ASSERT_TRUE(WIFEXITED(rc) && WEXITSTATUS(rc) == 0) << slurp(tmp.file("pty"));
   const std::string out = slurp(tmp.file("pty"));
   size_t allocation = 0, transfers = 0, withEstimate = 0, steps = 0;
-  for (size_t at = out.find("\r\033[K  "); at != std::string::npos; at = out.find("\r\033[K  ", at + 1)) {
+  for (size_t at = out.find("\r\033[K  "); at != std::string::npos;
+       at = out.find("\r\033[K  ", at + 1)) {
     const std::string draw = out.substr(at, out.find_first_of("\r\n", at + 1) - at);
     if (draw.find("allocation  [") != std::string::npos) ++allocation;
     if (draw.find("transfers   [") == std::string::npos) continue;

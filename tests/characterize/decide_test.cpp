@@ -25,8 +25,8 @@ struct Machine {
   CharacterizationRun run;
   void policy(PolicyKind p, PolicyAvailability::State state = PolicyAvailability::State::Available,
               uint64_t maxSize = 256 << 20) {
-    run.policies.push_back({p, state, state == PolicyAvailability::State::Available ? "" : "limit",
-                            maxSize});
+    run.policies.push_back(
+        {p, state, state == PolicyAvailability::State::Available ? "" : "limit", maxSize});
   }
   void fit(Measure m, PolicyKind p, CostFunction f) { run.fits.push_back({m, p, 1, f}); }
   // Same curve both ways, same allocation cost for alloc and free.
@@ -96,7 +96,8 @@ TEST(Decide, NvidiaLikeRegistersLargeTransfersWithoutAPool) {
 
 TEST(Decide, WithoutRegisterPrefersThePoolThatOverlapsContextCreation) {
   Machine m = nvidiaLike();
-  m.run.policies[static_cast<int>(PolicyKind::Register)].state = PolicyAvailability::State::Unavailable;
+  m.run.policies[static_cast<int>(PolicyKind::Register)].state =
+      PolicyAvailability::State::Unavailable;
   std::vector<Decision> ds = decide(m.run);
   const Decision* big = decisionAt(ds, Direction::RoundTrip, 64 * kMiB);
   ASSERT_NE(big, nullptr);
@@ -107,7 +108,8 @@ TEST(Decide, WithoutRegisterPrefersThePoolThatOverlapsContextCreation) {
   EXPECT_NE(big->reason.find("pool"), std::string::npos) << big->reason;
 
   // Without mlock (hybrid unavailable too), opencl with a pool.
-  m.run.policies[static_cast<int>(PolicyKind::Hybrid)].state = PolicyAvailability::State::Unavailable;
+  m.run.policies[static_cast<int>(PolicyKind::Hybrid)].state =
+      PolicyAvailability::State::Unavailable;
   ds = decide(m.run);
   big = decisionAt(ds, Direction::RoundTrip, 64 * kMiB);
   ASSERT_NE(big, nullptr);
@@ -156,8 +158,8 @@ TEST(Decide, SmallGainsDoNotPayForPinning) {
     for (PolicyKind p : {PolicyKind::OpenCL, PolicyKind::Hybrid, PolicyKind::Register})
       m.transfers(p, line(5000, 100 * gain));
     m.allocation(PolicyKind::Standard, 100, 0);
-    for (PolicyKind p : {PolicyKind::Locked, PolicyKind::OpenCL, PolicyKind::Hybrid,
-                         PolicyKind::Register})
+    for (PolicyKind p :
+         {PolicyKind::Locked, PolicyKind::OpenCL, PolicyKind::Hybrid, PolicyKind::Register})
       m.allocation(p, 1000, 1e-4);
     const auto table = decide(m.run);
     const Decision* big = decisionAt(table, Direction::H2D, 128 * kMiB);

@@ -52,7 +52,8 @@ CharacterizationRun makeRun(const std::string& device) {
   }
   const CostFunction f =
       costFunction({{0, 1000, 0.5}, {65536, 3000, 0.1}}, 11, 1024, 1 << 20, 0.02, 0.05);
-  run.fits = {{Measure::H2D, PolicyKind::Standard, 2, f}, {Measure::Alloc, PolicyKind::Locked, 1, f}};
+  run.fits = {{Measure::H2D, PolicyKind::Standard, 2, f},
+              {Measure::Alloc, PolicyKind::Locked, 1, f}};
   Decision d;
   d.direction = Direction::RoundTrip;
   d.sizeLo = 1 << 20;
@@ -326,8 +327,8 @@ TEST(Records, RoundTripKeepsEverything) {
   for (const Sample& want : run.samples) {
     bool match = false;
     for (const Sample& got : back.samples) {
-      if (got.kind != want.kind || got.policy != want.policy || got.concurrency != want.concurrency ||
-          got.size != want.size)
+      if (got.kind != want.kind || got.policy != want.policy ||
+          got.concurrency != want.concurrency || got.size != want.size)
         continue;
       match = true;
       EXPECT_EQ(got.timesNs, want.timesNs);  // every repetition, in order
@@ -408,7 +409,8 @@ TEST(Records, EmptyDbHasNoRunsAndDamagedRowsAreReported) {
   EXPECT_TRUE(all.empty());
   CharacterizationRun run = makeRun("cpu-a");
   ASSERT_TRUE(storeRun(*db, &run, &error)) << error;
-  ASSERT_TRUE(db->exec("UPDATE char_policies SET policy = 'teleport' WHERE policy = 'locked'", &error));
+  ASSERT_TRUE(
+      db->exec("UPDATE char_policies SET policy = 'teleport' WHERE policy = 'locked'", &error));
   EXPECT_FALSE(loadAllRuns(*db, &all, &error));
   EXPECT_NE(error.find("'teleport' in char_policies.policy"), std::string::npos) << error;
 }

@@ -25,7 +25,8 @@ Parse parse(const char* command, std::initializer_list<const char*> words) {
   for (std::string& w : storage) argv.push_back(w.data());
   argv.push_back(nullptr);
   Parse p;
-  p.ok = parseArgs(commandSpec(command), static_cast<int>(storage.size()), argv.data(), &p.args, &p.error);
+  p.ok = parseArgs(commandSpec(command), static_cast<int>(storage.size()), argv.data(), &p.args,
+                   &p.error);
   return p;
 }
 
@@ -33,23 +34,28 @@ TEST(CommandLine, AValueComesAfterEqualsOrAsTheNextArgumentInEveryCommand) {
   for (const CommandSpec& spec : commandSpecs()) {
     for (const OptionSpec& o : spec.options) {
       if (o.kind == ValueKind::None || o.valueOptional) continue;
-      const std::string value = o.kind == ValueKind::Choice  ? std::string(o.choices).substr(0, std::string(o.choices).find('|'))
-                                : o.kind == ValueKind::Count  ? "3"
-                                : o.kind == ValueKind::Number ? "0.5"
-                                : o.kind == ValueKind::Size   ? "64M"
-                                                              : "cpu";
+      const std::string value =
+          o.kind == ValueKind::Choice
+              ? std::string(o.choices).substr(0, std::string(o.choices).find('|'))
+          : o.kind == ValueKind::Count  ? "3"
+          : o.kind == ValueKind::Number ? "0.5"
+          : o.kind == ValueKind::Size   ? "64M"
+                                        : "cpu";
       const std::string joined = std::string("--") + o.name + "=" + value;
       const char* program = spec.operands == Operands::None ? nullptr : "prog";
       for (int form = 0; form < 2; ++form) {
-        Parse p = form == 0 ? (program ? parse(spec.name, {spec.name, joined.c_str(), program})
-                                       : parse(spec.name, {spec.name, joined.c_str()}))
-                            : (program ? parse(spec.name, {spec.name, (std::string("--") + o.name).c_str(),
-                                                           value.c_str(), program})
-                                       : parse(spec.name, {spec.name, (std::string("--") + o.name).c_str(),
-                                                           value.c_str()}));
-        ASSERT_TRUE(p.ok) << "hetopt " << spec.name << " --" << o.name << (form ? " " : "=") << value << ": "
-                          << p.error;
-        EXPECT_EQ(p.args.value(o.aliasOf ? o.aliasOf : o.name), value) << spec.name << " --" << o.name;
+        Parse p =
+            form == 0
+                ? (program ? parse(spec.name, {spec.name, joined.c_str(), program})
+                           : parse(spec.name, {spec.name, joined.c_str()}))
+                : (program ? parse(spec.name, {spec.name, (std::string("--") + o.name).c_str(),
+                                               value.c_str(), program})
+                           : parse(spec.name, {spec.name, (std::string("--") + o.name).c_str(),
+                                               value.c_str()}));
+        ASSERT_TRUE(p.ok) << "hetopt " << spec.name << " --" << o.name << (form ? " " : "=")
+                          << value << ": " << p.error;
+        EXPECT_EQ(p.args.value(o.aliasOf ? o.aliasOf : o.name), value)
+            << spec.name << " --" << o.name;
       }
     }
   }
@@ -73,7 +79,8 @@ TEST(CommandLine, FormerlyRefusedEqualsFormsAreAccepted) {
 TEST(CommandLine, OptionsStopAtTheProgramSoItsOwnOptionsStayItsOwn) {
   Parse p = parse("run", {"run", "--stats", "./app", "--stats", "-o", "x", "--db", "y"});
   ASSERT_TRUE(p.ok) << p.error;
-  EXPECT_EQ(p.args.operands, (std::vector<std::string>{"./app", "--stats", "-o", "x", "--db", "y"}));
+  EXPECT_EQ(p.args.operands,
+            (std::vector<std::string>{"./app", "--stats", "-o", "x", "--db", "y"}));
   EXPECT_FALSE(p.args.given("db"));
   Parse dashes = parse("trace", {"trace", "--", "--app-named-like-an-option", "-h"});
   ASSERT_TRUE(dashes.ok) << dashes.error;
@@ -119,7 +126,8 @@ TEST(CommandLine, ABadValueNamesItsAllowedRange) {
             "--policy 'pool' is not opencl, hybrid, locked or register");
   EXPECT_EQ(parse("characterize", {"characterize", "--max-size", "lots"}).error,
             "--max-size 'lots' is not a size in bytes such as 4096, 64K, 64M or 1G");
-  EXPECT_EQ(parse("characterize", {"characterize", "--plot-format=jpg"}).error, "--plot-format 'jpg' is not png or svg");
+  EXPECT_EQ(parse("characterize", {"characterize", "--plot-format=jpg"}).error,
+            "--plot-format 'jpg' is not png or svg");
   EXPECT_EQ(parse("analyze", {"analyze", "--threshold=-1", "t"}).error,
             "--threshold '-1' is not a number from 0 to 1e+09");
   EXPECT_EQ(parse("trace", {"trace", "--profile", "a b", "prog"}).error,
@@ -135,7 +143,8 @@ TEST(CommandLine, UnknownAmbiguousAndMisusedOptionsAreNamed) {
   EXPECT_EQ(parse("run", {"run", "--force=yes", "prog"}).error, "--force takes no value");
   EXPECT_EQ(parse("report", {"report", "prog", "--last"}).ok, true);  // the program's own word
   EXPECT_EQ(parse("characterize", {"characterize", "--db"}).error, "--db needs a value (PATH)");
-  EXPECT_EQ(parse("report", {"report", "--last"}).error, "--last needs a value (N: a whole number from 1 to 50)");
+  EXPECT_EQ(parse("report", {"report", "--last"}).error,
+            "--last needs a value (N: a whole number from 1 to 50)");
   EXPECT_EQ(parse("trace", {"trace", "-o"}).error, "-o needs a value (FILE)");
   EXPECT_EQ(parse("run", {"run", "--db="}).error, "--db needs a value (PATH)");
   EXPECT_EQ(parse("run", {"run", "--dry-run"}).error, "no program given");
@@ -155,7 +164,8 @@ TEST(CommandLine, NoPlotIsTheSameOptionAsNoPlots) {
   Parse old = parse("report", {"report", "--no-plot", "prog"});
   ASSERT_TRUE(old.ok) << old.error;
   EXPECT_TRUE(old.args.flag("no-plots"));
-  Parse abbreviated = parse("report", {"report", "--no-pl", "prog"});  // both spellings match: one option
+  Parse abbreviated =
+      parse("report", {"report", "--no-pl", "prog"});  // both spellings match: one option
   ASSERT_TRUE(abbreviated.ok) << abbreviated.error;
   EXPECT_TRUE(abbreviated.args.flag("no-plots"));
   EXPECT_TRUE(parse("characterize", {"characterize", "--no-plots"}).ok);
@@ -169,7 +179,8 @@ TEST(CommandLine, EveryCommandTakesHelpAndVersionLongAndShort) {
     }
     for (const char* word : {"-V", "--version"}) {
       Parse p = parse(spec.name, {spec.name, word});
-      EXPECT_TRUE(p.ok && p.args.version) << "hetopt " << spec.name << " " << word << ": " << p.error;
+      EXPECT_TRUE(p.ok && p.args.version)
+          << "hetopt " << spec.name << " " << word << ": " << p.error;
     }
   }
   EXPECT_EQ(versionText().rfind("hetopt ", 0), 0u);
@@ -184,16 +195,21 @@ TEST(CommandLine, EveryHelpListsEveryOptionInItsUsageLineAndEndsWithTheExitStatu
     EXPECT_NE(std::string(spec.exitStatus), "") << spec.name;
     for (const OptionSpec& o : spec.options) {
       if (o.aliasOf) {
-        EXPECT_NE(help.find(std::string("(also --") + o.name + ")"), std::string::npos) << spec.name << " " << o.name;
+        EXPECT_NE(help.find(std::string("(also --") + o.name + ")"), std::string::npos)
+            << spec.name << " " << o.name;
         continue;
       }
-      const std::string inUsage = o.shortName ? std::string("[-") + o.shortName : std::string("[--") + o.name;
-      EXPECT_NE(usage.find(inUsage), std::string::npos) << spec.name << ": " << o.name << " not in " << usage;
-      EXPECT_NE(help.find(std::string("--") + o.name), std::string::npos) << spec.name << " " << o.name;
+      const std::string inUsage =
+          o.shortName ? std::string("[-") + o.shortName : std::string("[--") + o.name;
+      EXPECT_NE(usage.find(inUsage), std::string::npos)
+          << spec.name << ": " << o.name << " not in " << usage;
+      EXPECT_NE(help.find(std::string("--") + o.name), std::string::npos)
+          << spec.name << " " << o.name;
     }
     for (const std::string& line : [&] {
            std::vector<std::string> lines;
-           for (size_t s = 0, e; s < help.size(); s = e + 1) lines.push_back(help.substr(s, (e = help.find('\n', s)) - s));
+           for (size_t s = 0, e; s < help.size(); s = e + 1)
+             lines.push_back(help.substr(s, (e = help.find('\n', s)) - s));
            return lines;
          }())
       EXPECT_LE(line.size(), 80u) << spec.name << ": " << line;
@@ -206,27 +222,34 @@ TEST(CommandLine, TheDbOptionIsDescribedTheSameWayInEveryCommand) {
     for (const OptionSpec& o : spec.options) {
       if (strcmp(o.name, "db") != 0) continue;
       const std::string help = o.help;
-      const std::string defaults = help.substr(help.find("(default"), help.find(')') - help.find("(default") + 1);
+      const std::string defaults =
+          help.substr(help.find("(default"), help.find(')') - help.find("(default") + 1);
       if (first.empty()) first = defaults;
       EXPECT_EQ(defaults, first) << spec.name;
     }
-  EXPECT_EQ(first, "(default $HETOPT_DB, else $XDG_DATA_HOME/hetopt/hetopt.db, else ~/.local/share/hetopt/hetopt.db)");
+  EXPECT_EQ(first,
+            "(default $HETOPT_DB, else $XDG_DATA_HOME/hetopt/hetopt.db, else "
+            "~/.local/share/hetopt/hetopt.db)");
 }
 
 TEST(CommandLine, TheManPageAndTheCompletionNameEveryOptionOfEveryCommand) {
   const std::string man = manPage(), completion = bashCompletion();
   for (const CommandSpec& spec : commandSpecs()) {
     if (*spec.name) {
-      EXPECT_NE(man.find(std::string(".SS \"hetopt ") + spec.name + "\""), std::string::npos) << spec.name;
-      EXPECT_NE(completion.find(std::string("    ") + spec.name + ") echo '"), std::string::npos) << spec.name;
+      EXPECT_NE(man.find(std::string(".SS \"hetopt ") + spec.name + "\""), std::string::npos)
+          << spec.name;
+      EXPECT_NE(completion.find(std::string("    ") + spec.name + ") echo '"), std::string::npos)
+          << spec.name;
     }
     for (const OptionSpec& o : spec.options) {
       std::string roffName;
-      for (const char* c = o.name; *c; ++c) roffName += *c == '-' ? std::string("\\-") : std::string(1, *c);
+      for (const char* c = o.name; *c; ++c)
+        roffName += *c == '-' ? std::string("\\-") : std::string(1, *c);
       EXPECT_NE(man.find((o.aliasOf ? "\\-\\-" : "\\fB\\-\\-") + roffName), std::string::npos)
           << spec.name << " " << o.name;
       if (!o.aliasOf)
-        EXPECT_NE(completion.find(std::string("--") + o.name), std::string::npos) << spec.name << " " << o.name;
+        EXPECT_NE(completion.find(std::string("--") + o.name), std::string::npos)
+            << spec.name << " " << o.name;
     }
   }
   EXPECT_NE(man.find(".B HETOPT_MODE"), std::string::npos);

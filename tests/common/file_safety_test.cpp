@@ -15,10 +15,10 @@
 #include <iterator>
 #include <string>
 
-#include "store/db.h"
 #include "common/paths.h"
 #include "common/private_file.h"
 #include "contracts/plan.h"
+#include "store/db.h"
 
 namespace hetopt {
 namespace {
@@ -126,7 +126,8 @@ TEST_F(FileSafety, DbRefusesALinkAndFilesOthersCanWrite) {
   ASSERT_EQ(symlink(db.c_str(), link.c_str()), 0);
   for (Db::Mode mode : {Db::Mode::ReadOnly, Db::Mode::ReadWriteCreate}) {
     EXPECT_FALSE(Db::open(link, mode, &error));
-    EXPECT_EQ(error, link + " is a symbolic link; refusing to use it as the DB (name the file itself)");
+    EXPECT_EQ(error,
+              link + " is a symbolic link; refusing to use it as the DB (name the file itself)");
   }
   // A link to a file that does not exist yet must not be created through.
   const std::string dangling = m_dir + "/dangling.db";
@@ -141,7 +142,8 @@ TEST_F(FileSafety, DbRefusesALinkAndFilesOthersCanWrite) {
   chmod(db.c_str(), 0600);
   chmod(m_dir.c_str(), 0777);
   EXPECT_FALSE(Db::open(db, Db::Mode::ReadOnly, &error));
-  EXPECT_NE(error.find("directory " + m_dir + " is writable by others"), std::string::npos) << error;
+  EXPECT_NE(error.find("directory " + m_dir + " is writable by others"), std::string::npos)
+      << error;
   chmod(m_dir.c_str(), 0700);
   EXPECT_TRUE(Db::open(db, Db::Mode::ReadOnly, &error)) << error;
 }

@@ -32,7 +32,8 @@ std::vector<std::string> titleLines(const std::string& quoted) {
 TEST(GnuplotTitle, ALongTitleIsBrokenIntoLinesThatFitTheCanvas) {
   const std::string title =
       "python3.11 train_the_network_on_every_file.py on Portable Computing Language / "
-      "cpu-haswell-AMD EPYC 7B13 64-Core Processor, 2026-11-25: traced, untouched and optimized runs";
+      "cpu-haswell-AMD EPYC 7B13 64-Core Processor, 2026-11-25: traced, untouched and optimized "
+      "runs";
   const size_t columns = gnuplotTitleColumns(720, 11);
   ASSERT_LT(columns, title.size());
   const std::vector<std::string> lines = titleLines(gnuplotTitle(title, 720, 11));

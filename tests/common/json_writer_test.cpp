@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-/** @file The one JSON writer: commas, nesting, numbers of every type, and strings that stay valid. */
+/** @file The one JSON writer: commas, nesting, numbers of every type, and strings that stay valid.
+ */
 #include "common/json_writer.h"
 
 #include <gtest/gtest.h>
@@ -21,9 +22,20 @@ TEST(JsonWriter, CommasAndNesting) {
 TEST(JsonWriter, NumbersOfEveryType) {
   std::string out;
   JsonWriter j(&out);
-  j.beginArray().value(uint8_t{200}).value(int32_t{-5}).value(uint32_t{4000000000u}).value(size_t{7});
-  j.value(UINT64_MAX).value(INT64_MIN).value(0.5).value(HUGE_VAL).value(NAN).value(false).endArray();
-  EXPECT_EQ(out, "[200,-5,4000000000,7,18446744073709551615,-9223372036854775808,0.5,null,null,false]");
+  j.beginArray()
+      .value(uint8_t{200})
+      .value(int32_t{-5})
+      .value(uint32_t{4000000000u})
+      .value(size_t{7});
+  j.value(UINT64_MAX)
+      .value(INT64_MIN)
+      .value(0.5)
+      .value(HUGE_VAL)
+      .value(NAN)
+      .value(false)
+      .endArray();
+  EXPECT_EQ(out,
+            "[200,-5,4000000000,7,18446744073709551615,-9223372036854775808,0.5,null,null,false]");
 }
 
 TEST(JsonWriter, StringsStayValid) {

@@ -73,7 +73,10 @@ TEST(ProgramIdentity, ScriptsAreIdentifiedByContent) {
 
 TEST(ProgramIdentity, CorruptElfGetsAnErrorOrAHashNeverACrash) {
   // An ELF magic followed by junk: readElfBuildId says why; the identity falls back to the hash.
-  std::string bad = tempFile(std::string("\x7f" "ELF\x02\x01\x01", 7) + std::string(20, '\xff'));
+  std::string bad = tempFile(std::string("\x7f"
+                                         "ELF\x02\x01\x01",
+                                         7) +
+                             std::string(20, '\xff'));
   std::string buildId, error;
   EXPECT_FALSE(hetopt::readElfBuildId(bad, &buildId, &error));
   EXPECT_NE(error.find(bad), std::string::npos) << error;
@@ -82,7 +85,10 @@ TEST(ProgramIdentity, CorruptElfGetsAnErrorOrAHashNeverACrash) {
   EXPECT_FALSE(id.contentHash.empty());
   // Program headers pointing past the end of the file.
   std::string hdr(64, '\0');
-  memcpy(hdr.data(), "\x7f" "ELF\x02\x01\x01", 7);
+  memcpy(hdr.data(),
+         "\x7f"
+         "ELF\x02\x01\x01",
+         7);
   uint64_t phoff = 1 << 20;
   memcpy(&hdr[32], &phoff, 8);
   uint16_t phentsize = 56, phnum = 3;
@@ -144,7 +150,8 @@ TEST(ProgramIdentity, HashCacheServesUnchangedFilesOnly) {
   // Just written: not remembered yet (a rewrite within the timestamp tick would not show).
   ASSERT_TRUE(hetopt::programIdentity(prog, &id, &error, cache)) << error;
   const std::string realHash = id.contentHash;
-  const std::string entry = cache + "/" + std::to_string(id.stamp.dev) + "-" + std::to_string(id.stamp.inode);
+  const std::string entry =
+      cache + "/" + std::to_string(id.stamp.dev) + "-" + std::to_string(id.stamp.inode);
   EXPECT_FALSE(std::filesystem::exists(entry));
   usleep(static_cast<useconds_t>(hetopt::kHashCacheSettleNs / 1000 + 100000));
   ASSERT_TRUE(hetopt::programIdentity(prog, &id, &error, cache)) << error;
@@ -208,12 +215,14 @@ TEST(CommandIdentity, InterpretersRunScriptsModulesAndCode) {
   ScriptRef m = scriptOf(py, {"python3", "-B", "-m", "pkg.tool", "x"});
   EXPECT_EQ(m.kind, ScriptRef::Kind::Module);
   EXPECT_EQ(m.name, "pkg.tool");
-  ScriptRef c1 = scriptOf(py, {"python3", "-c", "print(1)"}), c2 = scriptOf(py, {"python3", "-cprint(1)"});
+  ScriptRef c1 = scriptOf(py, {"python3", "-c", "print(1)"}),
+            c2 = scriptOf(py, {"python3", "-cprint(1)"});
   EXPECT_EQ(c1.kind, ScriptRef::Kind::Code);
   EXPECT_EQ(c1, c2);
   EXPECT_NE(c1, scriptOf(py, {"python3", "-c", "print(2)"}));
   // Shells: -c makes the first operand the code; a script after options.
-  EXPECT_EQ(scriptOf("/usr/bin/dash", {"sh", "-e", "-c", "echo hi", "name"}).kind, ScriptRef::Kind::Code);
+  EXPECT_EQ(scriptOf("/usr/bin/dash", {"sh", "-e", "-c", "echo hi", "name"}).kind,
+            ScriptRef::Kind::Code);
   EXPECT_EQ(scriptOf("/usr/bin/bash", {"bash", "-o", "errexit", script}).name, script);
   // No script: the REPL, stdin, a missing file, an ELF file given to a shell.
   EXPECT_EQ(scriptOf(py, {"python3"}).kind, ScriptRef::Kind::None);
@@ -269,7 +278,8 @@ TEST(CommandIdentity, ShebangScriptsAreTheirInterpreterRunningThem) {
   EXPECT_NE(viaEnv.key(), direct.key());
   // A plain ELF program: itself, no script.
   hetopt::ProgramIdentity self;
-  ASSERT_TRUE(hetopt::commandIdentity({"/proc/self/exe", "--gtest_filter=x"}, &self, &error)) << error;
+  ASSERT_TRUE(hetopt::commandIdentity({"/proc/self/exe", "--gtest_filter=x"}, &self, &error))
+      << error;
   EXPECT_EQ(self.script.kind, ScriptRef::Kind::None);
   unlink(sh.c_str());
   unlink(env.c_str());

@@ -144,7 +144,8 @@ TEST(Units, ParseByteSize) {
   EXPECT_EQ(v, 1ull << 30);
   EXPECT_TRUE(parseByteSize("123", &v));
   EXPECT_EQ(v, 123u);
-  for (const char* bad : {"", "M", "0", "-5M", "12X", "1.5G", "99999999999999999999", "17179869184G"})
+  for (const char* bad :
+       {"", "M", "0", "-5M", "12X", "1.5G", "99999999999999999999", "17179869184G"})
     EXPECT_FALSE(parseByteSize(bad, &v)) << bad;
 }
 

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-/** @file The allocation functions' codes and names (contracts/alloc_fn.h): traces store the codes. */
+/** @file The allocation functions' codes and names (contracts/alloc_fn.h): traces store the codes.
+ */
 #include "contracts/alloc_fn.h"
 
 #include <gtest/gtest.h>

@@ -24,10 +24,11 @@ TEST(DbSchema, StatementsComeFromTheColumnList) {
             "SELECT id, launcher_path, launcher_key, created_utc FROM app_launchers WHERE id=?");
   EXPECT_EQ(launchers->columnIndex("launcher_key"), 2);
   EXPECT_EQ(launchers->columnIndex("nope"), -1);
-  EXPECT_EQ(launchers->createSql(),
-            "CREATE TABLE IF NOT EXISTS app_launchers (id INTEGER PRIMARY KEY, launcher_path TEXT NOT "
-            "NULL, launcher_key TEXT NOT NULL, created_utc TEXT NOT NULL, UNIQUE (launcher_path, "
-            "launcher_key));");
+  EXPECT_EQ(
+      launchers->createSql(),
+      "CREATE TABLE IF NOT EXISTS app_launchers (id INTEGER PRIMARY KEY, launcher_path TEXT NOT "
+      "NULL, launcher_key TEXT NOT NULL, created_utc TEXT NOT NULL, UNIQUE (launcher_path, "
+      "launcher_key));");
   EXPECT_EQ(
       dbTable("app_run_sites")->insertSql(true).rfind("INSERT OR REPLACE INTO app_run_sites (", 0),
       0u);
@@ -62,7 +63,8 @@ TEST(DbSchema, AddedColumnsHaveDefaultsAndComeLast) {
       EXPECT_GE(c.since, lastSince) << t.name << "." << c.name << " comes before older additions";
       lastSince = c.since;
       if (c.since > 0) {
-        EXPECT_NE(std::string(c.type).find("DEFAULT"), std::string::npos) << t.name << "." << c.name;
+        EXPECT_NE(std::string(c.type).find("DEFAULT"), std::string::npos)
+            << t.name << "." << c.name;
       }
     }
   }

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /** @file The plan file format (contracts/plan.h): what the shim accepts, and that what the writer
- * writes reads back as itself. `hetopt run`'s decisions are tested in tests/analyzer/planner_test. */
+ * writes reads back as itself. `hetopt run`'s decisions are tested in tests/analyzer/planner_test.
+ */
 #include "contracts/plan.h"
 
 #include <gtest/gtest.h>
@@ -30,12 +31,13 @@ TEST(PlanFile, StrategiesWaitsAndTheRegisterCostRoundTrip) {
   EXPECT_EQ(back.sites[0].waitNsPerMiB, 250000u);
   EXPECT_EQ(back.registerNsPerMiB, 83886u);
   // A pool belongs to pooled sites only; words in their order, once.
-  for (const char* bad : {"pool opencl 1048576\nsite 1f 0 100 register\n",
-                          "pool none 0\nsite 1f 0 100\n", "pool none 0\nsite 1f 0 100 register register\n",
-                          "pool none 0\nsite 1f 0 100 wait 5 register\n",
-                          "pool none 0\nsite 1f 0 100 register wait 0\n",
-                          "pool none 0\nsite 1f 0 100 register wait\n",
-                          "pool none 0\nregister-cost 1\nsite 1f 0 1 register\n"})
+  for (const char* bad :
+       {"pool opencl 1048576\nsite 1f 0 100 register\n", "pool none 0\nsite 1f 0 100\n",
+        "pool none 0\nsite 1f 0 100 register register\n",
+        "pool none 0\nsite 1f 0 100 wait 5 register\n",
+        "pool none 0\nsite 1f 0 100 register wait 0\n",
+        "pool none 0\nsite 1f 0 100 register wait\n",
+        "pool none 0\nregister-cost 1\nsite 1f 0 1 register\n"})
     EXPECT_FALSE(parsePlan(head + bad, &plan, &why)) << bad;
 }
 
@@ -54,13 +56,15 @@ TEST(PlanFile, RejectsOtherVersionsAndGarbage) {
   EXPECT_FALSE(parsePlan("hetopt-plan 1\nprogram /bin/x build-id:ab\n", &plan, &why));
   EXPECT_NE(why.find("truncated"), std::string::npos) << why;
   EXPECT_FALSE(parsePlan("hetopt-plan 1\npool opencl 1048576\n", &plan, &why));
-  EXPECT_TRUE(parsePlan("hetopt-plan 1\n# comment\npool opencl 1048576\nsite 1f 0 100\n", &plan, &why))
+  EXPECT_TRUE(
+      parsePlan("hetopt-plan 1\n# comment\npool opencl 1048576\nsite 1f 0 100\n", &plan, &why))
       << why;
   EXPECT_EQ(plan.poolBytes, 1048576u);
   EXPECT_FALSE(plan.hasProgramStamp);
   EXPECT_NE(plan.find(0x1f, 50), nullptr);
   EXPECT_EQ(plan.find(0x1f, 500), nullptr);
-  EXPECT_FALSE(parsePlan("hetopt-plan 1\nstamp 1 2 x 4 5\npool opencl 1048576\nsite 1f 0 100\n", &plan, &why));
+  EXPECT_FALSE(parsePlan("hetopt-plan 1\nstamp 1 2 x 4 5\npool opencl 1048576\nsite 1f 0 100\n",
+                         &plan, &why));
   EXPECT_NE(why.find("stamp"), std::string::npos) << why;
 }
 
@@ -83,8 +87,8 @@ TEST(PlanFile, RegisterLines) {
 
   // Malformed.
   for (const char* bad : {"register\n", "register heap 1 2\n", "register static zz 0 10\n",
-                          "register static 0 0 10\n",          // no module
-                          "register static 1f 0 0\n",          // empty range
+                          "register static 0 0 10\n",  // no module
+                          "register static 1f 0 0\n",  // empty range
                           "register static 1f -5 10\n", "register static 1f 0 10 extra\n",
                           "register static 1f 18446744073709551615 2\n",  // wraps
                           "register mmap 10\n", "register mmap 10 5\n", "register mmap 0 0\n",
@@ -127,10 +131,11 @@ TEST(PlanFile, WhatTheWriterWritesReadsBackAsItself) {
   EXPECT_EQ(back.sites[1].minBytes, 200u);  // equal keys keep their order
   EXPECT_NE(back.find(7, 250), nullptr);
 
-  for (auto edit : {+[](Plan* p) { p->device = "cpu\nsite 1 0 1"; },
-                    +[](Plan* p) { p->programPath = "/bin/x\r"; },
-                    +[](Plan* p) { p->programKey = "build-id:ab cd"; },
-                    +[](Plan* p) { p->poolPolicy = "opencl\t"; }, +[](Plan* p) { p->sites.clear(); }}) {
+  for (auto edit :
+       {+[](Plan* p) { p->device = "cpu\nsite 1 0 1"; },
+        +[](Plan* p) { p->programPath = "/bin/x\r"; },
+        +[](Plan* p) { p->programKey = "build-id:ab cd"; },
+        +[](Plan* p) { p->poolPolicy = "opencl\t"; }, +[](Plan* p) { p->sites.clear(); }}) {
     Plan bad = plan;
     edit(&bad);
     EXPECT_NE(bad.unwritableReason(), "");

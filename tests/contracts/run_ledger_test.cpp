@@ -7,7 +7,6 @@
 #include "contracts/run_ledger.h"
 
 #include <gtest/gtest.h>
-
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -74,14 +73,15 @@ TEST(RunLedger, LinesRoundTrip) {
 }
 
 TEST(RunLedger, AWriteCutShortIsSkippedAndAnythingElseIsCorrupt) {
-  const std::string good = "hetopt-ledger 1\nrun 1 optimized 0000000000000abc 1000 5\nend 1 6 100 exit 0\n";
+  const std::string good =
+      "hetopt-ledger 1\nrun 1 optimized 0000000000000abc 1000 5\nend 1 6 100 exit 0\n";
   Ledger l;
   std::string error;
   ASSERT_TRUE(parseLedger(good + "run 2 contr", &l, &error)) << error;
   EXPECT_EQ(l.runs.size(), 1u);
   for (const char* bad : {"run 3 optimized 1 2 3\n", "run 2 frob 1 2 3\n", "end 1 6 100 exit 0\n",
-                          "end 9 6 100 exit 0\n", "end 2 6 100 exit 0\n", "frob\n", "revert 12 1 two words\n",
-                          "run 2 optimized 1 2 -3\n"}) {
+                          "end 9 6 100 exit 0\n", "end 2 6 100 exit 0\n", "frob\n",
+                          "revert 12 1 two words\n", "run 2 optimized 1 2 -3\n"}) {
     EXPECT_FALSE(parseLedger(good + bad, &l, &error)) << bad;
   }
   EXPECT_FALSE(parseLedger("hetopt-ledger 2\n", &l, &error));
@@ -113,7 +113,8 @@ TEST(RunLedger, ACutShortLineIsDroppedBeforeTheNextIsAppended) {
   EXPECT_EQ(f.ledger().runs[0].end, RunEnd::Running);
   ASSERT_TRUE(f.finish(1, 6, 100, RunEnd::Lost, 0, &error)) << error;
   f.close();
-  EXPECT_EQ(slurp(path), "hetopt-ledger 1\nrun 1 optimized 0000000000000abc 1000 5\nend 1 6 100 lost 0\n");
+  EXPECT_EQ(slurp(path),
+            "hetopt-ledger 1\nrun 1 optimized 0000000000000abc 1000 5\nend 1 6 100 lost 0\n");
 }
 
 TEST(RunLedger, RunsStartedAtTheSameTimeEachGetTheirOwnLine) {
@@ -133,7 +134,8 @@ TEST(RunLedger, RunsStartedAtTheSameTimeEachGetTheirOwnLine) {
             !f.start(LedgerKind::Optimized, 1, 1, static_cast<uint64_t>(getpid()), &seq, &error))
           _exit(1);
         f.close();
-        if (!f.open(path, &error, &corrupt) || !f.finish(seq, 1, 1, RunEnd::Exited, 0, &error)) _exit(1);
+        if (!f.open(path, &error, &corrupt) || !f.finish(seq, 1, 1, RunEnd::Exited, 0, &error))
+          _exit(1);
       }
       _exit(0);
     }

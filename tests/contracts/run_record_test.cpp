@@ -3,7 +3,6 @@
 #include "contracts/run_record.h"
 
 #include <gtest/gtest.h>
-
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -70,8 +69,8 @@ TEST(RunRecord, UntouchedRunsRoundTripWithTheirExitStatusAndNoPlan) {
   ASSERT_TRUE(parseRunRecord(sample().serialize(), &optimized, &error)) << error;
   EXPECT_EQ(optimized.kind, RunKind::Optimized);
   // Each kind holds only its own facts.
-  for (const char* bad : {"plan 0000000000000001 0\n", "transfers 1 1 0 0 0 0\n", "site 12 1 1 1 0\n",
-                          "kind frob\n"}) {
+  for (const char* bad : {"plan 0000000000000001 0\n", "transfers 1 1 0 0 0 0\n",
+                          "site 12 1 1 1 0\n", "kind frob\n"}) {
     std::string t = text;
     t.insert(t.find("end\n"), bad);
     EXPECT_FALSE(parseRunRecord(t, &out, &error)) << bad;

@@ -23,5 +23,6 @@ TEST(SiteKey, KeysStayTheValuesStoredProfilesAndPlansHold) {
   EXPECT_EQ(inner, 0xb615435410649425ull);
   EXPECT_EQ(siteKeyFold(inner, moduleIdentity("", "/bin/app"), 0x40), 0xfcd12318d5e602ecull);
   // Frame order matters: innermost first.
-  EXPECT_NE(siteKeyFold(siteKeyFold(kSiteKeySeed, 1, 2), 3, 4), siteKeyFold(siteKeyFold(kSiteKeySeed, 3, 4), 1, 2));
+  EXPECT_NE(siteKeyFold(siteKeyFold(kSiteKeySeed, 1, 2), 3, 4),
+            siteKeyFold(siteKeyFold(kSiteKeySeed, 3, 4), 1, 2));
 }

@@ -42,7 +42,8 @@ int main() {
     free(dst);
     return 3;
   }
-  cl_command_queue queue = clCreateCommandQueueWithProperties(context, device.device, nullptr, &err);
+  cl_command_queue queue =
+      clCreateCommandQueueWithProperties(context, device.device, nullptr, &err);
   APP_CL(err);
 
   cl_mem dev = clCreateBuffer(context, CL_MEM_READ_WRITE, n * sizeof(unsigned), nullptr, &err);

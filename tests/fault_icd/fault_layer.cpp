@@ -3,11 +3,11 @@
  * @file A fault-injecting OpenCL layer for the tests (not part of hetopt): loaded through
  * OPENCL_LAYERS, it forwards every call to the next layer or driver and makes the calls named in
  * FAULTCL fail the way a driver out of resources would. FAULTCL is a comma-separated list of:
- *   host_buffer  clCreateBuffer with CL_MEM_ALLOC_HOST_PTR or CL_MEM_USE_HOST_PTR: CL_OUT_OF_RESOURCES
- *   map          clEnqueueMapBuffer: CL_MAP_FAILURE
- *   context      clCreateContext and clCreateContextFromType: CL_OUT_OF_HOST_MEMORY
- * Each injected failure prints one "faultcl: <call> -> <error>" line on stderr, so a test can
- * count them: the program's own failures plus those of whoever else calls (hetopt's pool).
+ *   host_buffer  clCreateBuffer with CL_MEM_ALLOC_HOST_PTR or CL_MEM_USE_HOST_PTR:
+ * CL_OUT_OF_RESOURCES map          clEnqueueMapBuffer: CL_MAP_FAILURE context      clCreateContext
+ * and clCreateContextFromType: CL_OUT_OF_HOST_MEMORY Each injected failure prints one "faultcl:
+ * <call> -> <error>" line on stderr, so a test can count them: the program's own failures plus
+ * those of whoever else calls (hetopt's pool).
  *
  * A discrete GPU's costs, for the closed loop's tests on PoCL (where pinning changes nothing):
  *   FAULTCL_PAGEABLE_US_PER_MIB=<us>  clEnqueueReadBuffer/WriteBuffer from host memory no live
@@ -27,18 +27,17 @@
 #include <CL/cl.h>
 #include <CL/cl_icd.h>
 #include <CL/cl_layer.h>
-
 #include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cstdint>
-#include <mutex>
-#include <vector>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
+#include <mutex>
+#include <vector>
 
 namespace {
 
@@ -78,7 +77,8 @@ std::mutex g_hostBuffersMutex;
 std::vector<HostBuffer> g_hostBuffers;  // live CL_MEM_USE_HOST_PTR buffers
 
 void sleepFor(uint64_t usPerMiB, size_t bytes) {
-  const uint64_t us = static_cast<uint64_t>(static_cast<double>(usPerMiB) * static_cast<double>(bytes) / (1 << 20));
+  const uint64_t us =
+      static_cast<uint64_t>(static_cast<double>(usPerMiB) * static_cast<double>(bytes) / (1 << 20));
   if (us) usleep(static_cast<useconds_t>(us));
 }
 
@@ -115,7 +115,9 @@ cl_mem CL_API_CALL createBuffer(cl_context context, cl_mem_flags flags, size_t s
 cl_int CL_API_CALL releaseMemObject(cl_mem mem) {
   cl_uint refs = 0;
   if (g_pageableUsPerMiB &&
-      g_next.clGetMemObjectInfo(mem, CL_MEM_REFERENCE_COUNT, sizeof refs, &refs, nullptr) == CL_SUCCESS && refs <= 1) {
+      g_next.clGetMemObjectInfo(mem, CL_MEM_REFERENCE_COUNT, sizeof refs, &refs, nullptr) ==
+          CL_SUCCESS &&
+      refs <= 1) {
     std::lock_guard<std::mutex> lock(g_hostBuffersMutex);
     g_hostBuffers.erase(std::remove_if(g_hostBuffers.begin(), g_hostBuffers.end(),
                                        [&](const HostBuffer& b) { return b.mem == mem; }),
@@ -124,41 +126,47 @@ cl_int CL_API_CALL releaseMemObject(cl_mem mem) {
   return g_next.clReleaseMemObject(mem);
 }
 
-cl_int CL_API_CALL enqueueWriteBuffer(cl_command_queue queue, cl_mem buffer, cl_bool blocking, size_t offset,
-                                      size_t size, const void* ptr, cl_uint numEvents, const cl_event* waitList,
+cl_int CL_API_CALL enqueueWriteBuffer(cl_command_queue queue, cl_mem buffer, cl_bool blocking,
+                                      size_t offset, size_t size, const void* ptr,
+                                      cl_uint numEvents, const cl_event* waitList,
                                       cl_event* event) {
   if (!covered(ptr, size)) sleepFor(g_pageableUsPerMiB, size);
-  return g_next.clEnqueueWriteBuffer(queue, buffer, blocking, offset, size, ptr, numEvents, waitList, event);
+  return g_next.clEnqueueWriteBuffer(queue, buffer, blocking, offset, size, ptr, numEvents,
+                                     waitList, event);
 }
 
-cl_int CL_API_CALL enqueueReadBuffer(cl_command_queue queue, cl_mem buffer, cl_bool blocking, size_t offset,
-                                     size_t size, void* ptr, cl_uint numEvents, const cl_event* waitList,
-                                     cl_event* event) {
+cl_int CL_API_CALL enqueueReadBuffer(cl_command_queue queue, cl_mem buffer, cl_bool blocking,
+                                     size_t offset, size_t size, void* ptr, cl_uint numEvents,
+                                     const cl_event* waitList, cl_event* event) {
   if (!covered(ptr, size)) sleepFor(g_pageableUsPerMiB, size);
-  return g_next.clEnqueueReadBuffer(queue, buffer, blocking, offset, size, ptr, numEvents, waitList, event);
+  return g_next.clEnqueueReadBuffer(queue, buffer, blocking, offset, size, ptr, numEvents, waitList,
+                                    event);
 }
 
 void* CL_API_CALL enqueueMapBuffer(cl_command_queue queue, cl_mem buffer, cl_bool blocking,
-                                   cl_map_flags flags, size_t offset, size_t size, cl_uint numEvents,
-                                   const cl_event* waitList, cl_event* event, cl_int* errcodeRet) {
+                                   cl_map_flags flags, size_t offset, size_t size,
+                                   cl_uint numEvents, const cl_event* waitList, cl_event* event,
+                                   cl_int* errcodeRet) {
   if (faulty("map")) return inject("clEnqueueMapBuffer", CL_MAP_FAILURE, errcodeRet, nullptr);
-  return g_next.clEnqueueMapBuffer(queue, buffer, blocking, flags, offset, size, numEvents, waitList,
-                                   event, errcodeRet);
+  return g_next.clEnqueueMapBuffer(queue, buffer, blocking, flags, offset, size, numEvents,
+                                   waitList, event, errcodeRet);
 }
 
 cl_context CL_API_CALL createContext(const cl_context_properties* props, cl_uint numDevices,
                                      const cl_device_id* devices,
-                                     void(CL_CALLBACK* notify)(const char*, const void*, size_t, void*),
+                                     void(CL_CALLBACK* notify)(const char*, const void*, size_t,
+                                                               void*),
                                      void* userData, cl_int* errcodeRet) {
   if (faulty("context"))
     return inject("clCreateContext", CL_OUT_OF_HOST_MEMORY, errcodeRet, cl_context{});
   return g_next.clCreateContext(props, numDevices, devices, notify, userData, errcodeRet);
 }
 
-cl_context CL_API_CALL createContextFromType(
-    const cl_context_properties* props, cl_device_type type,
-    void(CL_CALLBACK* notify)(const char*, const void*, size_t, void*), void* userData,
-    cl_int* errcodeRet) {
+cl_context CL_API_CALL createContextFromType(const cl_context_properties* props,
+                                             cl_device_type type,
+                                             void(CL_CALLBACK* notify)(const char*, const void*,
+                                                                       size_t, void*),
+                                             void* userData, cl_int* errcodeRet) {
   if (faulty("context"))
     return inject("clCreateContextFromType", CL_OUT_OF_HOST_MEMORY, errcodeRet, cl_context{});
   return g_next.clCreateContextFromType(props, type, notify, userData, errcodeRet);
@@ -188,8 +196,8 @@ cl_int CL_API_CALL deviceAndHostTimer(cl_device_id device, cl_ulong* deviceNs, c
 
 }  // namespace
 
-extern "C" __attribute__((visibility("default"))) cl_int CL_API_CALL clGetLayerInfo(
-    cl_layer_info param, size_t size, void* value, size_t* sizeRet) {
+extern "C" __attribute__((visibility("default"))) cl_int CL_API_CALL
+clGetLayerInfo(cl_layer_info param, size_t size, void* value, size_t* sizeRet) {
   if (param != CL_LAYER_API_VERSION) return CL_INVALID_VALUE;
   cl_layer_api_version version = CL_LAYER_API_VERSION_100;
   if (value) {
@@ -200,9 +208,9 @@ extern "C" __attribute__((visibility("default"))) cl_int CL_API_CALL clGetLayerI
   return CL_SUCCESS;
 }
 
-extern "C" __attribute__((visibility("default"))) cl_int CL_API_CALL clInitLayer(
-    cl_uint numEntries, const _cl_icd_dispatch* target, cl_uint* numEntriesRet,
-    const _cl_icd_dispatch** layerDispatch) {
+extern "C" __attribute__((visibility("default"))) cl_int CL_API_CALL
+clInitLayer(cl_uint numEntries, const _cl_icd_dispatch* target, cl_uint* numEntriesRet,
+            const _cl_icd_dispatch** layerDispatch) {
   constexpr cl_uint kEntries = sizeof(_cl_icd_dispatch) / sizeof(void*);
   if (!target || !numEntriesRet || !layerDispatch) return CL_INVALID_VALUE;
   memcpy(&g_next, target, std::min(numEntries, kEntries) * sizeof(void*));
@@ -217,7 +225,8 @@ extern "C" __attribute__((visibility("default"))) cl_int CL_API_CALL clInitLayer
     g_table.clEnqueueWriteBuffer = enqueueWriteBuffer;
     g_table.clEnqueueReadBuffer = enqueueReadBuffer;
   }
-  if (const char* us = getenv("FAULTCL_REGISTER_US_PER_MIB")) g_registerUsPerMiB = strtoull(us, nullptr, 10);
+  if (const char* us = getenv("FAULTCL_REGISTER_US_PER_MIB"))
+    g_registerUsPerMiB = strtoull(us, nullptr, 10);
   if (const char* offset = getenv("FAULTCL_TIMER")) {
     g_hostTimerOffset = strtoull(offset, nullptr, 10);
     g_table.clGetDeviceAndHostTimer = deviceAndHostTimer;

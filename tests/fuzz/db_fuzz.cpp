@@ -3,13 +3,14 @@
  * @file libFuzzer target for loading hetopt's DB: the file is opened (store/db), every
  * characterization is loaded (characterize/records) and printed, the gain model is built from it
  * and asked about the profile's sites (analyzer/gain), the profile is loaded
- * (analyzer/profile_store), reported, and turned into a plan (analyzer/planner) that, when the writer
- * accepts it, must read back as itself. Any DB must give a result or one message, never a crash.
+ * (analyzer/profile_store), reported, and turned into a plan (analyzer/planner) that, when the
+ * writer accepts it, must read back as itself. Any DB must give a result or one message, never a
+ * crash.
  *
  * Two kinds of input:
  *  - the bytes of a DB file (the seed corpus holds DBs written by hetopt's own writers);
- *  - 'U' + edits of the rows of such a DB (built at start-up by the same writers): each edit picks a
- *    table, column and row and sets an integer, a real, a text, NULL, or deletes the row. SQLite
+ *  - 'U' + edits of the rows of such a DB (built at start-up by the same writers): each edit picks
+ * a table, column and row and sets an integer, a real, a text, NULL, or deletes the row. SQLite
  *    rejects nearly every mutated file at its header or page checks, so this is how fuzzed
  *    values reach hetopt's own code (the one that reads them).
  */
@@ -26,8 +27,8 @@
 #include <vector>
 
 #include "analyzer/gain.h"
-#include "analyzer/report.h"
 #include "analyzer/planner.h"
+#include "analyzer/report.h"
 #include "tests/fuzz/samples.h"
 
 namespace {
@@ -75,7 +76,8 @@ void useDb() {
   mustSay(ok, error);
   if (!ok || lookup.status != analyzer::ProfileLookup::Status::Found) return;
   std::string why;
-  if (std::unique_ptr<analyzer::GainModel> gain = analyzer::loadGainModel(*db, profile.device, &why)) {
+  if (std::unique_ptr<analyzer::GainModel> gain =
+          analyzer::loadGainModel(*db, profile.device, &why)) {
     (void)gain->describe();
     for (analyzer::CandidateSite& site : profile.candidates) gain->predict(site, &site.gain);
   } else if (why.empty()) {
@@ -116,8 +118,8 @@ void editRows(const uint8_t* p, const uint8_t* end) {
     const std::string& column = t.columns[take(p, end) % t.columns.size()];
     const int row = take(p, end) % 64;
     const uint8_t kind = take(p, end) % 5;
-    const std::string where = " WHERE rowid = (SELECT rowid FROM \"" + t.name + "\" LIMIT 1 OFFSET " +
-                              std::to_string(row) + ")";
+    const std::string where = " WHERE rowid = (SELECT rowid FROM \"" + t.name +
+                              "\" LIMIT 1 OFFSET " + std::to_string(row) + ")";
     std::string sql = kind == 4 ? "DELETE FROM \"" + t.name + "\"" + where
                                 : "UPDATE \"" + t.name + "\" SET \"" + column + "\" = ?" + where;
     sqlite3_stmt* stmt = nullptr;

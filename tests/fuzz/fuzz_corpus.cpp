@@ -1,12 +1,13 @@
 // SPDX-License-Identifier: MIT
 /**
  * @file Writes the seed corpora of the plan and DB fuzz targets with hetopt's own writers:
- *   fuzz_corpus plan DIR   plans `hetopt run` makes (analyzer/planner + writePlanFile), and field seeds
- *   fuzz_corpus db DIR     DBs written by storeRun/storeProfile, and row-edit seeds ('U')
+ *   fuzz_corpus plan DIR   plans `hetopt run` makes (analyzer/planner + writePlanFile), and field
+ * seeds fuzz_corpus db DIR     DBs written by storeRun/storeProfile, and row-edit seeds ('U')
  */
+#include <unistd.h>
+
 #include <cstdio>
 #include <cstring>
-#include <unistd.h>
 #include <fstream>
 #include <string>
 

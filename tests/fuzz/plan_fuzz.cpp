@@ -23,7 +23,8 @@ using hetopt::PlanSite;
 
 bool samePlan(const Plan& a, const Plan& b) {
   if (a.programPath != b.programPath || a.programKey != b.programKey || a.device != b.device ||
-      a.poolPolicy != b.poolPolicy || a.poolBytes != b.poolBytes || a.sites.size() != b.sites.size())
+      a.poolPolicy != b.poolPolicy || a.poolBytes != b.poolBytes ||
+      a.sites.size() != b.sites.size())
     return false;
   if (a.directAllocation != b.directAllocation || a.hasProgramStamp != b.hasProgramStamp ||
       (a.hasProgramStamp && !(a.programStamp == b.programStamp)))
@@ -90,7 +91,7 @@ Plan planFromFields(const uint8_t* data, size_t size) {
     plan.sites.push_back(s);
   }
   std::stable_sort(plan.sites.begin(), plan.sites.end(),
-            [](const PlanSite& a, const PlanSite& b) { return a.key < b.key; });
+                   [](const PlanSite& a, const PlanSite& b) { return a.key < b.key; });
   return plan;
 }
 

@@ -6,6 +6,7 @@
  */
 #pragma once
 #include <unistd.h>
+
 #include <string>
 
 #include "analyzer/profile_store.h"
@@ -28,7 +29,8 @@ inline characterize::CharacterizationRun sampleRun() {
   run.info = characterize::testing::ciRunInfo("cpu-haswell", "2026-11-23T10:00:00Z");
   for (PolicyKind p : {PolicyKind::Standard, PolicyKind::OpenCL, PolicyKind::Hybrid})
     run.policies.push_back({p, PolicyAvailability::State::Available, "", 64 << 20});
-  run.policies.push_back({PolicyKind::Locked, PolicyAvailability::State::Unavailable, "no mlock", 0});
+  run.policies.push_back(
+      {PolicyKind::Locked, PolicyAvailability::State::Unavailable, "no mlock", 0});
   for (PolicyKind p : {PolicyKind::Standard, PolicyKind::OpenCL, PolicyKind::Hybrid}) {
     const double perByte = p == PolicyKind::Standard ? 0.4 : 0.1;
     for (Measure m : {Measure::Alloc, Measure::Free, Measure::H2D, Measure::D2H}) {
@@ -38,9 +40,10 @@ inline characterize::CharacterizationRun sampleRun() {
         s.policy = p;
         s.size = uint64_t{1} << e;
         const double bytes = static_cast<double>(s.size);
-        const double t = m == Measure::Alloc   ? (p == PolicyKind::Standard ? 200 : 5000 + bytes * 0.3)
-                         : m == Measure::Free  ? 100
-                                               : 3000 + bytes * perByte;
+        const double t = m == Measure::Alloc
+                             ? (p == PolicyKind::Standard ? 200 : 5000 + bytes * 0.3)
+                         : m == Measure::Free ? 100
+                                              : 3000 + bytes * perByte;
         s.timesNs = {t, t * 1.02, t * 0.99, t * 1.01};
         s.summarize();
         run.samples.push_back(s);

@@ -22,8 +22,8 @@ int main() {
   unsigned long long sum = 0;
   for (unsigned it = 0; it < 5; ++it) {
     for (size_t i = 0; i < n; ++i) src[i] = static_cast<unsigned>(i * 2654435761u + it);
-    APP_CL(clEnqueueWriteBuffer(env.queue(), dev, CL_TRUE, 0, n * sizeof(unsigned), src, 0,
-                                nullptr, nullptr));
+    APP_CL(clEnqueueWriteBuffer(env.queue(), dev, CL_TRUE, 0, n * sizeof(unsigned), src, 0, nullptr,
+                                nullptr));
     APP_CL(clEnqueueReadBuffer(env.queue(), dev, CL_TRUE, 0, n * sizeof(unsigned), dst, 0, nullptr,
                                nullptr));
     for (size_t i = 0; i < n; ++i) sum += dst[i] ^ i;

@@ -55,8 +55,8 @@ constexpr int kWorkers = 3;
 
 std::atomic<const ClEnv*> g_env{nullptr};  ///< set once the program has its context
 std::atomic<bool> g_stop{false};
-std::atomic<float*> g_handoff{nullptr};    ///< a worker's block left for the next child
-std::atomic<int> g_transfers{0};           ///< blocks written to the device so far
+std::atomic<float*> g_handoff{nullptr};  ///< a worker's block left for the next child
+std::atomic<int> g_transfers{0};         ///< blocks written to the device so far
 
 /// The one allocation site of every block.
 __attribute__((noinline)) float* newBlock() {
@@ -79,8 +79,8 @@ void worker(int t) {
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
     } else if (n % 64 == 0) {
       if (!dev) dev = env->buffer(CL_MEM_READ_WRITE, kBlockBytes);
-      APP_CL(clEnqueueWriteBuffer(env->queue(), dev, CL_TRUE, 0, kBlockBytes, b, 0, nullptr,
-                                  nullptr));
+      APP_CL(
+          clEnqueueWriteBuffer(env->queue(), dev, CL_TRUE, 0, kBlockBytes, b, 0, nullptr, nullptr));
       g_transfers.fetch_add(1, std::memory_order_relaxed);
     }
     // Written only when empty: a thread writing a page fork() has already copied waits until
@@ -214,8 +214,9 @@ void forkBeforeOpenCL(int forks) {
       continue;
     }
     fprintf(stderr, "fork_app: child %d before OpenCL: %s\n", i,
-            WIFEXITED(status) ? (WEXITSTATUS(status) == 0 ? "platforms found" : "clGetPlatformIDs failed")
-                              : "killed (its OpenCL call did not return)");
+            WIFEXITED(status)
+                ? (WEXITSTATUS(status) == 0 ? "platforms found" : "clGetPlatformIDs failed")
+                : "killed (its OpenCL call did not return)");
   }
 }
 
@@ -228,7 +229,8 @@ int main(int argc, char** argv) {
   const bool preparing = !strcmp(mode, "preparing"), beforeOpenCL = !strcmp(mode, "before-opencl");
   if ((!preparing && !beforeOpenCL && strcmp(mode, "threads") && strcmp(mode, "callback")) ||
       forks < 0 || (forks == 0 && (preparing || beforeOpenCL))) {
-    fprintf(stderr, "usage: fork_app threads|callback|preparing|before-opencl FORKS [opencl-children]\n");
+    fprintf(stderr,
+            "usage: fork_app threads|callback|preparing|before-opencl FORKS [opencl-children]\n");
     return 2;
   }
   if (beforeOpenCL) forkBeforeOpenCL(forks);

@@ -38,16 +38,18 @@ int main() {
   double sum = 0;
   for (int it = 0; it < 4; ++it) {
     for (size_t i = 0; i < floats; ++i) src[i] = static_cast<float>((i * 7 + it) % 1000);
-    APP_CL(clEnqueueWriteImage(env.queue(), image, CL_TRUE, origin, region, 0, 0, src, 0, nullptr, nullptr));
+    APP_CL(clEnqueueWriteImage(env.queue(), image, CL_TRUE, origin, region, 0, 0, src, 0, nullptr,
+                               nullptr));
     memset(dst, 0, bytes);
-    APP_CL(clEnqueueReadImage(env.queue(), image, CL_TRUE, origin, region, 0, 0, dst, 0, nullptr, nullptr));
+    APP_CL(clEnqueueReadImage(env.queue(), image, CL_TRUE, origin, region, 0, 0, dst, 0, nullptr,
+                              nullptr));
     APP_CHECK(memcmp(src, dst, bytes) == 0);
     for (size_t i = 0; i < floats; i += 97) sum += dst[i];
   }
   // An image made from host memory: a host->device copy at creation.
   for (size_t i = 0; i < floats; ++i) src[i] = static_cast<float>((i * 13 + 5) % 1000);
-  cl_mem copied =
-      clCreateImage(env.context(), CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, &format, &desc, src, &err);
+  cl_mem copied = clCreateImage(env.context(), CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, &format,
+                                &desc, src, &err);
   APP_CL(err);
   memset(dst, 0, bytes);
   APP_CL(clEnqueueReadImage(env.queue(), copied, CL_TRUE, origin, region, 0, 0, dst, 0, nullptr,

@@ -28,8 +28,8 @@ int main(int argc, char** argv) {
   size_t written = 0;
   while (written < total) {
     seed ^= seed << 13, seed ^= seed >> 7, seed ^= seed << 17;
-    int n = printf("line %llu %016llx the quick brown fox jumps over the lazy dog %zu\n", lines++, seed,
-                   written);
+    int n = printf("line %llu %016llx the quick brown fox jumps over the lazy dog %zu\n", lines++,
+                   seed, written);
     APP_CHECK(n > 0);
     written += static_cast<size_t>(n);
     if (lines % 64 != 0) continue;
@@ -38,8 +38,10 @@ int main(int argc, char** argv) {
     auto* p = static_cast<unsigned char*>(malloc(bytes));
     APP_CHECK(p);
     memset(p, static_cast<int>(lines), bytes < 4096 ? bytes : 4096);
-    if (seed % 4 == 0 && kept.size() < 4096) kept.push_back(p);
-    else free(p);
+    if (seed % 4 == 0 && kept.size() < 4096)
+      kept.push_back(p);
+    else
+      free(p);
   }
   fflush(stdout);
 
@@ -49,9 +51,11 @@ int main(int argc, char** argv) {
   APP_CHECK(buf);
   for (size_t i = 0; i < n; ++i) buf[i] = static_cast<unsigned>(i * 2654435761u);
   cl_mem dev = env.buffer(CL_MEM_READ_WRITE, n * sizeof(unsigned));
-  APP_CL(clEnqueueWriteBuffer(env.queue(), dev, CL_TRUE, 0, n * sizeof(unsigned), buf, 0, nullptr, nullptr));
+  APP_CL(clEnqueueWriteBuffer(env.queue(), dev, CL_TRUE, 0, n * sizeof(unsigned), buf, 0, nullptr,
+                              nullptr));
   memset(buf, 0, n * sizeof(unsigned));
-  APP_CL(clEnqueueReadBuffer(env.queue(), dev, CL_TRUE, 0, n * sizeof(unsigned), buf, 0, nullptr, nullptr));
+  APP_CL(clEnqueueReadBuffer(env.queue(), dev, CL_TRUE, 0, n * sizeof(unsigned), buf, 0, nullptr,
+                             nullptr));
   unsigned long long sum = 0;
   for (size_t i = 0; i < n; ++i) sum += buf[i] ^ i;
   printf("result: %llu lines, %zu blocks kept, checksum %llu\n", lines, kept.size(), sum);

@@ -45,7 +45,8 @@ void roundTrip(const ClEnv& env, cl_mem dev, void* host, size_t bytes, uint32_t 
 }
 
 void* mapAnonymous(void* hint, size_t bytes, int extraFlags = 0) {
-  void* p = mmap(hint, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | extraFlags, -1, 0);
+  void* p =
+      mmap(hint, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | extraFlags, -1, 0);
   APP_CHECK(p != MAP_FAILED);
   return p;
 }

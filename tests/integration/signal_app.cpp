@@ -60,8 +60,10 @@ int main(int argc, char** argv) {
   for (size_t i = 0; i < n; ++i) host[i] = static_cast<unsigned>(i * 2654435761u);
   cl_mem dev = env.buffer(CL_MEM_READ_WRITE, n * sizeof(unsigned));
   for (int it = 0; it < 3; ++it) {
-    APP_CL(clEnqueueWriteBuffer(env.queue(), dev, CL_TRUE, 0, n * sizeof(unsigned), host, 0, nullptr, nullptr));
-    APP_CL(clEnqueueReadBuffer(env.queue(), dev, CL_TRUE, 0, n * sizeof(unsigned), host, 0, nullptr, nullptr));
+    APP_CL(clEnqueueWriteBuffer(env.queue(), dev, CL_TRUE, 0, n * sizeof(unsigned), host, 0,
+                                nullptr, nullptr));
+    APP_CL(clEnqueueReadBuffer(env.queue(), dev, CL_TRUE, 0, n * sizeof(unsigned), host, 0, nullptr,
+                               nullptr));
   }
   printf("transfers done\n");
   fflush(stdout);
@@ -93,7 +95,8 @@ int main(int argc, char** argv) {
     APP_CHECK(handlerIs(SIGTERM, onTermReturning));
     raise(SIGTERM);
     APP_CHECK(s_terminated == 1);
-    APP_CL(clEnqueueWriteBuffer(env.queue(), dev, CL_TRUE, 0, n * sizeof(unsigned), host, 0, nullptr, nullptr));
+    APP_CL(clEnqueueWriteBuffer(env.queue(), dev, CL_TRUE, 0, n * sizeof(unsigned), host, 0,
+                                nullptr, nullptr));
     printf("survived\n");
     clReleaseMemObject(dev);
     free(host);

@@ -119,12 +119,12 @@ TEST(DirectAllocator, FailuresAreCountedWithTheFirstReason) {
   policy.fail = true;
   EXPECT_EQ(d.allocate(100, 0, false), nullptr);
   policy.fail = false;
-  EXPECT_EQ(d.allocate(100, 8192, false), nullptr);  // above a page
+  EXPECT_EQ(d.allocate(100, 8192, false), nullptr);        // above a page
   EXPECT_EQ(d.allocate(SIZE_MAX - 8, 0, false), nullptr);  // rounding up must not wrap to 0
   policy.misalign = true;
   EXPECT_EQ(d.allocate(100, 64, false), nullptr);  // the policy's block is only 16-aligned
-  EXPECT_EQ(policy.releases, 1);                    // ... and was given back
-  void* p = d.allocate(100, 16, false);             // which is enough for malloc's alignment
+  EXPECT_EQ(policy.releases, 1);                   // ... and was given back
+  void* p = d.allocate(100, 16, false);            // which is enough for malloc's alignment
   EXPECT_NE(p, nullptr);
   d.deallocate(p);
   EXPECT_EQ(d.stats().failures, 4u);
@@ -168,8 +168,8 @@ TEST(DirectAllocator, AForkedChildNeverReleasesOrAllocates) {
   EXPECT_EQ(d.allocate(100, 0, false), nullptr);
 }
 
-// Threads allocating and freeing while others ask about foreign and live pointers (the shim's free()
-// path): no false answer, whatever the rebuilds do meanwhile.
+// Threads allocating and freeing while others ask about foreign and live pointers (the shim's
+// free() path): no false answer, whatever the rebuilds do meanwhile.
 TEST(DirectAllocator, LookupsStayRightUnderConcurrentUse) {
   auto policy = hetopt::makePolicy(PolicyKind::Standard, PolicyEnv{});
   DirectAllocator d(256);

@@ -35,8 +35,8 @@ void limitLocking(rlim_t bytes) {
   setrlimit(RLIMIT_MEMLOCK, &rl);
 }
 
-// ---- A fake driver that has no host-pointer buffers: every clCreateBuffer with a host-pointer flag
-// fails, as on devices without that support.
+// ---- A fake driver that has no host-pointer buffers: every clCreateBuffer with a host-pointer
+// flag fails, as on devices without that support.
 int s_fakeBuffers = 0;
 cl_mem CL_API_CALL fakeCreateBuffer(cl_context, cl_mem_flags flags, size_t, void*, cl_int* err) {
   if (flags & (CL_MEM_USE_HOST_PTR | CL_MEM_ALLOC_HOST_PTR)) {
@@ -182,7 +182,8 @@ TEST(OpenClPolicies, DeviceWithoutHostPointerBuffersIsReportedNotCrashed) {
   PolicyStatus tooLarge = adoptHostMemory(env, mine.data(), mine.size(), &a, 1024);
   EXPECT_FALSE(tooLarge.ok);
   EXPECT_EQ(tooLarge.clStatus, CL_INVALID_BUFFER_SIZE);
-  EXPECT_NE(strstr(tooLarge.reason, "4096 bytes is more than the device's largest buffer (1024)"), nullptr)
+  EXPECT_NE(strstr(tooLarge.reason, "4096 bytes is more than the device's largest buffer (1024)"),
+            nullptr)
       << tooLarge.reason;
   EXPECT_EQ(s_fakeBuffers, buffersBefore);
   EXPECT_EQ(a.ptr, nullptr);
@@ -219,8 +220,9 @@ class OnDevice : public ::testing::Test {
     ASSERT_EQ(clEnqueueWriteBuffer(m_queue, dev, CL_TRUE, 0, a.size, a.ptr, 0, nullptr, nullptr),
               CL_SUCCESS);
     std::vector<unsigned char> back(a.size, 0);
-    ASSERT_EQ(clEnqueueReadBuffer(m_queue, dev, CL_TRUE, 0, a.size, back.data(), 0, nullptr, nullptr),
-              CL_SUCCESS);
+    ASSERT_EQ(
+        clEnqueueReadBuffer(m_queue, dev, CL_TRUE, 0, a.size, back.data(), 0, nullptr, nullptr),
+        CL_SUCCESS);
     EXPECT_EQ(memcmp(back.data(), a.ptr, a.size), 0);
     EXPECT_EQ(clReleaseMemObject(dev), CL_SUCCESS);
   }
@@ -246,8 +248,8 @@ TEST_F(OnDevice, EveryPolicyServesTransferableMemory) {
     ASSERT_TRUE(policy->allocate(size, &a).ok);
     ASSERT_NE(a.ptr, nullptr);
     EXPECT_EQ(a.policy, kind);
-    EXPECT_EQ(a.buffer != nullptr,
-              kind == PolicyKind::OpenCL || kind == PolicyKind::Hybrid || kind == PolicyKind::Register);
+    EXPECT_EQ(a.buffer != nullptr, kind == PolicyKind::OpenCL || kind == PolicyKind::Hybrid ||
+                                       kind == PolicyKind::Register);
     EXPECT_EQ(a.mapped, kind == PolicyKind::OpenCL || kind == PolicyKind::Hybrid);
     EXPECT_EQ(a.lockedBytes != 0, kind == PolicyKind::Locked || kind == PolicyKind::Hybrid);
     auto* bytes = static_cast<unsigned char*>(a.ptr);
@@ -277,7 +279,8 @@ TEST_F(OnDevice, HybridInTwoHalvesKeepsWhatWasWrittenBetween) {
   ASSERT_NE(a.buffer, nullptr);
   EXPECT_TRUE(a.mapped);
   bytes = static_cast<unsigned char*>(a.ptr);
-  for (size_t i = 0; i < size; i += 4099) ASSERT_EQ(bytes[i], static_cast<unsigned char>(i * 13 + 5));
+  for (size_t i = 0; i < size; i += 4099)
+    ASSERT_EQ(bytes[i], static_cast<unsigned char>(i * 13 + 5));
   roundTrip(a);
   auto policy = makePolicy(PolicyKind::Hybrid, m_env);
   EXPECT_TRUE(policy->release(&a).ok);

@@ -99,10 +99,10 @@ TEST(PinnedPool, AddRegionTrimsRejectsOverlapAndOwnsItsRanges) {
   EXPECT_TRUE(pool.owns(a.mem + 65536 - 17));
   EXPECT_FALSE(pool.owns(a.mem + 65536 - 16));
 
-  EXPECT_FALSE(pool.addRegion(a.mem + 4096, 8192));       // overlaps the first
-  EXPECT_FALSE(pool.addRegion(a.mem + 65536, 63));         // too small for a chunk + fence
+  EXPECT_FALSE(pool.addRegion(a.mem + 4096, 8192));  // overlaps the first
+  EXPECT_FALSE(pool.addRegion(a.mem + 65536, 63));   // too small for a chunk + fence
   EXPECT_FALSE(pool.addRegion(nullptr, 4096));
-  ASSERT_TRUE(pool.addRegion(a.mem + 65536, 65536));       // adjacent is fine: a fence between
+  ASSERT_TRUE(pool.addRegion(a.mem + 65536, 65536));  // adjacent is fine: a fence between
   EXPECT_TRUE(pool.owns(a.mem + 65536 + 100));
   EXPECT_EQ(pool.stats().regions, 2u);
 
@@ -202,7 +202,8 @@ TEST(PinnedPool, HonoursEveryPowerOfTwoAlignment) {
   std::vector<std::pair<void*, size_t>> live;
   unsigned char fill = 1;
   for (size_t align = 1; align <= (size_t{1} << 20); align <<= 1) {
-    for (size_t size : {size_t{0}, size_t{1}, size_t{24}, size_t{100}, size_t{4096}, size_t{70000}}) {
+    for (size_t size :
+         {size_t{0}, size_t{1}, size_t{24}, size_t{100}, size_t{4096}, size_t{70000}}) {
       void* p = pool.allocate(size, align);
       ASSERT_NE(p, nullptr) << "align " << align << " size " << size;
       EXPECT_EQ(addr(p) % std::max<size_t>(align, 16), 0u) << "align " << align;
@@ -506,13 +507,14 @@ TEST(PinnedPool, StressManyThreads) {
       } else {
         const size_t size = rng() % 8 == 0 ? rng() % (256 << 10) : rng() % 4096;
         const size_t align = choice != 9 && rng() % 4 == 0 ? size_t{1} << (rng() % 17) : 0;
-        auto* p = static_cast<unsigned char*>(
-            choice == 9 ? pool.allocateZeroed(1, size) : pool.allocate(size, align));
+        auto* p = static_cast<unsigned char*>(choice == 9 ? pool.allocateZeroed(1, size)
+                                                          : pool.allocate(size, align));
         if (p == nullptr) {
           ++exhausted;
           continue;
         }
-        if ((align > 16 && addr(p) % align != 0) || addr(p) % 16 != 0) error("misaligned", p, align);
+        if ((align > 16 && addr(p) % align != 0) || addr(p) % 16 != 0)
+          error("misaligned", p, align);
         if (pool.usableSize(p) < size) error("usable size too small", p, size);
         if (choice == 9 && !allBytesAre(p, size, 0)) error("calloc not zeroed", p, size);
         ++tag;

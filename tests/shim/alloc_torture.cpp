@@ -43,11 +43,16 @@ void worker(unsigned seed, int rounds) {
     size_t size = (next() >> 8) % ((next() & 7) == 0 ? (1u << 20) : 8192) + 1;
     unsigned char* p = nullptr;
     switch (next() % 8) {
-      case 0: p = static_cast<unsigned char*>(malloc(size)); break;
+      case 0:
+        p = static_cast<unsigned char*>(malloc(size));
+        break;
       case 1: {
         p = static_cast<unsigned char*>(calloc(1, size));
         for (size_t i = 0; p && i < size; i += 97)
-          if (p[i] != 0) { fail("calloc memory not zero", i); break; }
+          if (p[i] != 0) {
+            fail("calloc memory not zero", i);
+            break;
+          }
         break;
       }
       case 2: {
@@ -72,9 +77,16 @@ void worker(unsigned seed, int rounds) {
         p = static_cast<unsigned char*>(pvalloc(size));
         if (!aligned(p, 4096)) fail("pvalloc alignment", size);
         break;
-      default: p = new unsigned char[size]; delete[] p; p = static_cast<unsigned char*>(malloc(size)); break;
+      default:
+        p = new unsigned char[size];
+        delete[] p;
+        p = static_cast<unsigned char*>(malloc(size));
+        break;
     }
-    if (!p) { fail("allocation returned null", size); continue; }
+    if (!p) {
+      fail("allocation returned null", size);
+      continue;
+    }
     if (malloc_usable_size(p) < size) fail("usable size below request", size);
     memset(p, static_cast<int>(size & 0xff), size);
     live.push_back({p, size});
@@ -85,14 +97,23 @@ void worker(unsigned seed, int rounds) {
         // Bounded: repeated growth of one block must not double without limit.
         size_t m = (next() >> 8) % std::min<size_t>(2 * n + 4096, 4u << 20) + 1;
         unsigned char* g = static_cast<unsigned char*>(realloc(q, m));
-        if (!g) { fail("realloc returned null", m); continue; }
+        if (!g) {
+          fail("realloc returned null", m);
+          continue;
+        }
         for (size_t i = 0; i < std::min(n, m); i += 61)
-          if (g[i] != static_cast<unsigned char>(n & 0xff)) { fail("realloc lost contents", i); break; }
+          if (g[i] != static_cast<unsigned char>(n & 0xff)) {
+            fail("realloc lost contents", i);
+            break;
+          }
         memset(g, static_cast<int>(m & 0xff), m);
         live[k] = {g, m};
       } else {
         for (size_t i = 0; i < n; i += 113)
-          if (q[i] != static_cast<unsigned char>(n & 0xff)) { fail("block corrupted", i); break; }
+          if (q[i] != static_cast<unsigned char>(n & 0xff)) {
+            fail("block corrupted", i);
+            break;
+          }
         free(q);
         live.erase(live.begin() + k);
       }

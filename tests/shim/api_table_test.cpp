@@ -31,9 +31,9 @@ TEST(ApiTable, CoversTheOpenCL30CoreAndMemoryExtensions) {
   for (size_t i = 0; i < kApiCount; ++i) (apiInfo(static_cast<ApiId>(i)).extension ? ext : core)++;
   EXPECT_GE(core, 110u);  // every entry point of CL/cl.h 3.0
   ApiId id;
-  for (const char* e : {"clSVMAllocARM", "clEnqueueSVMMemcpyARM", "clHostMemAllocINTEL",
-                        "clEnqueueMemcpyINTEL", "clCreateCommandQueueWithPropertiesKHR",
-                        "clEnqueueMigrateMemObjectEXT"}) {
+  for (const char* e :
+       {"clSVMAllocARM", "clEnqueueSVMMemcpyARM", "clHostMemAllocINTEL", "clEnqueueMemcpyINTEL",
+        "clCreateCommandQueueWithPropertiesKHR", "clEnqueueMigrateMemObjectEXT"}) {
     ASSERT_TRUE(apiIdByName(e, &id)) << e;
     EXPECT_TRUE(apiInfo(id).extension) << e;
   }

@@ -91,7 +91,8 @@ class BlockRegistrationTest : public ::testing::Test {
     return !g_liveBlocks.count(p);
   }
   static bool eventually(const std::function<bool()>& done) {
-    for (int i = 0; i < 2000 && !done(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    for (int i = 0; i < 2000 && !done(); ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
     return done();
   }
   Plan m_plan;
@@ -104,7 +105,7 @@ TEST_F(BlockRegistrationTest, BlocksMadeBeforeTheContextArePinnedByTheWorkerOnce
   EXPECT_TRUE(r.owns(a));
   EXPECT_EQ(r.usableSize(b), size_t{2} << 20);
   EXPECT_FALSE(r.owns(static_cast<char*>(a) + 16));  // only block starts are owned (free())
-  EXPECT_EQ(g_created.load(), 0);  // no context yet: nothing registered
+  EXPECT_EQ(g_created.load(), 0);                    // no context yet: nothing registered
   // Before the context, a transfer cannot wait for anything: it goes ahead pageable, counted.
   EXPECT_FALSE(r.transfer(a, 1 << 20, true));
   r.start(fakeEnv(), 0);
@@ -151,7 +152,7 @@ TEST_F(BlockRegistrationTest, ATransferNeverWaitsLongerThanThePageableCopyWouldT
   g_createDelayMs = 400;
   void* first = block(r, 1 << 20);
   void* second = block(r, 1 << 20, 20'000'000);  // may wait 20 ms per MiB
-  r.start(fakeEnv(), 0);  // the worker is busy with `first` for 400 ms
+  r.start(fakeEnv(), 0);                         // the worker is busy with `first` for 400 ms
   const auto t0 = std::chrono::steady_clock::now();
   EXPECT_FALSE(r.transfer(second, 1 << 20, true));
   const auto waited = std::chrono::steady_clock::now() - t0;

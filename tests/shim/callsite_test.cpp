@@ -30,8 +30,16 @@ __attribute__((noinline)) CallSite captureHere() {
   return s;
 }
 
-__attribute__((noinline)) CallSite captureFromA() { CallSite s = captureHere(); asm volatile(""); return s; }
-__attribute__((noinline)) CallSite captureFromB() { CallSite s = captureHere(); asm volatile(""); return s; }
+__attribute__((noinline)) CallSite captureFromA() {
+  CallSite s = captureHere();
+  asm volatile("");
+  return s;
+}
+__attribute__((noinline)) CallSite captureFromB() {
+  CallSite s = captureHere();
+  asm volatile("");
+  return s;
+}
 
 }  // namespace
 
@@ -48,9 +56,7 @@ TEST(ModuleMap, FindsTheTestExecutableAndSkipsLibc) {
   EXPECT_NE(self->identity, libc->identity);
 }
 
-TEST(ModuleMap, UnknownAddressIsNull) {
-  EXPECT_EQ(ModuleMap::instance().find(16), nullptr);
-}
+TEST(ModuleMap, UnknownAddressIsNull) { EXPECT_EQ(ModuleMap::instance().find(16), nullptr); }
 
 TEST(CallSite, FramesAreTheCallersInsideThisExecutable) {
   CallSite a = captureFromA();

@@ -36,7 +36,7 @@ TEST(Conformance, TheProfiledBehaviourAndSomeSlackStayConformant) {
   Conformance c;
   c.expect(plan);
   EXPECT_TRUE(c.admit(plan.sites[0], 1 * kMiB, usage(0, 0, 0, 0)));
-  EXPECT_TRUE(c.admit(plan.sites[0], 8 * kMiB, usage(1, 1, kMiB, 0)));      // 4x the largest
+  EXPECT_TRUE(c.admit(plan.sites[0], 8 * kMiB, usage(1, 1, kMiB, 0)));       // 4x the largest
   EXPECT_TRUE(c.admit(plan.sites[0], 64 * 1024, usage(2, 2, 9 * kMiB, 1)));  // 1/16 the smallest
   // A thousand loop iterations where the trace saw ten: still the same program.
   EXPECT_TRUE(c.admit(plan.sites[0], kMiB, usage(1000, 3, 4 * kMiB, 2000)));

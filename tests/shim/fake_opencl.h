@@ -49,7 +49,9 @@ class FakeOpenCL {
   static inline std::atomic<void*> lastNotifyData{nullptr};
 
   /// A context handle as the program would have one from the driver.
-  static cl_context programContext(int i) { return reinterpret_cast<cl_context>(&s_contexts[32 + i]); }
+  static cl_context programContext(int i) {
+    return reinterpret_cast<cl_context>(&s_contexts[32 + i]);
+  }
 
   static void reset() {
     contextsMade = retains = releases = queuesMade = 0;
@@ -82,15 +84,15 @@ class FakeOpenCL {
     }
     return CL_SUCCESS;
   }
-  static cl_int CL_API_CALL getPlatformInfo(cl_platform_id, cl_platform_info p, size_t size, void* out,
-                                            size_t* ret) {
+  static cl_int CL_API_CALL getPlatformInfo(cl_platform_id, cl_platform_info p, size_t size,
+                                            void* out, size_t* ret) {
     const char* s = p == CL_PLATFORM_NAME ? "Fake Platform" : "OpenCL 3.0 fake";
     return info(s, strlen(s) + 1, size, out, ret);
   }
   static cl_int CL_API_CALL getDeviceIDs(cl_platform_id, cl_device_type type, cl_uint n,
                                          cl_device_id* out, cl_uint* count) {
-    const bool match = type == CL_DEVICE_TYPE_ALL || (type & deviceType.load()) ||
-                       type == CL_DEVICE_TYPE_DEFAULT;
+    const bool match =
+        type == CL_DEVICE_TYPE_ALL || (type & deviceType.load()) || type == CL_DEVICE_TYPE_DEFAULT;
     if (!match) return CL_DEVICE_NOT_FOUND;
     if (out && n) out[0] = kDevice;
     if (count) *count = 1;
@@ -119,11 +121,9 @@ class FakeOpenCL {
     }
     return CL_INVALID_VALUE;
   }
-  static cl_context CL_API_CALL createContext(const cl_context_properties*, cl_uint n,
-                                              const cl_device_id* devices,
-                                              void(CL_CALLBACK* notify)(const char*, const void*,
-                                                                        size_t, void*),
-                                              void* data, cl_int* err) {
+  static cl_context CL_API_CALL createContext(
+      const cl_context_properties*, cl_uint n, const cl_device_id* devices,
+      void(CL_CALLBACK* notify)(const char*, const void*, size_t, void*), void* data, cl_int* err) {
     if (failContexts || n != 1 || devices[0] != kDevice) {
       if (err) *err = CL_DEVICE_NOT_AVAILABLE;
       return nullptr;
@@ -178,12 +178,14 @@ class FakeOpenCL {
     --buffersLive;
     return CL_SUCCESS;
   }
-  static void* CL_API_CALL mapBuffer(cl_command_queue, cl_mem m, cl_bool, cl_map_flags, size_t offset,
-                                     size_t, cl_uint, const cl_event*, cl_event*, cl_int* err) {
+  static void* CL_API_CALL mapBuffer(cl_command_queue, cl_mem m, cl_bool, cl_map_flags,
+                                     size_t offset, size_t, cl_uint, const cl_event*, cl_event*,
+                                     cl_int* err) {
     if (err) *err = CL_SUCCESS;
     return static_cast<char*>(reinterpret_cast<Buffer*>(m)->host) + offset;
   }
-  static cl_int CL_API_CALL unmap(cl_command_queue, cl_mem, void*, cl_uint, const cl_event*, cl_event*) {
+  static cl_int CL_API_CALL unmap(cl_command_queue, cl_mem, void*, cl_uint, const cl_event*,
+                                  cl_event*) {
     return CL_SUCCESS;
   }
   static cl_int CL_API_CALL finish(cl_command_queue) { return CL_SUCCESS; }
@@ -191,22 +193,38 @@ class FakeOpenCL {
   static void* lookup(api::ApiId id) {
     using api::ApiId;
     switch (id) {
-      case ApiId::clGetPlatformIDs: return reinterpret_cast<void*>(&getPlatformIDs);
-      case ApiId::clGetPlatformInfo: return reinterpret_cast<void*>(&getPlatformInfo);
-      case ApiId::clGetDeviceIDs: return reinterpret_cast<void*>(&getDeviceIDs);
-      case ApiId::clGetDeviceInfo: return reinterpret_cast<void*>(&getDeviceInfo);
-      case ApiId::clCreateContext: return reinterpret_cast<void*>(&createContext);
-      case ApiId::clRetainContext: return reinterpret_cast<void*>(&retainContext);
-      case ApiId::clReleaseContext: return reinterpret_cast<void*>(&releaseContext);
-      case ApiId::clGetContextInfo: return reinterpret_cast<void*>(&getContextInfo);
-      case ApiId::clCreateCommandQueueWithProperties: return reinterpret_cast<void*>(&createQueue);
-      case ApiId::clReleaseCommandQueue: return reinterpret_cast<void*>(&releaseQueue);
-      case ApiId::clCreateBuffer: return reinterpret_cast<void*>(&createBuffer);
-      case ApiId::clReleaseMemObject: return reinterpret_cast<void*>(&releaseMem);
-      case ApiId::clEnqueueMapBuffer: return reinterpret_cast<void*>(&mapBuffer);
-      case ApiId::clEnqueueUnmapMemObject: return reinterpret_cast<void*>(&unmap);
-      case ApiId::clFinish: return reinterpret_cast<void*>(&finish);
-      default: return nullptr;
+      case ApiId::clGetPlatformIDs:
+        return reinterpret_cast<void*>(&getPlatformIDs);
+      case ApiId::clGetPlatformInfo:
+        return reinterpret_cast<void*>(&getPlatformInfo);
+      case ApiId::clGetDeviceIDs:
+        return reinterpret_cast<void*>(&getDeviceIDs);
+      case ApiId::clGetDeviceInfo:
+        return reinterpret_cast<void*>(&getDeviceInfo);
+      case ApiId::clCreateContext:
+        return reinterpret_cast<void*>(&createContext);
+      case ApiId::clRetainContext:
+        return reinterpret_cast<void*>(&retainContext);
+      case ApiId::clReleaseContext:
+        return reinterpret_cast<void*>(&releaseContext);
+      case ApiId::clGetContextInfo:
+        return reinterpret_cast<void*>(&getContextInfo);
+      case ApiId::clCreateCommandQueueWithProperties:
+        return reinterpret_cast<void*>(&createQueue);
+      case ApiId::clReleaseCommandQueue:
+        return reinterpret_cast<void*>(&releaseQueue);
+      case ApiId::clCreateBuffer:
+        return reinterpret_cast<void*>(&createBuffer);
+      case ApiId::clReleaseMemObject:
+        return reinterpret_cast<void*>(&releaseMem);
+      case ApiId::clEnqueueMapBuffer:
+        return reinterpret_cast<void*>(&mapBuffer);
+      case ApiId::clEnqueueUnmapMemObject:
+        return reinterpret_cast<void*>(&unmap);
+      case ApiId::clFinish:
+        return reinterpret_cast<void*>(&finish);
+      default:
+        return nullptr;
     }
   }
 

@@ -21,7 +21,8 @@ inline cl_int CL_API_CALL refusedUnmap(cl_command_queue, cl_mem, void*, cl_uint,
 inline cl_int CL_API_CALL finished(cl_command_queue) { return CL_SUCCESS; }
 
 /// A context-only environment whose buffers come from `create` and go through `release`.
-inline PolicyEnv fakeRegisterEnv(decltype(&clCreateBuffer) create, decltype(&clReleaseMemObject) release) {
+inline PolicyEnv fakeRegisterEnv(decltype(&clCreateBuffer) create,
+                                 decltype(&clReleaseMemObject) release) {
   PolicyEnv env;
   env.cl = {create, release, &refusedMap, &refusedUnmap, &finished};
   env.context = reinterpret_cast<cl_context>(0x1);

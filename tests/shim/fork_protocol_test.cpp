@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: MIT
 /**
- * @file The fork protocol (shim/core/lifecycle.cpp) on the shim's parts, linked directly: fork() while
- * another thread holds the lock of each part (pinned pool, in-place registry, direct allocator,
- * trace recorder, module map), and while threads use all of them at once. Every child must find
- * every part usable (allocate, free what it inherited, record, look modules up) and exit in time,
- * and the parent go on. Without the protocol a child inherits the lock held and waits forever (the
- * reported hang: a child freeing an inherited pool block spun on the pool's lock).
+ * @file The fork protocol (shim/core/lifecycle.cpp) on the shim's parts, linked directly: fork()
+ * while another thread holds the lock of each part (pinned pool, in-place registry, direct
+ * allocator, trace recorder, module map), and while threads use all of them at once. Every child
+ * must find every part usable (allocate, free what it inherited, record, look modules up) and exit
+ * in time, and the parent go on. Without the protocol a child inherits the lock held and waits
+ * forever (the reported hang: a child freeing an inherited pool block spun on the pool's lock).
  */
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -253,8 +253,9 @@ class ForkProtocol : public ::testing::Test {
       }
       std::this_thread::sleep_for(2ms);
     }
-    return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? ""
-                                                         : "the child failed (its stderr says what)";
+    return WIFEXITED(status) && WEXITSTATUS(status) == 0
+               ? ""
+               : "the child failed (its stderr says what)";
   }
 
   /// fork() while another thread holds a part's lock (`take`, given back with `give` 200 ms later):

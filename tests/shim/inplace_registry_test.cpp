@@ -88,10 +88,12 @@ TEST_F(Registry, StaticRangeOfThisProgramIsRegisteredWhenTheContextExists) {
   ASSERT_NE(m, nullptr);
   Plan plan;
   // The middle of the array: registered as whole pages around it.
-  plan.staticRanges.push_back({m->identity, reinterpret_cast<uintptr_t>(g_static + 5000) - m->bias, 100});
+  plan.staticRanges.push_back(
+      {m->identity, reinterpret_cast<uintptr_t>(g_static + 5000) - m->bias, 100});
   // Sharing its page: merged into the same registration.
-  plan.staticRanges.push_back({m->identity, reinterpret_cast<uintptr_t>(g_static + 6000) - m->bias, 100});
-  plan.staticRanges.push_back({m->identity ^ 1, 0, 100});     // another module: not here
+  plan.staticRanges.push_back(
+      {m->identity, reinterpret_cast<uintptr_t>(g_static + 6000) - m->bias, 100});
+  plan.staticRanges.push_back({m->identity ^ 1, 0, 100});           // another module: not here
   plan.staticRanges.push_back({m->identity, UINT64_MAX / 2, 100});  // outside the image
   InplaceRegistry r(plan);
   EXPECT_FALSE(r.transfer(g_static + 5000, 10, true));  // no context yet

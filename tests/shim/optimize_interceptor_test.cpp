@@ -162,7 +162,8 @@ TEST_F(OptimizeInterceptorTest, APoolMadeInTheProgramsContextServesItsSiteAndCou
       << json;
   EXPECT_NE(json.find("\"redirected\":1,"), std::string::npos) << json;
   EXPECT_NE(json.find("\"released\":1,"), std::string::npos) << json;
-  EXPECT_NE(json.find("\"transfers_pinned_pool\":{\"h2d\":1,\"h2d_bytes\":4096,"), std::string::npos)
+  EXPECT_NE(json.find("\"transfers_pinned_pool\":{\"h2d\":1,\"h2d_bytes\":4096,"),
+            std::string::npos)
       << json;
 }
 
@@ -178,7 +179,8 @@ TEST_F(OptimizeInterceptorTest, TheEarlyContextIsHandedToTheProgramAndThePoolIsM
   EXPECT_EQ(FakeOpenCL::contextsMade.load(), 1);
   ASSERT_TRUE(waitUntilSettled(*opt));
   ASSERT_EQ(opt->preparation().pool(), Preparation::Pool::Ready) << opt->preparation().failure();
-  EXPECT_NE(statsJson(*opt).find("in the early context (the program's), ready after"), std::string::npos);
+  EXPECT_NE(statsJson(*opt).find("in the early context (the program's), ready after"),
+            std::string::npos);
 }
 
 TEST_F(OptimizeInterceptorTest, AContextThatCannotBeMadeLeavesTheProgramUnoptimizedWithTheReason) {

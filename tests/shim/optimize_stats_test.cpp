@@ -51,7 +51,8 @@ TEST(OptimizeStats, TheHeadingSaysWhichPinnedMemoryInWhichContextAndHowFarItGot)
   f.state = Preparation::Pool::Preparing;
   EXPECT_EQ(poolHeading(f), "opencl pool of 12.0 MiB in the program's context, still preparing");
   f.contextExists = false;
-  EXPECT_EQ(poolHeading(f), "nothing pinned: the program made no OpenCL context on the planned device");
+  EXPECT_EQ(poolHeading(f),
+            "nothing pinned: the program made no OpenCL context on the planned device");
   f.state = Preparation::Pool::Failed;
   f.failure = "forked child";
   EXPECT_EQ(poolHeading(f), "no pool (forked child)");
@@ -59,13 +60,16 @@ TEST(OptimizeStats, TheHeadingSaysWhichPinnedMemoryInWhichContextAndHowFarItGot)
   EXPECT_EQ(poolHeading(f), "no direct allocation (forked child)");
   f.state = Preparation::Pool::Ready;
   f.contextOrigin = "its own context";
-  EXPECT_EQ(poolHeading(f), "direct opencl allocation (no pool) in its own context, ready after 30 ms");
+  EXPECT_EQ(poolHeading(f),
+            "direct opencl allocation (no pool) in its own context, ready after 30 ms");
   PoolFacts registered;
   registered.anySites = true;
   registered.contextOrigin = "the early context (the program's)";
-  EXPECT_EQ(poolHeading(registered), "no pool (sites registered in place) in the early context (the program's)");
+  EXPECT_EQ(poolHeading(registered),
+            "no pool (sites registered in place) in the early context (the program's)");
   registered.anySites = false;
-  EXPECT_EQ(poolHeading(registered), "no pool (registrations only) in the early context (the program's)");
+  EXPECT_EQ(poolHeading(registered),
+            "no pool (registrations only) in the early context (the program's)");
   EXPECT_STREQ(poolStateName(registered), "none");
   EXPECT_STREQ(poolStateName(readyPool()), "ready");
 }
@@ -117,10 +121,13 @@ TEST(OptimizeStats, TheLinesSayOneFactEachUnderTheHeading) {
   x.facts.directFirstFailure = "mlock refused";
   OptimizeCounters::bump(x.counters.directFailed);
   const std::string text = statsText(x.facts, x.counters);
-  EXPECT_NE(text.find("\n  deactivated: a block of 5 bytes\n  4 allocations not redirected after deactivation\n"),
+  EXPECT_NE(text.find("\n  deactivated: a block of 5 bytes\n  4 allocations not redirected after "
+                      "deactivation\n"),
             std::string::npos)
       << text;
-  EXPECT_NE(text.find("fallbacks: 1 policy failed (first: mlock refused), 0 moved out"), std::string::npos) << text;
+  EXPECT_NE(text.find("fallbacks: 1 policy failed (first: mlock refused), 0 moved out"),
+            std::string::npos)
+      << text;
   EXPECT_NE(text.find("transfers from pinned direct memory: 2 h2d"), std::string::npos) << text;
 }
 
@@ -132,14 +139,25 @@ TEST(OptimizeStats, TheJsonHoldsTheSameCountsAndTheLines) {
   EXPECT_EQ(json.back(), '\n');
   for (const char* want :
        {"\"pool\":\"opencl pool of 12.0 MiB in the program's context, ready after 30 ms\"",
-        "\"pool_state\":\"ready\"", "\"pool_policy\":\"opencl\"", "\"pool_bytes\":12582912",
+        "\"pool_state\":\"ready\"",
+        "\"pool_policy\":\"opencl\"",
+        "\"pool_bytes\":12582912",
         "\"context\":\"the program's context\"",
-        "\"pid\":77", "\"wall_ns\":123", "\"conformant\":true", "\"candidate_sites\":2",
-        "\"redirected\":3", "\"redirected_bytes\":3145728", "\"released\":1",
-        "\"fallback_no_pool\":0", "\"fallback_pool_full\":1", "\"moved_out_by_realloc\":0",
-        "\"transfers_pinned_pool\":{\"h2d\":2,\"h2d_bytes\":2097152,\"d2h\":1,\"d2h_bytes\":1048576}",
+        "\"pid\":77",
+        "\"wall_ns\":123",
+        "\"conformant\":true",
+        "\"candidate_sites\":2",
+        "\"redirected\":3",
+        "\"redirected_bytes\":3145728",
+        "\"released\":1",
+        "\"fallback_no_pool\":0",
+        "\"fallback_pool_full\":1",
+        "\"moved_out_by_realloc\":0",
+        "\"transfers_pinned_pool\":{\"h2d\":2,\"h2d_bytes\":2097152,\"d2h\":1,\"d2h_bytes\":"
+        "1048576}",
         "\"transfers_other\":{\"h2d\":1,\"h2d_bytes\":524288,\"d2h\":0,\"d2h_bytes\":0}",
-        "\"run\":{\"pinned\":1,\"pinned_bytes\":1048576", "\"key\":\"0000000000000011\"",
+        "\"run\":{\"pinned\":1,\"pinned_bytes\":1048576",
+        "\"key\":\"0000000000000011\"",
         "\"  transfers from other memory: 1 h2d (0.5 MiB), 0 d2h (0.0 MiB)\""})
     EXPECT_NE(json.find(want), std::string::npos) << want << "\n" << json;
 }
@@ -163,7 +181,8 @@ TEST(OptimizeStats, TheRunRecordGoesBesideThePlanFromThePlansProcessOnly) {
   writeRunRecord(x.plan, planPath, x.ledger, clock);
   RunRecord r;
   std::string error;
-  ASSERT_TRUE(readRunRecordFile(runRecordPath(planPath, getpid(), clock.startUnixNs), &r, &error)) << error;
+  ASSERT_TRUE(readRunRecordFile(runRecordPath(planPath, getpid(), clock.startUnixNs), &r, &error))
+      << error;
   EXPECT_EQ(r.programKey, x.plan.programKey);
   EXPECT_EQ(r.pinned, 1u);
   EXPECT_EQ(r.pinnedBytes, kMiB);
@@ -171,7 +190,8 @@ TEST(OptimizeStats, TheRunRecordGoesBesideThePlanFromThePlansProcessOnly) {
   other.pid = getpid() + 1;  // a forked child holds its parent's counters: it writes none
   other.startUnixNs += 1;
   writeRunRecord(x.plan, planPath, x.ledger, other);
-  EXPECT_FALSE(readRunRecordFile(runRecordPath(planPath, other.pid, other.startUnixNs), &r, &error));
+  EXPECT_FALSE(
+      readRunRecordFile(runRecordPath(planPath, other.pid, other.startUnixNs), &r, &error));
 }
 
 }  // namespace

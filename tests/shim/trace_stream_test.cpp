@@ -62,12 +62,14 @@ void allocate(Interceptor* i, uint64_t ptr, unsigned k) {
   CallSite site;
   site.depth = 1;
   site.pcs[0] = kBasePc + k;
-  i->allocated(AllocEvent{AllocFn::Malloc, reinterpret_cast<void*>(ptr), kBlockBytes, 0, nullptr, &site});
+  i->allocated(
+      AllocEvent{AllocFn::Malloc, reinterpret_cast<void*>(ptr), kBlockBytes, 0, nullptr, &site});
 }
 
 /// Runs `body` in a forked process with tracing to `path`; returns its wait status (-1: it did
 /// not end within the deadline, killed).
-int inChild(const std::string& path, const std::function<int()>& body, std::chrono::seconds deadline = 60s) {
+int inChild(const std::string& path, const std::function<int()>& body,
+            std::chrono::seconds deadline = 60s) {
   const pid_t pid = fork();
   if (pid == 0) {
     setenv("HETOPT_TRACE_FILE", path.c_str(), 1);
@@ -150,7 +152,8 @@ TEST_F(TraceStream, ThreadsReusingEachOthersAddressesResolveToTheirOwnSegments) 
     w.join();
     // The expected site of each thread, by system id, for the parent.
     FILE* f = fopen((path + ".tids").c_str(), "w");
-    for (unsigned k = 0; k < kThreads; ++k) fprintf(f, "%llu\n", static_cast<unsigned long long>(w.tids[k]));
+    for (unsigned k = 0; k < kThreads; ++k)
+      fprintf(f, "%llu\n", static_cast<unsigned long long>(w.tids[k]));
     fclose(f);
     i->processExit();
     return 0;
@@ -165,7 +168,8 @@ TEST_F(TraceStream, ThreadsReusingEachOthersAddressesResolveToTheirOwnSegments) 
   EXPECT_EQ(s.frees, uint64_t{kThreads} * kRounds);
   EXPECT_EQ(s.callsByFunction["clEnqueueWriteBuffer"], uint64_t{kThreads} * kRounds);
   for (const auto& [id, o] : t.objects)
-    EXPECT_NE(o.kind, trace::ObjectKind::Untracked) << "a write found no live block at " << std::hex << o.info.address;
+    EXPECT_NE(o.kind, trace::ObjectKind::Untracked)
+        << "a write found no live block at " << std::hex << o.info.address;
   std::map<uint64_t, uint64_t> pcOfTid;
   FILE* f = fopen((path + ".tids").c_str(), "r");
   ASSERT_NE(f, nullptr);
@@ -222,7 +226,8 @@ TEST_F(TraceStream, ForkWhileThreadsRecordGivesChildrenTheParentsBlocks) {
       trace::Trace t;
       std::string error;
       const std::string childPath = path + "." + std::to_string(child);
-      if (!WIFEXITED(st) || WEXITSTATUS(st) != 0 || !trace::readTraceFile(childPath, &t, &error) || !t.complete) {
+      if (!WIFEXITED(st) || WEXITSTATUS(st) != 0 || !trace::readTraceFile(childPath, &t, &error) ||
+          !t.complete) {
         fprintf(stderr, "child %d: status %d, %s\n", child, st, error.c_str());
         ++failures;
         continue;
@@ -263,7 +268,8 @@ void dieBySignal(const std::string& path, bool halfWritten) {
     for (uint64_t c = 0; c < kCalls; ++c) call(i, ApiId::clFinish, {kQueue});
     if (halfWritten) {
       auto* t = static_cast<TraceInterceptor*>(i);
-      t->stream().ring().reserve(64, [](void*) {}, nullptr);
+      t->stream().ring().reserve(
+          64, [](void*) {}, nullptr);
     }
     raise(SIGABRT);
     return 91;  // not reached
@@ -278,7 +284,9 @@ void dieBySignal(const std::string& path, bool halfWritten) {
   EXPECT_EQ(trace::summarize(t).callsByFunction["clFinish"], kCalls);
 }
 
-TEST_F(TraceStream, FatalSignalWhileThreadsRecordKeepsEveryCallBeforeIt) { dieBySignal(m_dir + "/s.trace", false); }
+TEST_F(TraceStream, FatalSignalWhileThreadsRecordKeepsEveryCallBeforeIt) {
+  dieBySignal(m_dir + "/s.trace", false);
+}
 
 TEST_F(TraceStream, FatalSignalWithARecordHalfWrittenStillWritesInTime) {
   dieBySignal(m_dir + "/h.trace", true);

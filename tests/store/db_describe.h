@@ -7,8 +7,8 @@
 #include <span>
 #include <string>
 
-#include "store/db.h"
 #include "contracts/db_schema.h"
+#include "store/db.h"
 
 namespace hetopt::testing {
 

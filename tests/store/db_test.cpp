@@ -12,8 +12,8 @@
 
 #include "contracts/db_schema.h"
 #include "hetopt/version.h"
-#include "tests/store/db_describe.h"
 #include "tests/common/temp_dir.h"
+#include "tests/store/db_describe.h"
 
 namespace hetopt {
 namespace {
@@ -265,10 +265,11 @@ TEST(Db, Version5RunBreakdownsKeepTheirBars) {
 // runs stored before were all optimized, and read so.
 TEST(Db, Version6RunsAreUpgradedAsOptimizedRuns) {
   TempDir tmp;
-  auto db = upgradedFrom(tmp, 6,
-                         "CREATE TABLE app_run_breakdowns (profile_id INTEGER, label TEXT, "
-                         "wall_ns INTEGER, PRIMARY KEY (profile_id, label)); "
-                         "INSERT INTO app_run_breakdowns VALUES (3, 'optimized 2026-11-25 18:36:12 pid 7', 5)");
+  auto db = upgradedFrom(
+      tmp, 6,
+      "CREATE TABLE app_run_breakdowns (profile_id INTEGER, label TEXT, "
+      "wall_ns INTEGER, PRIMARY KEY (profile_id, label)); "
+      "INSERT INTO app_run_breakdowns VALUES (3, 'optimized 2026-11-25 18:36:12 pid 7', 5)");
   ASSERT_TRUE(db);
   DbStatement q(*db, "SELECT label, wall_ns, kind, exit_status FROM app_run_breakdowns");
   ASSERT_TRUE(q.ok()) << q.error();

@@ -17,9 +17,9 @@
 namespace hetopt::trace {
 namespace {
 
-#define EXPECT_VALID(set)                              \
-  do {                                                 \
-    char why[256] = {};                                \
+#define EXPECT_VALID(set)                                \
+  do {                                                   \
+    char why[256] = {};                                  \
     EXPECT_TRUE((set).validate(why, sizeof why)) << why; \
   } while (0)
 

@@ -24,11 +24,12 @@ using testing::tempPath;
 bool plainHostSpan(const CallView& call, unsigned arg, HostSpan* out) {
   const api::ApiInfo& info = api::apiInfo(call.id);
   const api::ArgRole role = info.args[arg].role;
-  if (role != api::ArgRole::HostRead && role != api::ArgRole::HostWrite && role != api::ArgRole::HostInit)
+  if (role != api::ArgRole::HostRead && role != api::ArgRole::HostWrite &&
+      role != api::ArgRole::HostInit)
     return false;
   out->ptr = call.args[arg];
   out->bytes = out->span = call.args[info.args[arg].refs[role == api::ArgRole::HostInit ? 1 : 0]];
-  out->access = role == api::ArgRole::HostRead ? HostAccess::Read
+  out->access = role == api::ArgRole::HostRead    ? HostAccess::Read
                 : role == api::ArgRole::HostWrite ? HostAccess::Write
                                                   : HostAccess::Wrap;
   return true;
@@ -42,7 +43,8 @@ bool deviceName(ObjectKind kind, uint64_t handle, char* out, size_t size) {
 
 class CallModelTest : public ::testing::Test {
  protected:
-  CallModelTest() : synth(tempPath("call-model.trace")), model(CallModelHooks{plainHostSpan, deviceName}) {}
+  CallModelTest()
+      : synth(tempPath("call-model.trace")), model(CallModelHooks{plainHostSpan, deviceName}) {}
   ~CallModelTest() override { remove(tempPath("call-model.trace").c_str()); }
 
   /// Builds the leaf of `id` with `args` (the table's order) and `result`.
@@ -95,7 +97,8 @@ TEST(RefFactory, HostReferencesCarryTheirRangeAndVersionByDirection) {
 TEST(CallModelOutcome, StatusFromReturnErrcodeOrHandle) {
   uint64_t args[9] = {};
   EXPECT_TRUE(CallModel::outcome({ApiId::clEnqueueWriteBuffer, args, CL_SUCCESS}).ok);
-  const CallOutcome failed = CallModel::outcome({ApiId::clEnqueueWriteBuffer, args, static_cast<uint32_t>(CL_INVALID_VALUE)});
+  const CallOutcome failed = CallModel::outcome(
+      {ApiId::clEnqueueWriteBuffer, args, static_cast<uint32_t>(CL_INVALID_VALUE)});
   EXPECT_FALSE(failed.ok);
   EXPECT_EQ(failed.status, CL_INVALID_VALUE);
   cl_int err = CL_OUT_OF_RESOURCES;
@@ -112,7 +115,8 @@ TEST_F(CallModelTest, WriteBufferReadsHostMemoryAndWritesTheBuffer) {
   ASSERT_TRUE(synth.ok());
   const ObjectId seg = synth.malloc(0x10000, 4096);
   const ObjectId mem = synth.recorder().createHandle(ObjectKind::Mem, 0x2000);
-  const Leaf leaf = build(ApiId::clEnqueueWriteBuffer, {0x1000, 0x2000, CL_TRUE, 0, 1024, 0x10100, 0, 0, 0});
+  const Leaf leaf =
+      build(ApiId::clEnqueueWriteBuffer, {0x1000, 0x2000, CL_TRUE, 0, 1024, 0x10100, 0, 0, 0});
   EXPECT_EQ(leaf.code, static_cast<uint16_t>(ApiId::clEnqueueWriteBuffer));
   EXPECT_EQ(leaf.host.total, 1234u);
   ASSERT_EQ(leaf.args.size(), 9u);
@@ -130,8 +134,9 @@ TEST_F(CallModelTest, WriteBufferReadsHostMemoryAndWritesTheBuffer) {
   EXPECT_EQ(leaf.refs[2].bytes, 1024u);
 
   // A failed transfer names the same objects but writes nothing and moves no bytes.
-  const Leaf failed = build(ApiId::clEnqueueWriteBuffer, {0x1000, 0x2000, CL_TRUE, 0, 1024, 0x10100, 0, 0, 0},
-                            static_cast<uint32_t>(CL_INVALID_VALUE));
+  const Leaf failed =
+      build(ApiId::clEnqueueWriteBuffer, {0x1000, 0x2000, CL_TRUE, 0, 1024, 0x10100, 0, 0, 0},
+            static_cast<uint32_t>(CL_INVALID_VALUE));
   ASSERT_EQ(failed.refs.size(), 3u);
   EXPECT_EQ(failed.refs[1].flags, kRefRead);
   EXPECT_EQ(failed.refs[1].vFirst, 1u);
@@ -178,8 +183,9 @@ TEST_F(CallModelTest, LaunchWritesTheBuffersBoundToTheKernel) {
 TEST_F(CallModelTest, OutHandlesStopAtTheCountTheDriverFilledAndAreLabelled) {
   uint64_t devices[4] = {0xd0, 0xd1, 0, 0};
   cl_uint filled = 2;
-  const Leaf leaf = build(ApiId::clGetDeviceIDs, {0xa0, CL_DEVICE_TYPE_ALL, 4, reinterpret_cast<uint64_t>(devices),
-                                                  reinterpret_cast<uint64_t>(&filled)});
+  const Leaf leaf = build(ApiId::clGetDeviceIDs,
+                          {0xa0, CL_DEVICE_TYPE_ALL, 4, reinterpret_cast<uint64_t>(devices),
+                           reinterpret_cast<uint64_t>(&filled)});
   std::vector<Ref> deviceRefs;
   for (const Ref& r : leaf.refs)
     if (objects().kind(r.obj) == ObjectKind::Device) deviceRefs.push_back(r);
@@ -188,8 +194,9 @@ TEST_F(CallModelTest, OutHandlesStopAtTheCountTheDriverFilledAndAreLabelled) {
   EXPECT_EQ(objects().info(deviceRefs[1].obj).label, "dev-d1");
   // Seen again: the same object, read.
   filled = 1;
-  const Leaf again = build(ApiId::clGetDeviceIDs, {0xa0, CL_DEVICE_TYPE_ALL, 4, reinterpret_cast<uint64_t>(devices),
-                                                   reinterpret_cast<uint64_t>(&filled)});
+  const Leaf again = build(ApiId::clGetDeviceIDs,
+                           {0xa0, CL_DEVICE_TYPE_ALL, 4, reinterpret_cast<uint64_t>(devices),
+                            reinterpret_cast<uint64_t>(&filled)});
   ASSERT_FALSE(again.refs.empty());
   EXPECT_EQ(again.refs.back().obj, deviceRefs[0].obj);
   EXPECT_EQ(again.refs.back().flags, kRefRead);
@@ -197,7 +204,8 @@ TEST_F(CallModelTest, OutHandlesStopAtTheCountTheDriverFilledAndAreLabelled) {
 
 TEST_F(CallModelTest, BufferOverHostMemoryIsCreatedWithItsParent) {
   const ObjectId seg = synth.malloc(0x20000, 8192);
-  const Leaf leaf = build(ApiId::clCreateBuffer, {0xc0, CL_MEM_USE_HOST_PTR, 8192, 0x20000, 0}, 0x2200);
+  const Leaf leaf =
+      build(ApiId::clCreateBuffer, {0xc0, CL_MEM_USE_HOST_PTR, 8192, 0x20000, 0}, 0x2200);
   ASSERT_EQ(leaf.refs.size(), 3u);  // context, host memory wrapped, the new buffer
   EXPECT_EQ(leaf.refs[1].access, HostAccess::Wrap);
   const Ref& created = leaf.refs[2];
@@ -213,8 +221,8 @@ TEST_F(CallModelTest, MapForWritingDefinesNewVersionsOfBufferAndHostMemory) {
   const ObjectId mem = synth.recorder().createHandle(ObjectKind::Mem, 0x2000);
   const uint64_t mapped = 0x30000;
   synth.malloc(mapped, 4096);
-  const Leaf map = build(ApiId::clEnqueueMapBuffer, {0x1000, 0x2000, CL_TRUE, CL_MAP_WRITE, 0, 4096, 0, 0, 0, 0},
-                         mapped);
+  const Leaf map = build(ApiId::clEnqueueMapBuffer,
+                         {0x1000, 0x2000, CL_TRUE, CL_MAP_WRITE, 0, 4096, 0, 0, 0, 0}, mapped);
   bool sawBuffer = false, sawHost = false;
   for (const Ref& r : map.refs) {
     if (r.obj == mem) {

@@ -279,7 +279,6 @@ TEST(Compressor, TimingsStillPendingWhenWrittenOutCountAsMissing) {
   c.release(rest);
 }
 
-
 // The timeline's times: a folded leaf keeps its first calls' (a prefix, in order), the last call's
 // end, and a timed command's device start and end in the stamp of its own call, wherever folding
 // moved it; a command whose call kept no stamp changes no stamp.

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-/** @file The device clock estimate from timed commands' QUEUED timestamps (trace/device_clock.h). */
+/** @file The device clock estimate from timed commands' QUEUED timestamps (trace/device_clock.h).
+ */
 #include "trace/device_clock.h"
 
 #include <gtest/gtest.h>
@@ -16,7 +17,8 @@ constexpr int64_t kTrue = 5000 - static_cast<int64_t>(kDeviceEpoch);  // trace n
 TEST(ClockEstimate, NarrowsToTheIntersectionOfTheCommandsIntervals) {
   ClockEstimate c;
   EXPECT_FALSE(c.known());
-  // QUEUED stamped 30 us into a 100 us call, then 2 us into a 10 us call, then 7 us into a 8 us one.
+  // QUEUED stamped 30 us into a 100 us call, then 2 us into a 10 us call, then 7 us into a 8 us
+  // one.
   EXPECT_TRUE(c.add(1000000, 1100000, static_cast<uint64_t>(1030000 - kTrue)));
   EXPECT_EQ(c.uncertaintyNs(), 50000u);
   EXPECT_TRUE(c.add(2000000, 2010000, static_cast<uint64_t>(2002000 - kTrue)));
@@ -33,7 +35,7 @@ TEST(ClockEstimate, NarrowsToTheIntersectionOfTheCommandsIntervals) {
 // when it is narrower than what the interval has become; a reversed call is ignored.
 TEST(ClockEstimate, ContradictionsKeepTheNarrowerInterval) {
   ClockEstimate c;
-  c.add(1000, 1100, 500);  // offset in [500, 600]
+  c.add(1000, 1100, 500);                // offset in [500, 600]
   EXPECT_FALSE(c.add(2000, 2500, 500));  // [1500, 2000]: disjoint and wider
   EXPECT_EQ(c.offsetNs(), 550);
   EXPECT_TRUE(c.add(3000, 3010, 1000));  // [2000, 2010]: disjoint but narrower

@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: MIT
 /** @file The trace file format: round trip, and rejection of truncated, corrupt, foreign files. */
+#include "trace/format.h"
+
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
@@ -8,7 +10,6 @@
 
 #include "hetopt/version.h"
 #include "tests/trace/synthetic.h"
-#include "trace/format.h"
 #include "trace/time_sampler.h"
 #include "trace/writer.h"
 
@@ -151,8 +152,10 @@ TEST(TraceFormat, LeavesKeepTheirCallsTimesAndQueuesTheirClocks) {
     if (n.loop || n.type != LeafType::Call) continue;
     ++leaves;
     ASSERT_EQ(n.stamps.size(), std::min<uint64_t>(n.host.count, 32)) << t.leafName(n);
-    for (size_t i = 1; i < n.stamps.size(); ++i) EXPECT_GT(n.stamps[i].startNs, n.stamps[i - 1].startNs);
-    EXPECT_EQ(n.endNs, n.stamps.back().startNs + n.stamps.back().hostNs) << "Synth: at most 32 calls per leaf";
+    for (size_t i = 1; i < n.stamps.size(); ++i)
+      EXPECT_GT(n.stamps[i].startNs, n.stamps[i - 1].startNs);
+    EXPECT_EQ(n.endNs, n.stamps.back().startNs + n.stamps.back().hostNs)
+        << "Synth: at most 32 calls per leaf";
   }
   EXPECT_GT(leaves, 3u);
   ASSERT_EQ(t.clocks.size(), 1u);
@@ -274,8 +277,12 @@ TEST(TraceFormat, OtherVersionsAreRejectedNamingBoth) {
   Trace t;
   std::string error;
   EXPECT_FALSE(parseTrace(data.data(), data.size(), &t, &error));
-  EXPECT_NE(error.find("version " + std::to_string(HETOPT_TRACE_FORMAT_VERSION + 1)), std::string::npos) << error;
-  EXPECT_NE(error.find("reads versions 1 to " + std::to_string(HETOPT_TRACE_FORMAT_VERSION)), std::string::npos) << error;
+  EXPECT_NE(error.find("version " + std::to_string(HETOPT_TRACE_FORMAT_VERSION + 1)),
+            std::string::npos)
+      << error;
+  EXPECT_NE(error.find("reads versions 1 to " + std::to_string(HETOPT_TRACE_FORMAT_VERSION)),
+            std::string::npos)
+      << error;
   EXPECT_NE(error.find("written by hetopt test"), std::string::npos) << error;
 }
 
@@ -415,7 +422,8 @@ TEST(TraceFormat, FormatOneStillReads) {
 TEST(TraceFormat, ReadsFormatSixGoldenTimes) {
   Trace t;
   std::string error;
-  ASSERT_TRUE(readTraceFile(HETOPT_TRACE_GOLDEN_DIR "/format6-timeline.trace", &t, &error)) << error;
+  ASSERT_TRUE(readTraceFile(HETOPT_TRACE_GOLDEN_DIR "/format6-timeline.trace", &t, &error))
+      << error;
   EXPECT_EQ(t.formatVersion, kTimelineFormatVersion);
   ASSERT_TRUE(t.complete);
   ASSERT_EQ(t.clocks.size(), 1u);
@@ -424,7 +432,8 @@ TEST(TraceFormat, ReadsFormatSixGoldenTimes) {
   for (const TraceNode& n : t.nodes) {
     if (n.loop) continue;
     ASSERT_EQ(n.stamps.size(), std::min<uint64_t>(n.host.count, 32)) << t.leafName(n);
-    for (size_t i = 1; i < n.stamps.size(); ++i) EXPECT_GE(n.stamps[i].startNs, n.stamps[i - 1].startNs + n.stamps[i - 1].hostNs);
+    for (size_t i = 1; i < n.stamps.size(); ++i)
+      EXPECT_GE(n.stamps[i].startNs, n.stamps[i - 1].startNs + n.stamps[i - 1].hostNs);
     EXPECT_LE(n.endNs, t.durationNs);
     for (const Stamp& s : n.stamps) deviceTimed += s.deviceEnd != 0;
   }

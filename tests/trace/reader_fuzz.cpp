@@ -64,7 +64,8 @@ void analyze(const Trace& t) {
   std::set<uint32_t> sites;
   for (uint32_t i = 1; i <= t.sites.size() && i <= 8; ++i) sites.insert(i);
   hetopt::analyzer::TimelineInfo info;
-  std::vector<hetopt::analyzer::TimelineEvent> events = hetopt::analyzer::timelineEvents(t, &info, sites);
+  std::vector<hetopt::analyzer::TimelineEvent> events =
+      hetopt::analyzer::timelineEvents(t, &info, sites);
   (void)hetopt::analyzer::timelineJson(info, events);
 }
 #endif

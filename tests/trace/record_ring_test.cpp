@@ -6,6 +6,8 @@
  * gate holds new producers until it opens; a record is written and read in place, one contiguous
  * run of bytes even where it wraps past the ring's end; a producer waits for its cells to be read.
  */
+#include "trace/record_ring.h"
+
 #include <gtest/gtest.h>
 #include <sched.h>
 
@@ -14,8 +16,6 @@
 #include <mutex>
 #include <thread>
 #include <vector>
-
-#include "trace/record_ring.h"
 
 namespace hetopt::trace {
 namespace {
@@ -26,7 +26,8 @@ void yieldStall(void*) { sched_yield(); }
 void fill(unsigned char* out, size_t bytes, uint32_t producer, uint32_t seq) {
   memcpy(out, &producer, 4);
   memcpy(out + 4, &seq, 4);
-  for (size_t i = 8; i < bytes; ++i) out[i] = static_cast<unsigned char>(producer * 31 + seq * 7 + i);
+  for (size_t i = 8; i < bytes; ++i)
+    out[i] = static_cast<unsigned char>(producer * 31 + seq * 7 + i);
 }
 
 TEST(RecordRing, ManyProducersKeepOrderAndContentThroughBackPressure) {
@@ -78,7 +79,8 @@ TEST(RecordRing, AClaimedRecordHoldsBackLaterOnesUntilWritten) {
   alignas(8) unsigned char rec[100], out[RecordRing::kMaxRecord];
   fill(rec, 100, 1, 0);
   ASSERT_TRUE(ring.push(rec, 100, yieldStall, nullptr));
-  const RecordRing::Reservation held = ring.reserve(100, yieldStall, nullptr);  // a writer interrupted
+  const RecordRing::Reservation held =
+      ring.reserve(100, yieldStall, nullptr);  // a writer interrupted
   fill(rec, 100, 1, 2);
   ASSERT_TRUE(ring.push(rec, 100, yieldStall, nullptr));
   EXPECT_EQ(ring.pop(out), 100u);
@@ -135,7 +137,8 @@ TEST(RecordRing, RecordsStayContiguousInPlaceAcrossTheRingsEnd) {
     ASSERT_EQ(len, 184u);
     unsigned char want[184];
     fill(want, 184, 7, s);
-    ASSERT_EQ(0, memcmp(got, want, 184)) << "record " << s << " (ticket " << r.ticket << ") damaged";
+    ASSERT_EQ(0, memcmp(got, want, 184))
+        << "record " << s << " (ticket " << r.ticket << ") damaged";
     ring.release();
   }
   EXPECT_GT(ring.tail(), 64u * 3) << "the records did not wrap";
@@ -158,10 +161,13 @@ TEST(RecordRing, AProducerWaitsUntilItsCellsAreRead) {
   std::atomic<int> stalls{0};
   std::atomic<bool> reserved{false};
   std::thread late([&] {
-    const RecordRing::Reservation r = ring.reserve(56, [](void* c) {
-      ++*static_cast<std::atomic<int>*>(c);
-      sched_yield();
-    }, &stalls);
+    const RecordRing::Reservation r = ring.reserve(
+        56,
+        [](void* c) {
+          ++*static_cast<std::atomic<int>*>(c);
+          sched_yield();
+        },
+        &stalls);
     reserved = true;
     memset(r.data, 0xee, 56);
     ring.publish(r);

@@ -20,7 +20,8 @@ using api::ApiId;
 
 inline std::string tempPath(const std::string& name) {
   const char* dir = getenv("TMPDIR");
-  return std::string(dir && *dir ? dir : "/tmp") + "/hetopt-test-" + std::to_string(getpid()) + "-" + name;
+  return std::string(dir && *dir ? dir : "/tmp") + "/hetopt-test-" + std::to_string(getpid()) +
+         "-" + name;
 }
 
 /// Pretends every address in [0x400000, 0x500000) is code of one module.
@@ -65,7 +66,9 @@ class Synth {
     l.endNs = m_clockNs + 1000;
     return l;
   }
-  Ref ref(ObjectId obj, uint8_t arg, uint8_t flags) { return makeRef(m_rec.objects(), obj, arg, flags); }
+  Ref ref(ObjectId obj, uint8_t arg, uint8_t flags) {
+    return makeRef(m_rec.objects(), obj, arg, flags);
+  }
   Ref hostRef(uint64_t ptr, uint64_t bytes, uint8_t arg, HostAccess access) {
     return makeHostRef(m_rec.objects(), m_rec.resolveHost(ptr, bytes), arg, access, bytes, bytes);
   }

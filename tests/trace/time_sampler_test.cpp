@@ -1,6 +1,5 @@
 // SPDX-License-Identifier: MIT
 /** @file Which commands trace mode times (trace/time_sampler.h). */
-#include "common/options.h"
 #include "trace/time_sampler.h"
 
 #include <gtest/gtest.h>
@@ -8,6 +7,8 @@
 #include <set>
 #include <string>
 #include <vector>
+
+#include "common/options.h"
 
 namespace hetopt::trace {
 namespace {
@@ -66,7 +67,8 @@ TEST(TimeSampler, DefaultPeriodEstimatesLongLoops) {
   const int iters = 20000;
   for (int i = 0; i < iters; ++i)
     for (int k = 0; k < 3; ++k) {
-      const double ns = (i < 10 ? 50000.0 : 4000.0 + 1000.0 * k) * (i % 2 ? 1.3 : 0.8) * (1.0 + i * 1e-5);
+      const double ns =
+          (i < 10 ? 50000.0 : 4000.0 + 1000.0 * k) * (i % 2 ? 1.3 : 0.8) * (1.0 + i * 1e-5);
       truth[k] += ns;
       const uint64_t w = s.weight(100 + k);
       if (w) ++timed, estimate[k] += ns * static_cast<double>(w);

@@ -23,7 +23,8 @@ int main(int argc, char** argv) {
     return 2;
   }
   const std::string dir = argv[1];
-  for (size_t slash = dir.find('/', 1); slash != std::string::npos; slash = dir.find('/', slash + 1))
+  for (size_t slash = dir.find('/', 1); slash != std::string::npos;
+       slash = dir.find('/', slash + 1))
     mkdir(dir.substr(0, slash).c_str(), 0700);
   mkdir(dir.c_str(), 0700);
   {
@@ -88,7 +89,8 @@ int main(int argc, char** argv) {
     const unsigned char* c = p + header;
     const uint32_t payload = getU32(c + 8), raw = getU32(c + 12);
     std::string records(raw, '\0');
-    if (ZSTD_isError(ZSTD_decompress(records.data(), raw, c + kChunkHeaderBytes, payload))) return 1;
+    if (ZSTD_isError(ZSTD_decompress(records.data(), raw, c + kChunkHeaderBytes, payload)))
+      return 1;
     std::ofstream(dir + "/" + name + ".records", std::ios::binary) << "R" << records;
   }
   return 0;

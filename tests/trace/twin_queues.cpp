@@ -13,7 +13,8 @@
  * checked, and every result against a host reference. A twin command without its fence (or
  * without the barrier behind it) lets the kernels, the write and the read of a round overtake each
  * other: wrong results. Two threads then run their rounds on one queue at once (each with its own
- * kernels and buffer: the program's own order is per thread). Exit 0 when all is right, 1 on a mismatch, 2 on set-up errors.
+ * kernels and buffer: the program's own order is per thread). Exit 0 when all is right, 1 on a
+ * mismatch, 2 on set-up errors.
  */
 #include <atomic>
 #include <chrono>
@@ -76,9 +77,11 @@ void setArgs(cl_kernel k, cl_mem buf, float v) {
 }
 
 /// Rounds of write -> affine -> square -> read on `q`; out-of-order queues chain events.
-void rounds(const ClEnv& env, cl_command_queue q, const Kernels& ks, bool outOfOrder, const char* name) {
+void rounds(const ClEnv& env, cl_command_queue q, const Kernels& ks, bool outOfOrder,
+            const char* name) {
   cl_mem buf = env.buffer(CL_MEM_READ_WRITE, kN * sizeof(float));
-  std::vector<std::vector<float>> in(kRounds, std::vector<float>(kN)), out(kRounds, std::vector<float>(kN));
+  std::vector<std::vector<float>> in(kRounds, std::vector<float>(kN)),
+      out(kRounds, std::vector<float>(kN));
   const size_t global = kN;
   cl_event last = nullptr;  // out-of-order: the previous round's read (the buffer is reused)
   for (int r = 0; r < kRounds; ++r) {
@@ -88,11 +91,11 @@ void rounds(const ClEnv& env, cl_command_queue q, const Kernels& ks, bool outOfO
                                 last ? &last : nullptr, outOfOrder ? &w : nullptr));
     // Kernel arguments are captured at enqueue: each launch sets its own.
     setArgs(ks.affine, buf, static_cast<float>(r));
-    APP_CL(clEnqueueNDRangeKernel(q, ks.affine, 1, nullptr, &global, nullptr, w ? 1 : 0, w ? &w : nullptr,
-                                  outOfOrder ? &a : nullptr));
+    APP_CL(clEnqueueNDRangeKernel(q, ks.affine, 1, nullptr, &global, nullptr, w ? 1 : 0,
+                                  w ? &w : nullptr, outOfOrder ? &a : nullptr));
     setArgs(ks.square, buf, 1.0f + r);
-    APP_CL(clEnqueueNDRangeKernel(q, ks.square, 1, nullptr, &global, nullptr, a ? 1 : 0, a ? &a : nullptr,
-                                  outOfOrder ? &s : nullptr));
+    APP_CL(clEnqueueNDRangeKernel(q, ks.square, 1, nullptr, &global, nullptr, a ? 1 : 0,
+                                  a ? &a : nullptr, outOfOrder ? &s : nullptr));
     APP_CL(clEnqueueReadBuffer(q, buf, CL_FALSE, 0, kN * sizeof(float), out[r].data(), s ? 1 : 0,
                                s ? &s : nullptr, outOfOrder ? &rd : nullptr));
     for (cl_event e : {w, a, s, last})
@@ -115,8 +118,8 @@ void rounds(const ClEnv& env, cl_command_queue q, const Kernels& ks, bool outOfO
 
 /// Blocking transfers, map/unmap, a user event in a wait list, output events and their answers.
 /// Out-of-order queues order commands without events by the program's barriers.
-void singles(const ClEnv& env, cl_command_queue q, const Kernels& ks, bool outOfOrder, bool appProfiled,
-             const char* name) {
+void singles(const ClEnv& env, cl_command_queue q, const Kernels& ks, bool outOfOrder,
+             bool appProfiled, const char* name) {
   auto barrier = [&] {
     if (outOfOrder) APP_CL(clEnqueueBarrierWithWaitList(q, 0, nullptr, nullptr));
   };
@@ -127,7 +130,8 @@ void singles(const ClEnv& env, cl_command_queue q, const Kernels& ks, bool outOf
   for (int rep = 0; rep < 40; ++rep) {
     for (size_t i = 0; i < kN; ++i) host[i] = static_cast<float>((i + rep) % 37);
     cl_event w = nullptr;
-    APP_CL(clEnqueueWriteBuffer(q, buf, CL_TRUE, 0, kN * sizeof(float), host.data(), 0, nullptr, &w));
+    APP_CL(
+        clEnqueueWriteBuffer(q, buf, CL_TRUE, 0, kN * sizeof(float), host.data(), 0, nullptr, &w));
     // The event answers the program's queue and context, and profiling only where it asked.
     cl_command_queue eq = nullptr;
     APP_CL(clGetEventInfo(w, CL_EVENT_COMMAND_QUEUE, sizeof eq, &eq, nullptr));
@@ -139,7 +143,8 @@ void singles(const ClEnv& env, cl_command_queue q, const Kernels& ks, bool outOf
     cl_ulong t = 0;
     const cl_int prof = clGetEventProfilingInfo(w, CL_PROFILING_COMMAND_END, sizeof t, &t, nullptr);
     snprintf(what, sizeof what, "%s: clGetEventProfilingInfo answered %d", name, prof);
-    check(appProfiled ? prof == CL_SUCCESS && t > 0 : prof == CL_PROFILING_INFO_NOT_AVAILABLE, what);
+    check(appProfiled ? prof == CL_SUCCESS && t > 0 : prof == CL_PROFILING_INFO_NOT_AVAILABLE,
+          what);
     cl_int st = -1;
     APP_CL(clGetEventInfo(w, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof st, &st, nullptr));
     snprintf(what, sizeof what, "%s: a blocking write's event is complete on return", name);
@@ -164,8 +169,9 @@ void singles(const ClEnv& env, cl_command_queue q, const Kernels& ks, bool outOf
     snprintf(what, sizeof what, "%s: kernel behind a user event, read by its event", name);
     check(near(back, want), what);
     // Map (blocking), change it on the host, unmap, a kernel, a blocking read.
-    float* p = static_cast<float*>(clEnqueueMapBuffer(q, buf, CL_TRUE, CL_MAP_READ | CL_MAP_WRITE, 0,
-                                                      kN * sizeof(float), 0, nullptr, nullptr, &err));
+    float* p =
+        static_cast<float*>(clEnqueueMapBuffer(q, buf, CL_TRUE, CL_MAP_READ | CL_MAP_WRITE, 0,
+                                               kN * sizeof(float), 0, nullptr, nullptr, &err));
     APP_CL(err);
     snprintf(what, sizeof what, "%s: a blocking map shows the kernel's result", name);
     check(p && p[5] == want[5], what);
@@ -175,18 +181,22 @@ void singles(const ClEnv& env, cl_command_queue q, const Kernels& ks, bool outOf
     setArgs(ks.square, buf, 0.5f);
     APP_CL(clEnqueueNDRangeKernel(q, ks.square, 1, nullptr, &global, nullptr, 0, nullptr, nullptr));
     barrier();
-    APP_CL(clEnqueueReadBuffer(q, buf, CL_TRUE, 0, kN * sizeof(float), back.data(), 0, nullptr, nullptr));
-    for (size_t i = 0; i < kN; ++i) want[i] = static_cast<float>(i % 11) * static_cast<float>(i % 11) * 0.001f + 0.5f;
+    APP_CL(clEnqueueReadBuffer(q, buf, CL_TRUE, 0, kN * sizeof(float), back.data(), 0, nullptr,
+                               nullptr));
+    for (size_t i = 0; i < kN; ++i)
+      want[i] = static_cast<float>(i % 11) * static_cast<float>(i % 11) * 0.001f + 0.5f;
     snprintf(what, sizeof what, "%s: map -> unmap -> kernel -> blocking read", name);
     check(near(back, want), what);
     // A fill and a copy between buffers.
     const float pattern = 4.0f;
     cl_mem other = env.buffer(CL_MEM_READ_WRITE, kN * sizeof(float));
-    APP_CL(clEnqueueFillBuffer(q, other, &pattern, sizeof pattern, 0, kN * sizeof(float), 0, nullptr, nullptr));
+    APP_CL(clEnqueueFillBuffer(q, other, &pattern, sizeof pattern, 0, kN * sizeof(float), 0,
+                               nullptr, nullptr));
     barrier();
     APP_CL(clEnqueueCopyBuffer(q, other, buf, 0, 0, kN / 2 * sizeof(float), 0, nullptr, nullptr));
     barrier();
-    APP_CL(clEnqueueReadBuffer(q, buf, CL_TRUE, 0, kN * sizeof(float), back.data(), 0, nullptr, nullptr));
+    APP_CL(clEnqueueReadBuffer(q, buf, CL_TRUE, 0, kN * sizeof(float), back.data(), 0, nullptr,
+                               nullptr));
     for (size_t i = 0; i < kN / 2; ++i) want[i] = 4.0f;
     snprintf(what, sizeof what, "%s: fill -> copy -> read", name);
     check(near(back, want), what);
@@ -216,7 +226,8 @@ int main() {
   };
   const cl_uint refsBefore = contextRefs();
   cl_command_queue_properties host = 0;
-  APP_CL(clGetDeviceInfo(env.device(), CL_DEVICE_QUEUE_ON_HOST_PROPERTIES, sizeof host, &host, nullptr));
+  APP_CL(clGetDeviceInfo(env.device(), CL_DEVICE_QUEUE_ON_HOST_PROPERTIES, sizeof host, &host,
+                         nullptr));
   struct Q {
     const char* name;
     cl_command_queue q;
@@ -225,15 +236,19 @@ int main() {
   std::vector<Q> queues;
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wdeprecated-declarations"
-  queues.push_back({"in-order (clCreateCommandQueue)", clCreateCommandQueue(env.context(), env.device(), 0, &err), 0});
+  queues.push_back({"in-order (clCreateCommandQueue)",
+                    clCreateCommandQueue(env.context(), env.device(), 0, &err), 0});
 #pragma GCC diagnostic pop
   APP_CL(err);
   queues.push_back({"in-order (no properties list)",
-                    clCreateCommandQueueWithProperties(env.context(), env.device(), nullptr, &err), 0});
+                    clCreateCommandQueueWithProperties(env.context(), env.device(), nullptr, &err),
+                    0});
   APP_CL(err);
   if (host & CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE) {
-    const cl_queue_properties ooo[] = {CL_QUEUE_PROPERTIES, CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE, 0};
-    queues.push_back({"out-of-order", clCreateCommandQueueWithProperties(env.context(), env.device(), ooo, &err),
+    const cl_queue_properties ooo[] = {CL_QUEUE_PROPERTIES, CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE,
+                                       0};
+    queues.push_back({"out-of-order",
+                      clCreateCommandQueueWithProperties(env.context(), env.device(), ooo, &err),
                       CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE});
     APP_CL(err);
   }
@@ -247,8 +262,8 @@ int main() {
     snprintf(what, sizeof what, "%s: CL_QUEUE_PROPERTIES unchanged", q.name);
     check(propertiesOf(q.q) == q.props, what);
     rounds(env, q.q, ks, q.props & CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE, q.name);
-    singles(env, q.q, ks, q.props & CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE, q.props & CL_QUEUE_PROFILING_ENABLE,
-            q.name);
+    singles(env, q.q, ks, q.props & CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE,
+            q.props & CL_QUEUE_PROFILING_ENABLE, q.name);
     check(propertiesOf(q.q) == q.props, what);
   }
   // Two threads on one in-order queue at once, each its own kernels and buffer.
@@ -276,8 +291,10 @@ int main() {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
     refsAfter = contextRefs();
   }
-  if (refsAfter != refsBefore) fprintf(stderr, "twin_queues: context references %u, before %u\n", refsAfter, refsBefore);
-  check(refsAfter == refsBefore, "queues released: the context holds no more references than before");
+  if (refsAfter != refsBefore)
+    fprintf(stderr, "twin_queues: context references %u, before %u\n", refsAfter, refsBefore);
+  check(refsAfter == refsBefore,
+        "queues released: the context holds no more references than before");
   APP_CL(clReleaseKernel(ks.affine));
   APP_CL(clReleaseKernel(ks.square));
   APP_CL(clReleaseProgram(prog));
