@@ -34,7 +34,7 @@ api::ApiKind callKind(const TraceNode& n) {
   return api::apiInfo(static_cast<api::ApiId>(n.code)).kind;
 }
 
-/// Calls that put work on a device or wait for it (the source's host dispatch/sync overhead), as
+/// Calls that put work on a device or wait for it (host dispatch/sync overhead), as
 /// opposed to set-up: platform queries, context/queue/buffer creation, program builds, releases.
 bool isDispatch(api::ApiKind k) {
   switch (k) {
@@ -234,7 +234,7 @@ class Analyzer {
         uint64_t size = m.ref->bytes / count;
         if (m.obj->kind == ObjectKind::Segment) {
           // Every version of the chain fed the transfer; its first version's site is the
-          // candidate (the source: follow the SSA chain back to the first version).
+          // candidate: that is where the memory was allocated.
           markFed(m.obj);
           uint32_t site = siteOf(root(m.obj));
           if (site == 0) continue;

@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: MIT
 /**
- * @file The analysis of one trace (issue 5): eligibility, the allocation sites that feed
+ * @file The analysis of one trace: eligibility, the allocation sites that feed
  * host<->device transfers, what each is worth, and where the time went.
  *
- * Decisions, in the source's terms:
+ * Decisions:
  *  - Eligibility: dispatch ratio = cumulative host<->device communication time (device time of
  *    reads, writes, rect transfers, maps/unmaps, SVM copies, migrations) / cumulative kernel time;
- *    eligible when >= the threshold (0.1 in the source). Without profiling timestamps the host
+ *    eligible when >= the threshold (0.1 by default). Without profiling timestamps the host
  *    times of the same calls stand in, and the reason says so.
  *  - Candidates: every call ref that moves host memory (HostAccess Read/Write: read/write/rect/
  *    image transfers, CL_MEM_COPY_HOST_PTR, SVM copies; Wrap: CL_MEM_USE_HOST_PTR; Mapped/Unmap

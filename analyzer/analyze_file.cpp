@@ -72,7 +72,7 @@ void identify(const trace::Trace& t, AnalyzeResult* r) {
 }
 
 /// The breakdown plot: `hetopt run`'s standard and optimized runs side by side when stored
-/// (figure 4.10 of the source for this program on this machine), else the traced run alone.
+/// (what pinning changed for this program on this machine), else the traced run alone.
 void plotBreakdown(const AnalyzeRequest& req, Db* db, int64_t profileId, const AppProfile& p,
                    std::vector<std::string>* notes) {
   std::vector<BreakdownBar> bars;

@@ -11,8 +11,8 @@
  * keeps it off when it can): a pool of the decision table's pooled policy for the site's typical
  * size (its share of the pool, the site's peak live bytes, pinned once) and registration in place
  * (the register curve's cost for every allocation). The site gets the one that saves more
- * (design notes sec. 2 and 5: a pool where allocation is expensive and repeated, registration
- * where blocks are large and live long).
+ * (a pool where allocation is expensive and repeated, registration where blocks are large and live
+ * long).
  *
  * Untracked memory (static arrays, anonymous mappings) can only be registered in place: its
  * prediction uses the register policy's transfer curves and charges one registration of the range.

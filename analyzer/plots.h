@@ -2,7 +2,7 @@
 /**
  * @file gnuplot plots of an application profile: the execution breakdown (kernel / communication /
  * cpu+sync) as stacked bars, one bar per run. With one bar it shows the traced run; with the
- * standard and the optimized run side by side it is the source's figure 4.10 for this app on this
+ * standard and the optimized run side by side it shows what pinning changed for this app on this
  * machine. Data and script are always written (render elsewhere with `cd DIR && gnuplot X.gp`);
  * they are rendered here when gnuplot is on PATH.
  */

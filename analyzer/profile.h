@@ -143,7 +143,7 @@ struct Eligibility {
   double communicationNs = 0;  ///< cumulative host<->device transfer time
   double computationNs = 0;    ///< cumulative kernel time
   double ratio = 0;            ///< communication / computation (infinite when no kernel ran)
-  double threshold = 0.1;      ///< the source's threshold (configurable)
+  double threshold = 0.1;      ///< dispatch ratio from which a program is eligible
   bool eligible = false;
   std::string reason;  ///< one line: the numbers and the verdict
 };

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /**
- * @file Allocation sites from raw return addresses to source lines (style habit 7: the shim records
- * raw PCs and a module map; only the analyzer symbolizes).
+ * @file Allocation sites from raw return addresses to source lines (the shim records raw PCs and a
+ * module map, so that it never links a symbolizer; only the analyzer symbolizes).
  *
  * A site is a few return addresses, innermost first, already past libc/libstdc++/the shim. Its
  * innermost addresses often still point into library templates inlined into the caller

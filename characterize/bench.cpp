@@ -493,8 +493,7 @@ class DeviceBench {
     const char* what = h2d ? "clEnqueueWriteBuffer" : "clEnqueueReadBuffer";
     double t0 = nowNs();
     if (c == 1) {
-      // One transfer: blocking, as most applications issue it (and as design notes sec. 4
-      // measured).
+      // One transfer: blocking, as most applications issue it.
       cl_int err = h2d ? clEnqueueWriteBuffer(m_session.queue(0), m_session.buffer(policy, 0),
                                               CL_TRUE, 0, size, blocks[0].ptr, 0, nullptr, nullptr)
                        : clEnqueueReadBuffer(m_session.queue(0), m_session.buffer(policy, 0),

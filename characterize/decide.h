@@ -3,7 +3,7 @@
  * @file From samples to fitted curves, and from curves to the decision table: for each size range,
  * which policy moves data fastest and whether its allocation needs a pool.
  *
- * The rules follow the source (design notes sec. 2), made explicit:
+ * The rules:
  *  1. Only policies usable at the size count (available, or partial up to their largest size).
  *  2. Transfer times within `similarRel` (or `similarAbsNs`) of the fastest are "similar".
  *  3. Among similar ones, prefer in this order: standard (nothing to do, nothing pinned); a policy
@@ -45,9 +45,10 @@ std::vector<Decision> decide(const CharacterizationRun& run, const DecisionRules
 /// The table as printed by `hetopt characterize` and `--show` (several lines, ends with '\n').
 std::string formatDecisionTable(const CharacterizationRun& run);
 
-/// Measured medians in the shape of design notes sec. 4, one row per measured policy: H2D/D2H GB/s
-/// at 64 MiB (or the largest size below it), aggregate GB/s of 4 concurrent transfers at the
-/// largest size, allocation time at 64 and 256 MiB. For comparing machines and driver versions.
+/// Measured medians in the shape of the H200 reference measurements, one row per measured policy:
+/// H2D/D2H GB/s at 64 MiB (or the largest size below it), aggregate GB/s of 4 concurrent transfers
+/// at the largest size, allocation time at 64 and 256 MiB. For comparing machines and driver
+/// versions.
 std::string formatMeasuredSummary(const CharacterizationRun& run);
 
 /// One line per policy with its availability and, for the unavailable ones, why.

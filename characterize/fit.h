@@ -4,7 +4,7 @@
  *
  * A cost (transfer or allocation time) is modelled per size regime as latency + size * nsPerByte,
  * with at most three regimes: small sizes are latency-bound, mid sizes reach the link or copy rate,
- * and drivers switch strategies at some size (design notes sec. 4: pageable H2D on the H200 peaks
+ * and drivers switch strategies at some size (pageable H2D on the H200 peaks
  * near 16 GB/s at 4 MiB and falls to 7.6 GB/s at 64 MiB; PoCL copies 1 MiB faster than 512 KiB).
  * Each regime keeps a physical meaning (latency >= 0, bandwidth > 0), so the function may jump
  * where the driver switches. Regimes and their breakpoints are chosen by least squares on the

@@ -19,7 +19,7 @@ enum class Measure : uint8_t { Alloc, Free, H2D, D2H };
 const char* measureName(Measure m);  ///< "alloc", "free", "h2d", "d2h"
 bool measureFromName(const std::string& name, Measure* out);
 
-/// A stored characterization is reused only while all of these are unchanged (issue 3).
+/// A stored characterization is reused only while all of these are unchanged.
 struct PlatformKey {
   std::string platformName;
   std::string platformVersion;
@@ -84,7 +84,7 @@ bool directionFromName(const std::string& name, Direction* out);
 enum class AllocMode : uint8_t {
   Plain,   ///< standard malloc: nothing to do
   Direct,  ///< allocate with the policy at the allocation site; its cost is repaid by one transfer
-  Pool,    ///< too expensive per allocation: serve from a pool prepared ahead (issue 6)
+  Pool,    ///< too expensive per allocation: serve from a pool prepared ahead
 };
 const char* allocModeName(AllocMode m);
 bool allocModeFromName(const std::string& name, AllocMode* out);

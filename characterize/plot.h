@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 /**
- * @file Plots of a characterization with gnuplot (the source's figures 4.12/4.13 for this machine):
- * allocation cost per policy vs size, H2D and D2H bandwidth per policy vs size (measured medians as
- * points, fitted functions as lines), and aggregate bandwidth vs concurrency at the largest size.
+ * @file Plots of a characterization with gnuplot: allocation cost per policy vs size, H2D and D2H
+ * bandwidth per policy vs size (measured medians as points, fitted functions as lines), and
+ * aggregate bandwidth vs concurrency at the largest size.
  *
  * The data files and the script are always written, so plots can be rendered on another machine
  * (the GPU machine has no gnuplot): `cd DIR && gnuplot SLUG.gp`. The script picks pngcairo, else

@@ -2,8 +2,8 @@
 /**
  * @file Diagnoses the OpenCL set-ups that make programs silently run on the wrong device or find
  * none: a vendor library installed without an ICD file naming it, a loader that lists a CPU
- * platform first while a GPU platform exists (design notes, sec. 4: exactly the GPU machine's
- * image).
+ * platform first while a GPU platform exists (the lent GPU machines' image is exactly
+ * that).
  */
 #pragma once
 #include <string>

@@ -2,7 +2,7 @@
 /**
  * @file One way to pick the OpenCL device, shared by every hetopt command and every test app.
  *
- * Never "platform 0": on the GPU machine platform 0 is PoCL on the host CPU (design notes, sec. 4).
+ * Never "platform 0": on the GPU machine platform 0 is PoCL on the host CPU (scripts/gpu/env.sh).
  * The filter is HETOPT_DEVICE (or a command's --device): "gpu", "cpu", or a case-insensitive
  * substring of "<platform name> / <device name>". No filter: the first GPU of any platform, else
  * the first device.

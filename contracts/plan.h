@@ -101,7 +101,7 @@ struct Plan {
   std::string poolPolicy = "opencl";  ///< "none" when no site is pooled
   uint64_t poolBytes = 0;
   /// `pool-mode direct`: no pool, each candidate allocation made by the policy on the calling
-  /// thread (the source's naive variant, kept for comparison; poolBytes is then unused).
+  /// thread (the naive variant, kept for comparison; poolBytes is then unused).
   bool directAllocation = false;
   std::vector<PlanSite> sites;  ///< sorted by key after parsing
   std::vector<PlanStaticRange> staticRanges;

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 /**
- * @file The naive allocator beside the pool (issue 6, `hetopt run --no-pool`): every block is made
- * by an AllocationPolicy itself on the calling thread and released with it, the source's "pin
- * everything directly" variant that its pool scheme beat by 5-40% (design notes sec. 2). It is
+ * @file The naive allocator beside the pool (`hetopt run --no-pool`): every block is made
+ * by an AllocationPolicy itself on the calling thread and released with it, the naive "pin
+ * everything directly" scheme that pools beat by 5-40% where allocation repeats. It is
  * kept as a real mode so that the comparison is measured on this machine, not quoted.
  *
  * C library semantics as for the pool (pool.h): pointers at least 16-aligned (larger alignments up

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /**
- * @file The operating-system calls behind the allocation policies (style habit 11): page locking
+ * @file The operating-system calls behind the allocation policies: page locking
  * and the limits on it. Declared once here, implemented per platform (os_memory_linux.cpp); nothing
  * else in policies/ calls the OS for memory locking. Allocation-free, so the shim may call them
  * from its malloc hooks.

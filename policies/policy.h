@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /**
- * @file The host-memory allocation policies hetopt chooses between (design notes, sec. 2 and 5).
+ * @file The host-memory allocation policies hetopt chooses between, per site and size.
  *
  *   standard  malloc: pageable memory, the driver stages every transfer through bounce buffers
  *   locked    malloc + mlock: page-locked, but a driver may not know it (NVIDIA does not)
@@ -15,10 +15,9 @@
  * through os_memory.h. Failures come back as a PolicyStatus with a reason in a fixed buffer, so the
  * error path does not allocate either.
  *
- * Pools (issue 6) fit behind the same AllocationPolicy interface: a pool allocates one large block
- * through a policy here (pinned memory transfers at full speed at any offset inside it, design
- * notes sec. 4) and hands out sub-ranges as Allocations whose `policy` is the pool's backing
- * policy.
+ * Pools fit behind the same AllocationPolicy interface: a pool allocates one large block through a
+ * policy here (pinned memory transfers at full speed at any offset inside it) and hands out
+ * sub-ranges as Allocations whose `policy` is the pool's backing policy.
  */
 #pragma once
 #include <CL/cl.h>

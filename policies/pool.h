@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 /**
- * @file The user-space allocator over pre-allocated pinned memory (issue 6; design notes sec. 2).
+ * @file The user-space allocator over pre-allocated pinned memory.
  *
- * Pinned memory is expensive to make (tens of ms per 64 MiB, design notes sec. 4) but transfers at
+ * Pinned memory is expensive to make (tens of ms per 64 MiB on NVIDIA) but transfers at
  * full speed at any offset inside a pinned block. So the shim asks a policy for a few large regions
  * once, off the critical path, and serves candidate allocations from them with this allocator: best
  * fit over an intrusive red-black tree of free chunks keyed by (size, address), boundary tags for

@@ -3,7 +3,7 @@
 # Where the pinned pool's context costs the program time: each app natively, under `hetopt run`
 # (pool in the program's own context, the default), `hetopt run` with HETOPT_POOL_CONTEXT=own
 # (a second context of hetopt's own, made at start-up) and `hetopt run` without a profile (a copy
-# of the DB without profiles: the untouched run issue 6 wants within 2% of native), ROUNDS
+# of the DB without profiles: the untouched run, which must stay within 2% of native), ROUNDS
 # interleaved rounds; medians of the whole process and of its phases (measure_lib.sh: before
 # OpenCL set-up, set-up, exit). Needs a characterization in $HETOPT_DB. ARGS overrides the apps'
 # arguments (default --size 64M --iters 20).

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# What `hetopt run` costs before the program starts (issue 6: never slower than native, start-up
+# What `hetopt run` costs before the program starts (it must never be slower than native, start-up
 # included). Interleaved rounds (scripts/bench/interleaved_time.py), medians, of:
 #   true / run_true            /bin/true natively and under `hetopt run` (no profile: identity,
 #                              DB look-up, one line, exec)

@@ -4,9 +4,9 @@
  *
  * A site is the return addresses of the first frames outside libc, libstdc++, libgcc and the shim
  * (operator new, std::vector and malloc wrappers in those libraries say nothing about the caller).
- * Addresses stay raw in the trace together with the module map (style habit 7); the analyzer
- * symbolizes. For matching across runs, siteKey() turns them into (module identity, offset) pairs.
- * Only allocations of at least HETOPT_MIN_TRACKED_SIZE pay for unwinding.
+ * Addresses stay raw in the trace together with the module map (no symbolizer in the shim); the
+ * analyzer symbolizes. For matching across runs, siteKey() turns them into (module identity,
+ * offset) pairs. Only allocations of at least HETOPT_MIN_TRACKED_SIZE pay for unwinding.
  */
 #pragma once
 #include <atomic>

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /**
- * @file Trace conformance for optimize mode (issue 6): stop redirecting new allocations once the
+ * @file Trace conformance for optimize mode: stop redirecting new allocations once the
  * program behaves differently from the run that was profiled, because then the plan (which sites,
  * how large a pool, which policy for which sizes) no longer describes it.
  *
@@ -10,7 +10,7 @@
  *  - size: a site allocating more than kSizeFactor x its profiled largest block, or less than
  *    1/kSmallFactor of its smallest. Above: the pool was sized for the profiled peak (x1.25), so it
  *    would overflow soon anyway, and the curves chose the policy for other sizes. Far below: small
- *    transfers gain little from pinning (design notes sec. 4: 16 KiB 1.6 vs 1.8 GB/s), so pinned
+ *    transfers gain little from pinning (16 KiB on the H200: 1.6 vs 1.8 GB/s), so pinned
  *    memory would be spent for nothing.
  *  - live memory: more redirected blocks (bytes) alive at once than kLiveFactor x the sum of the
  *    sites' profiled peaks (+ kLiveBlocksSlack blocks, kLiveBytesSlack bytes): the program holds

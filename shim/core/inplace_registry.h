@@ -6,7 +6,7 @@
  * range of anonymous private mappings. Each is covered by a CL_MEM_USE_HOST_PTR buffer in the
  * shim's own context (policies: adoptHostMemory), which pins its pages for exactly the buffer's
  * lifetime; transfers from that memory in the program's own context then run at the pinned rate,
- * also for sub-ranges at any offset (design notes, sec. 4).
+ * also for sub-ranges at any offset.
  *
  * When: static ranges and mappings already made are registered on the pool thread right after the
  * shim's context exists (off the critical path); a mapping made later is registered on its first

@@ -49,7 +49,7 @@ bool plan(const analyzer::AppProfile& p, const PlanOptions& o, Plan* out, std::s
 }
 
 // Curves as simple lines: pageable 8 GB/s (0.125 ns/B), pinned 50 GB/s (0.02 ns/B); registering a
-// block in place 0.08 ns/B, a pool's share 0.45 ns/B (the H100's shape: design notes sec. 4).
+// block in place 0.08 ns/B, a pool's share 0.45 ns/B (the H100's measured shape).
 class LineGain : public analyzer::GainModel {
  public:
   void predict(const analyzer::CandidateSite& s, analyzer::GainPrediction* out) const override {
@@ -431,7 +431,8 @@ TEST(RunPlan, ImplausiblePeakSizesGiveAReasonNotAPool) {
   EXPECT_GE(plan.poolBytes, uint64_t{5} << 38);
 }
 
-// ---- in-place registration (issue 6) -----------------------------------------------------------
+// ---- in-place registration
+// -----------------------------------------------------------------------
 
 namespace {
 

@@ -172,7 +172,7 @@ TEST(Db, OtherSchemaVersionsNameBothVersions) {
   }
 }
 
-// Schema 1 -> 2 (issue 6: in-place registration) adds columns to app_untracked: a DB written by
+// Schema 1 -> 2 (in-place registration) adds columns to app_untracked: a DB written by
 // the previous hetopt keeps its characterization and profiles when opened for writing, and is
 // refused (saying how to upgrade it) when opened read-only.
 TEST(Db, Version1IsUpgradedInPlaceWhenOpenedForWriting) {
