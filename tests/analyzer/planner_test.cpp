@@ -431,8 +431,7 @@ TEST(RunPlan, ImplausiblePeakSizesGiveAReasonNotAPool) {
   EXPECT_GE(plan.poolBytes, uint64_t{5} << 38);
 }
 
-// ---- in-place registration
-// -----------------------------------------------------------------------
+// ---- in-place registration ----------------------------------------------------------------------
 
 namespace {
 
