@@ -32,4 +32,4 @@ for mode in trace run; do
 done
 echo "OK: identical stdout natively, traced and run"
 grep -h "running unoptimized" "$work/run.err"
-[[ -f $work/stats.json ]] && echo "stats: $(stats_get "$work/stats.json" pool)"
+if [[ -f $work/stats.json ]]; then echo "stats: $(stats_get "$work/stats.json" pool)"; fi
