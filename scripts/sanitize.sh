@@ -72,7 +72,8 @@ for kind in "${kinds[@]}"; do
         block_table_test trace_unit_tests trace_unit_tests_checked shim_unit_tests fork_protocol_test \
         trace_stream_test || { status=1; continue; }
       # halt_on_error: a data race fails the test instead of only printing.
-      TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
+      # The suppressions: threads optimize mode keeps for the process's life (tests/shim/tsan.supp).
+      TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1:suppressions=$PWD/tests/shim/tsan.supp \
         ctest --test-dir build-tsan -j"$jobs" --output-on-failure --timeout 300 \
           -L '^tsan$' \
           -E '^ModuleMap\.FindsTheTestExecutableAndSkipsLibc$' ||
