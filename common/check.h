@@ -12,6 +12,7 @@
 #pragma once
 #include <unistd.h>
 
+#include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -29,6 +30,19 @@
 namespace hetopt {
 
 inline constexpr int kDebugLevel = HETOPT_DEBUG_LEVEL;
+
+/// For validate(): writes why the structure is broken into `why` (when given) and returns false.
+inline bool invalid(char* why, size_t whyBytes, const char* fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+inline bool invalid(char* why, size_t whyBytes, const char* fmt, ...) {
+  if (why != nullptr && whyBytes > 0) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(why, whyBytes, fmt, ap);
+    va_end(ap);
+  }
+  return false;
+}
 
 /// "hetopt: <what>: <detail>" on stderr, then abort().
 [[noreturn]] HETOPT_NOINLINE HETOPT_COLD inline void checkFailed(const char* what,

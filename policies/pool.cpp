@@ -140,17 +140,6 @@ const FreeChunk* treeFind(const FreeChunk* node, const FreeChunk* key) {
   return node;
 }
 
-bool fail(char* why, size_t whyBytes, const char* fmt, ...) __attribute__((format(printf, 3, 4)));
-bool fail(char* why, size_t whyBytes, const char* fmt, ...) {
-  if (why != nullptr && whyBytes > 0) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(why, whyBytes, fmt, ap);
-    va_end(ap);
-  }
-  return false;
-}
-
 }  // namespace
 
 void PoolLock::lockContended() noexcept {
@@ -579,17 +568,17 @@ int validateSubtree(const FreeChunk* node, const FreeChunk* parent, const FreeCh
                     const FreeChunk* hi, size_t* count, size_t* bytes, char* why, size_t whyBytes) {
   if (node == nullptr) return 1;
   if (node->parent != parent)
-    return fail(why, whyBytes, "tree node %p: parent link %p, expected %p", (const void*)node,
-                (const void*)node->parent, (const void*)parent),
+    return invalid(why, whyBytes, "tree node %p: parent link %p, expected %p", (const void*)node,
+                   (const void*)node->parent, (const void*)parent),
            -1;
   if ((lo != nullptr && !keyLess(lo, node)) || (hi != nullptr && !keyLess(node, hi)))
-    return fail(why, whyBytes, "tree node %p (size %zu) out of (size, address) order",
-                (const void*)node, chunkSize(node)),
+    return invalid(why, whyBytes, "tree node %p (size %zu) out of (size, address) order",
+                   (const void*)node, chunkSize(node)),
            -1;
   if (isInUse(node))
-    return fail(why, whyBytes, "tree node %p is marked in use", (const void*)node), -1;
+    return invalid(why, whyBytes, "tree node %p is marked in use", (const void*)node), -1;
   if (isRed(node) && (isRed(node->child[kLeft]) || isRed(node->child[kRight])))
-    return fail(why, whyBytes, "red tree node %p has a red child", (const void*)node), -1;
+    return invalid(why, whyBytes, "red tree node %p has a red child", (const void*)node), -1;
   ++*count;
   *bytes += chunkSize(node);
   const int l = validateSubtree(node->child[kLeft], node, lo, node, count, bytes, why, whyBytes);
@@ -597,8 +586,8 @@ int validateSubtree(const FreeChunk* node, const FreeChunk* parent, const FreeCh
   const int r = validateSubtree(node->child[kRight], node, node, hi, count, bytes, why, whyBytes);
   if (r < 0) return -1;
   if (l != r)
-    return fail(why, whyBytes, "tree node %p: black heights %d and %d differ", (const void*)node, l,
-                r),
+    return invalid(why, whyBytes, "tree node %p: black heights %d and %d differ", (const void*)node,
+                   l, r),
            -1;
   return l + (isRed(node) ? 0 : 1);
 }
@@ -636,22 +625,23 @@ bool PinnedPool::validateLocked(char* why, size_t whyBytes) const noexcept {
       const ChunkHeader* c = chunkAt(at);
       const size_t size = chunkSize(c);
       if ((c->head & kFlagMask & ~kInUse) != 0 || size < kMinChunkBytes || size > fence - at)
-        return fail(why, whyBytes, "region %u: chunk %p has a bad head %#zx (I1)", i,
-                    (const void*)c, c->head);
+        return invalid(why, whyBytes, "region %u: chunk %p has a bad head %#zx (I1)", i,
+                       (const void*)c, c->head);
       const size_t expectTag = prevInUse ? kPrevInUse : prevSize;
       if (c->prevTag != expectTag)
-        return fail(why, whyBytes, "region %u: chunk %p prevTag %#zx, expected %#zx (I2)", i,
-                    (const void*)c, c->prevTag, expectTag);
+        return invalid(why, whyBytes, "region %u: chunk %p prevTag %#zx, expected %#zx (I2)", i,
+                       (const void*)c, c->prevTag, expectTag);
       if (isInUse(c)) {
         inUse += size;
         ++live;
       } else {
         if (!prevInUse)
-          return fail(why, whyBytes, "region %u: free chunks %p and its predecessor adjacent (I3)",
-                      i, (const void*)c);
+          return invalid(why, whyBytes,
+                         "region %u: free chunks %p and its predecessor adjacent (I3)", i,
+                         (const void*)c);
         if (treeFind(m_root, static_cast<const FreeChunk*>(c)) != c)
-          return fail(why, whyBytes, "region %u: free chunk %p (size %zu) not in the tree (I4)", i,
-                      (const void*)c, size);
+          return invalid(why, whyBytes, "region %u: free chunk %p (size %zu) not in the tree (I4)",
+                         i, (const void*)c, size);
         freeBytes += size;
         ++freeChunks;
       }
@@ -661,27 +651,29 @@ bool PinnedPool::validateLocked(char* why, size_t whyBytes) const noexcept {
     }
     const ChunkHeader* f = chunkAt(fence);
     if (at != fence || f->head != kInUse || f->prevTag != (prevInUse ? kPrevInUse : prevSize))
-      return fail(why, whyBytes, "region %u: walk ends at %p, fence %p head %#zx prevTag %#zx (I1)",
-                  i, (const void*)at, (const void*)f, f->head, f->prevTag);
+      return invalid(why, whyBytes,
+                     "region %u: walk ends at %p, fence %p head %#zx prevTag %#zx (I1)", i,
+                     (const void*)at, (const void*)f, f->head, f->prevTag);
   }
 
   size_t treeCount = 0, treeBytes = 0;
   if (m_root != nullptr && (m_root->red != 0 || m_root->parent != nullptr))
-    return fail(why, whyBytes, "tree root %p is red or has a parent (I4)", (const void*)m_root);
+    return invalid(why, whyBytes, "tree root %p is red or has a parent (I4)", (const void*)m_root);
   if (validateSubtree(m_root, nullptr, nullptr, nullptr, &treeCount, &treeBytes, why, whyBytes) < 0)
     return false;
   // Every free chunk of the walk was found in the tree; equal counts make it a bijection.
   if (treeCount != freeChunks || treeBytes != freeBytes)
-    return fail(why, whyBytes, "tree holds %zu chunks / %zu bytes, regions %zu / %zu (I4)",
-                treeCount, treeBytes, freeChunks, freeBytes);
+    return invalid(why, whyBytes, "tree holds %zu chunks / %zu bytes, regions %zu / %zu (I4)",
+                   treeCount, treeBytes, freeChunks, freeBytes);
   if (m_free != freeBytes || m_freeChunks != freeChunks || m_inUse != inUse ||
       m_liveBlocks != live || m_capacity != capacity ||
       capacity != inUse + freeBytes + kRegionOverhead * regions || m_peakInUse < m_inUse)
-    return fail(why, whyBytes,
-                "counters free %zu/%zu chunks %zu/%zu inUse %zu/%zu live %zu/%zu capacity %zu/%zu "
-                "peak %zu (I5; counted/walked)",
-                m_free, freeBytes, m_freeChunks, freeChunks, m_inUse, inUse, m_liveBlocks, live,
-                m_capacity, capacity, m_peakInUse);
+    return invalid(
+        why, whyBytes,
+        "counters free %zu/%zu chunks %zu/%zu inUse %zu/%zu live %zu/%zu capacity %zu/%zu "
+        "peak %zu (I5; counted/walked)",
+        m_free, freeBytes, m_freeChunks, freeChunks, m_inUse, inUse, m_liveBlocks, live, m_capacity,
+        capacity, m_peakInUse);
   return true;
 }
 

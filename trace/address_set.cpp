@@ -15,16 +15,6 @@ inline size_t slotOf(uint64_t p, size_t mask) {
   return static_cast<size_t>(((p >> 4) * 0x9e3779b97f4a7c15ull) >> 20) & mask;
 }
 
-bool broken(char* why, size_t whyBytes, const char* fmt, ...) __attribute__((format(printf, 3, 4)));
-bool broken(char* why, size_t whyBytes, const char* fmt, ...) {
-  if (why && whyBytes) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(why, whyBytes, fmt, ap);
-    va_end(ap);
-  }
-  return false;
-}
 }  // namespace
 
 AddressSet::AddressSet() { m_table.store(makeTable(1024), std::memory_order_release); }
@@ -108,7 +98,7 @@ void AddressSet::erase(uint64_t p) {
 bool AddressSet::validate(char* why, size_t whyBytes) const {
   const Table* t = m_table.load(std::memory_order_relaxed);
   const size_t slots = t->mask + 1;
-  if (slots & t->mask) return broken(why, whyBytes, "%zu slots: not a power of two", slots);
+  if (slots & t->mask) return invalid(why, whyBytes, "%zu slots: not a power of two", slots);
   size_t live = 0, tombstones = 0;
   for (size_t i = 0; i < slots; ++i) {
     const uint64_t v = t->slots[i].load(std::memory_order_relaxed);
@@ -123,18 +113,18 @@ bool AddressSet::validate(char* why, size_t whyBytes) const {
       const uint64_t w = t->slots[j].load(std::memory_order_relaxed);
       if (j == i) break;
       if (w == kEmpty)
-        return broken(why, whyBytes, "key %#llx in slot %zu is behind an empty slot %zu (A2)",
-                      static_cast<unsigned long long>(v), i, j);
+        return invalid(why, whyBytes, "key %#llx in slot %zu is behind an empty slot %zu (A2)",
+                       static_cast<unsigned long long>(v), i, j);
       if (w == v)
-        return broken(why, whyBytes, "key %#llx in slots %zu and %zu (A1)",
-                      static_cast<unsigned long long>(v), j, i);
+        return invalid(why, whyBytes, "key %#llx in slots %zu and %zu (A1)",
+                       static_cast<unsigned long long>(v), j, i);
     }
   }
   if (live != m_live || live + tombstones != m_used)
-    return broken(why, whyBytes, "counted %zu live, %zu used; the table has %zu and %zu (A3)",
-                  m_live, m_used, live, live + tombstones);
+    return invalid(why, whyBytes, "counted %zu live, %zu used; the table has %zu and %zu (A3)",
+                   m_live, m_used, live, live + tombstones);
   if (m_used * 4 > slots * 3)
-    return broken(why, whyBytes, "%zu of %zu slots used (A4)", m_used, slots);
+    return invalid(why, whyBytes, "%zu of %zu slots used (A4)", m_used, slots);
   return true;
 }
 

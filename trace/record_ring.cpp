@@ -113,19 +113,6 @@ void RecordRing::reset() {
   HETOPT_VALIDATE(*this, "record ring check failed");
 }
 
-namespace {
-bool broken(char* why, size_t whyBytes, const char* fmt, ...) __attribute__((format(printf, 3, 4)));
-bool broken(char* why, size_t whyBytes, const char* fmt, ...) {
-  if (why && whyBytes) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(why, whyBytes, fmt, ap);
-    va_end(ap);
-  }
-  return false;
-}
-}  // namespace
-
 bool RecordRing::validate(char* why, size_t whyBytes) const {
   const uint64_t t0 = m_tail.load(std::memory_order_acquire);
   const uint64_t cells = m_mask + 1;
@@ -135,13 +122,13 @@ bool RecordRing::validate(char* why, size_t whyBytes) const {
   for (uint64_t t = t0; t < t0 + cells; ++t) {
     const uint64_t seq = m_seq[t & m_mask].load(std::memory_order_acquire);
     if (seq != t && seq != t + 1)
-      return broken(why, whyBytes, "ticket %llu: sequence word %llu (R2)",
-                    static_cast<unsigned long long>(t), static_cast<unsigned long long>(seq));
+      return invalid(why, whyBytes, "ticket %llu: sequence word %llu (R2)",
+                     static_cast<unsigned long long>(t), static_cast<unsigned long long>(seq));
     if (!walking) continue;
     if (t < next) {
       if (seq == t + 1)
-        return broken(why, whyBytes, "ticket %llu inside a record is published (R3)",
-                      static_cast<unsigned long long>(t));
+        return invalid(why, whyBytes, "ticket %llu inside a record is published (R3)",
+                       static_cast<unsigned long long>(t));
       continue;
     }
     if (seq != t + 1) {  // not published yet: what follows may still be written
@@ -150,14 +137,14 @@ bool RecordRing::validate(char* why, size_t whyBytes) const {
     }
     const uint32_t bytes = m_length[t & m_mask];
     if (bytes == 0 || bytes > kMaxRecord)
-      return broken(why, whyBytes, "record at ticket %llu has %u bytes (R3)",
-                    static_cast<unsigned long long>(t), bytes);
+      return invalid(why, whyBytes, "record at ticket %llu has %u bytes (R3)",
+                     static_cast<unsigned long long>(t), bytes);
     next = t + cellsFor(bytes);
   }
   const uint64_t head = this->head();
   if (t0 > head)
-    return broken(why, whyBytes, "tail %llu is past the head %llu (R1)",
-                  static_cast<unsigned long long>(t0), static_cast<unsigned long long>(head));
+    return invalid(why, whyBytes, "tail %llu is past the head %llu (R1)",
+                   static_cast<unsigned long long>(t0), static_cast<unsigned long long>(head));
   return true;
 }
 

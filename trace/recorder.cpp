@@ -634,19 +634,6 @@ bool Recorder::restartInChild(const RecorderConfig& config, std::string* error) 
 
 // ---- validation -----------------------------------------------------------------------------
 
-namespace {
-bool broken(char* why, size_t whyBytes, const char* fmt, ...) __attribute__((format(printf, 3, 4)));
-bool broken(char* why, size_t whyBytes, const char* fmt, ...) {
-  if (why && whyBytes) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(why, whyBytes, fmt, ap);
-    va_end(ap);
-  }
-  return false;
-}
-}  // namespace
-
 bool Recorder::validate(char* why, size_t whyBytes) const {
   if (!m_objects.validate(why, whyBytes)) return false;
   struct Live {
@@ -659,19 +646,19 @@ bool Recorder::validate(char* why, size_t whyBytes) const {
                         Live{"untracked region", &m_untracked, ObjectKind::Untracked}}) {
     for (const auto& [start, range] : *l.map) {
       if (!m_objects.valid(range.obj) || m_objects.kind(range.obj) != l.kind)
-        return broken(why, whyBytes, "the %s at %#llx names object %u of another kind", l.name,
-                      static_cast<unsigned long long>(start), range.obj);
+        return invalid(why, whyBytes, "the %s at %#llx names object %u of another kind", l.name,
+                       static_cast<unsigned long long>(start), range.obj);
       if (range.end <= start || m_objects.info(range.obj).address != start)
-        return broken(why, whyBytes, "the %s at %#llx is object %u at %#llx, ending at %#llx",
-                      l.name, static_cast<unsigned long long>(start), range.obj,
-                      static_cast<unsigned long long>(m_objects.info(range.obj).address),
-                      static_cast<unsigned long long>(range.end));
+        return invalid(why, whyBytes, "the %s at %#llx is object %u at %#llx, ending at %#llx",
+                       l.name, static_cast<unsigned long long>(start), range.obj,
+                       static_cast<unsigned long long>(m_objects.info(range.obj).address),
+                       static_cast<unsigned long long>(range.end));
     }
   }
   for (const auto& [handle, id] : m_handles)
     if (!m_objects.valid(id))
-      return broken(why, whyBytes, "handle %#llx names no object (%u)",
-                    static_cast<unsigned long long>(handle), id);
+      return invalid(why, whyBytes, "handle %#llx names no object (%u)",
+                     static_cast<unsigned long long>(handle), id);
   for (const ThreadState* t : m_threads)
     for (NodeId id : t->compressor.window())
       if (!validateNode(t->compressor, id, why, whyBytes)) return false;
@@ -680,7 +667,7 @@ bool Recorder::validate(char* why, size_t whyBytes) const {
 
 bool Recorder::validateNode(const Compressor& c, NodeId id, char* why, size_t whyBytes) const {
   const Node& n = c.node(id);
-  if (!n.live) return broken(why, whyBytes, "node %u in a window is not live", id);
+  if (!n.live) return invalid(why, whyBytes, "node %u in a window is not live", id);
   if (n.loop) {
     for (NodeId b : n.body)
       if (!validateNode(c, b, why, whyBytes)) return false;
@@ -689,11 +676,12 @@ bool Recorder::validateNode(const Compressor& c, NodeId id, char* why, size_t wh
   for (const Ref& r : n.leaf.refs) {
     if (r.obj == kNoObject) continue;
     if (!m_objects.valid(r.obj))
-      return broken(why, whyBytes, "node %u refers to no object (%u)", id, r.obj);
+      return invalid(why, whyBytes, "node %u refers to no object (%u)", id, r.obj);
     const uint32_t now = m_objects.version(r.obj);
     if (r.vFirst > r.vLast || r.vLast > now)
-      return broken(why, whyBytes, "node %u uses object %u at versions %u..%u; it is at version %u",
-                    id, r.obj, r.vFirst, r.vLast, now);
+      return invalid(why, whyBytes,
+                     "node %u uses object %u at versions %u..%u; it is at version %u", id, r.obj,
+                     r.vFirst, r.vLast, now);
   }
   return true;
 }
