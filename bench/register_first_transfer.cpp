@@ -1,30 +1,11 @@
 // SPDX-License-Identifier: MIT
 /**
  * @file register_first_transfer: the naive pinning scheme hetopt must beat, as a preloaded library
- * (lib/libregister_first_transfer.so). scripts/bench/real_programs.sh runs it as the `baseline`
- * variant:  LD_PRELOAD=build/lib/libregister_first_transfer.so prog args
- *
- * Every heap block of 64 KiB or more (malloc, calloc, realloc, posix_memalign, aligned_alloc,
- * memalign) is remembered. At the block's first host<->device transfer (clEnqueueWriteBuffer,
- * clEnqueueReadBuffer and their Rect variants), the whole block is registered with the driver: a
- * CL_MEM_USE_HOST_PTR buffer over it in the context of the transfer's queue (which pins the pages
- * on drivers that pin such memory, e.g. NVIDIA's; no mlock, no map). The registration is kept
- * until the block goes back: free() and realloc() release the buffer first. The transfer itself
- * is passed on unchanged. No profile, no characterization, no decision: every block that crosses
- * once is pinned, whatever it costs.
- *
- * Limits (it is a baseline, kept small): a block is registered in the first context it crosses
- * in only; a block whose registration fails stays pageable (counted); a block the program wraps in
- * a CL_MEM_USE_HOST_PTR buffer of its own (clCreateBuffer only) is unregistered first and for
- * good, as a driver may refuse to register pages twice; at most 16384 blocks are
- * remembered at once (more are counted, not tracked); programs that dlopen() libOpenCL are not
- * seen (their calls do not reach these exports). REGISTER_FIRST_TRANSFER_STATS=1 prints one line
- * at exit: blocks tracked, registered (bytes), failed, yielded, untracked.
- *
- * Bootstrap as in shim/preload.cpp: dlsym() allocates, so until the real allocator is resolved
- * requests come from a static buffer that free() recognises. A thread-local guard keeps the
- * allocations and frees made inside this library's own OpenCL calls (the driver's) out of the
- * table, and no OpenCL call is made under the table's lock.
+ * (lib/libregister_first_transfer.so; scripts/bench/real_programs.sh runs it as the `baseline`
+ * variant: LD_PRELOAD=build/lib/libregister_first_transfer.so prog args). Every heap block of
+ * 64 KiB or more is registered with the driver at its first host<->device transfer and kept until
+ * it goes back: no profile, no characterization, no decision, whatever it costs.
+ * REGISTER_FIRST_TRANSFER_STATS=1 prints one line at exit.
  */
 #include <CL/cl.h>
 #include <dlfcn.h>
@@ -41,6 +22,11 @@
 
 namespace {
 
+// Blocks of kMinBytes or more from malloc, calloc, realloc, posix_memalign, aligned_alloc and
+// memalign are remembered. Limits (it is a baseline, kept small): a block is registered in the
+// first context it crosses in only; a block whose registration fails stays pageable (counted); at
+// most kMaxBlocks blocks are remembered at once (more are counted, not tracked); programs that
+// dlopen() libOpenCL are not seen (their calls do not reach these exports).
 constexpr size_t kMinBytes = 64 * 1024;
 constexpr size_t kMaxBlocks = 16384;
 
@@ -56,6 +42,8 @@ size_t s_count = 0;
 pthread_mutex_t s_lock = PTHREAD_MUTEX_INITIALIZER;
 std::atomic<size_t> s_tracked{0}, s_registered{0}, s_registeredBytes{0}, s_failed{0}, s_yielded{0},
     s_untracked{0};
+// Keeps the allocations and frees made inside this library's own OpenCL calls (the driver's) out
+// of the table; no OpenCL call is made under the table's lock.
 __attribute__((tls_model("initial-exec"))) thread_local int t_inside = 0;
 
 struct Inside {  // this library's own work on this thread
@@ -76,6 +64,8 @@ struct {
 enum : int { kUnresolved, kResolving, kReady };
 std::atomic<int> s_state{kUnresolved};
 
+// Bootstrap as in shim/preload.cpp: dlsym() allocates, so until the real allocator is resolved
+// requests come from this static buffer, which free() recognises.
 alignas(64) char s_boot[128 * 1024];
 std::atomic<size_t> s_bootUsed{0};
 bool inBoot(const void* p) { return p >= s_boot && p < s_boot + sizeof s_boot; }
@@ -182,7 +172,11 @@ size_t untrack(void* p) {
   return b.size;
 }
 
-// A transfer touches host memory at p: registers the block holding p at its first transfer.
+// A transfer touches host memory at p: registers the block holding p at its first transfer
+// (clEnqueueWriteBuffer, clEnqueueReadBuffer and their Rect variants): a CL_MEM_USE_HOST_PTR
+// buffer over the whole block in the context of the transfer's queue, which pins the pages on
+// drivers that pin such memory (NVIDIA's); no mlock, no map. The transfer itself is passed on
+// unchanged; free() and realloc() release the buffer first (untrack).
 void firstTransfer(cl_command_queue queue, const void* p) {
   if (t_inside || s_tracked.load(std::memory_order_relaxed) == 0) return;
   pthread_mutex_lock(&s_lock);
@@ -221,6 +215,7 @@ void firstTransfer(cl_command_queue queue, const void* p) {
 
 // The program wraps memory at p in a CL_MEM_USE_HOST_PTR buffer of its own: the block holding it
 // is unregistered first and for good (a driver may refuse to register pages twice: CUDA does).
+// Only clCreateBuffer's are seen.
 void yield(const void* p) {
   pthread_mutex_lock(&s_lock);
   size_t i = upper(p);

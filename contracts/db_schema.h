@@ -1,15 +1,12 @@
 // SPDX-License-Identifier: MIT
 /**
  * @file The tables of hetopt's DB as data (docs/DB.md describes each column): the
- * characterization's
- * (`char_*`) and the application profiles' (`app_*`), one list of columns per table, from which the
- * CREATE TABLE, the INSERT (named parameters `:column`), the SELECT and each column's index are
- * generated, and the in-place upgrades too: a column added to an existing table carries the schema
- * version that added it (`since`), and upgrading a DB from version v adds the columns whose `since`
- * is v + 1. Adding a column is one line here plus the field that fills it (store/db_row.h: in
- * characterize/records.cpp or analyzer/profile_store.cpp; every store fails, naming the column,
- * while it has none) and, when DBs of the previous version exist, a bump of kDbSchemaVersion with
- * `since` set. No SQLite here: store/db runs the SQL.
+ * characterization's (`char_*`) and the application profiles' (`app_*`), one list of columns per
+ * table, from which the CREATE TABLE, the INSERT (named parameters `:column`), the SELECT, each
+ * column's index and the in-place upgrades are generated. Adding a column is one line here plus
+ * the field that fills it (store/db_row.h, in characterize/records.cpp or
+ * analyzer/profile_store.cpp: every store fails, naming the column, while it has none) and, when
+ * DBs of the previous version exist, a bump of kDbSchemaVersion with `since` set. No SQLite here.
  */
 #pragma once
 #include <cstdint>
@@ -29,7 +26,8 @@ struct DbColumn {
   const char*
       type;  ///< SQL type and constraints; "INTEGER PRIMARY KEY": the row id, never inserted
   /// The schema version that added it to an existing table (its type then has a DEFAULT); 0: the
-  /// table was created with it.
+  /// table was created with it. Upgrading a DB from version v adds the columns whose `since` is
+  /// v + 1.
   int since = 0;
 };
 

@@ -2,52 +2,10 @@
 /**
  * @file The optimization plan: what `hetopt run` tells the shim (through HETOPT_PLAN_FILE) about
  * one program on one device. Written by the CLI from the application profile and the machine's
- * characterization; read by the shim at start-up. A small versioned text format (trace/FORMAT.md,
- * "The optimization plan", documents it beside the trace format):
- *
- *   hetopt-plan 3                          (versions 1, without strategies, and 2, without
- *                                          `predicted`, are still read)
- *   program <path> <identity key>          the program it was made for (ProgramIdentity::key());
- *                                          the path runs to the line's last blank, so it may hold
- *                                          blanks
- *   stamp <dev> <inode> <size> <mtime-ns> <ctime-ns>
- *                                          optional: the program file's stamp when `hetopt run`
- *                                          identified it; a file with the same stamp is the
- *                                          program without hashing it again
- * (common/program_identity.h) device <filter>                        device for the shim's own
- * context (HETOPT_DEVICE rules) pool <policy> <bytes>                  pinned pool: backing policy
- * and capacity (`pool none 0`: no site is served from a pool) pool-mode direct optional: no pool;
- * every candidate allocation is made by the pool's policy itself (the naive variant) site <key-hex>
- * <min-bytes> <max-bytes> candidate allocation site (contracts/site_key.h) and the [register] [wait
- * <ns-per-MiB>]    sizes the curves say gain there; `register`: its blocks [profile <allocations>
- * <min-alloc> come from the system allocator and are pinned where <max-alloc> <typical-alloc> they
- * are (else: served from the pool); `wait`: how long <peak-live-bytes>                a transfer
- * may wait for pinning in progress per MiB it <peak-live-blocks>]              moves (what pageable
- * memory costs more than pinned, as traced); optionally what the profile saw there (the shim's
- * conformance check) context early                          optional: the shim makes the program's
- * context itself at start-up (the program made exactly one, on this device) and hands it to the
- * program's matching clCreateContext[FromType]: pinning starts while the program still reads and
- * computes its input driver late                            optional: the shim touches the OpenCL
- * driver only once the program made its first OpenCL call (it forks copies of itself, or can: they
- * cannot use a driver their parent initialized); before it, it only loads the driver's libraries
- *   register-cost <latency-ns> <ns-per-MiB> what registering a block in place costs here (the
- *                                          register curve): a transfer registers a block itself
- *                                          when that is cheaper than waiting
- *   register static <module-key-hex> <offset> <bytes>
- *                                          static data to register in place: the range at
- *                                          <offset> from the load bias of the module whose
- *                                          moduleIdentity() is <module-key>
- *   register mmap <min-bytes> <max-bytes>  anonymous private mappings of that many bytes to
- *                                          register in place (on their first transfer)
- *   predicted <saving-ns>                  optional: the saving `hetopt run` predicted for this
- *                                          plan (net of the shim's own cost); the shim copies it
- *                                          into its run record (contracts/run_record.h)
- *
- * Lines starting with '#' are comments. Readers reject other versions, naming both. A plan whose
- * fields cannot be written this way (a line break anywhere, a blank in the key or the policy) is
- * refused by the writer rather than written as something else. Plans without a stamp (hand-written
- * ones, older writers) make the shim identify the program itself.
- * A plan without pooled sites has `pool none 0`.
+ * characterization; read by the shim at start-up. A small versioned text format, documented line
+ * by line in trace/FORMAT.md ("Optimization plan"). A plan whose fields cannot be written that way
+ * (a line break anywhere, a blank in the key or the policy) is refused by the writer rather than
+ * written as something else: the shim must read back exactly what `hetopt run` decided.
  */
 #pragma once
 #include <cstddef>
@@ -93,8 +51,11 @@ struct PlanStaticRange {
 };
 
 struct Plan {
+  /// The executable; it may hold blanks: the `program` line's path runs to its last blank.
   std::string programPath;
   std::string programKey;  ///< "build-id:<hex>" or "sha256:<hex>"
+  /// Optional: a file with the same stamp is the program without hashing it again; without one
+  /// (hand-written plans, older writers) the shim identifies the program itself.
   bool hasProgramStamp = false;
   FileStamp programStamp;  ///< the file programKey was computed from
   std::string device;
@@ -107,9 +68,15 @@ struct Plan {
   std::vector<PlanStaticRange> staticRanges;
   uint64_t mmapMinBytes = 0;  ///< anonymous mappings of [min, max] bytes are registered...
   uint64_t mmapMaxBytes = 0;  ///< ... none when 0
+  /// Early context: the shim makes the program's one context at start-up and hands it to the
+  /// program's matching clCreateContext[FromType], so pinning starts while the program still
+  /// reads and computes. Late driver: the shim touches the driver only at the program's first
+  /// OpenCL call (before it, it only loads the driver's libraries): the program forks, or can, and
+  /// a forked child cannot use a driver its parent initialized.
   bool earlyContext = false;  ///< `context early`
   bool driverLate = false;    ///< `driver late`
-  /// What registering a block in place costs: latency + per MiB (0, 0: unknown).
+  /// What registering a block in place costs: latency + per MiB (0, 0: unknown). A transfer
+  /// registers its block itself when that is cheaper than waiting for the worker.
   uint64_t registerLatencyNs = 0, registerNsPerMiB = 0;
   uint64_t predictedSavingNs = 0;  ///< `predicted` (0: not said)
 

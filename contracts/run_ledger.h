@@ -3,20 +3,8 @@
  * @file The run ledger: every `hetopt run` of one program, in the order they started, beside its
  * plan (`<plans>/<key>.ledger`, 0600). `hetopt run` appends a line when a run starts and one when
  * it ends, each under an exclusive lock of the file, so runs of one program at the same time (make
- * -j, job arrays) share it; `hetopt report` reads it. The closed loop (analyzer/closed_loop.h)
- * pairs control and optimized runs from it. A small text format (trace/FORMAT.md, "Run ledger"):
- *
- *   hetopt-ledger 1
- *   run <seq> <kind> <plan-hex> <started-unix-ns> <hetopt-pid>
- *                     kind: control (untouched, timed), optimized (timed), untouched (a reverted
- *                     plan's run, not timed), declined (`hetopt run` found nothing worth doing)
- *   end <seq> <pid> <wall-ns> <how> <code>
- *                     how: exit (code: its status), signal (code: the signal), interrupted (the
- *                     terminal's signal reached hetopt during the run), lost (no status)
- *   revert <plan-hex> <seq> <reason>   a plan reverted for good by run <seq>: a failed run
- *
- * A last line without its newline is a write that was cut short and is skipped; anything else
- * that does not parse makes the whole ledger corrupt (the caller moves it aside with a warning).
+ * -j, job arrays) share it; `hetopt report` reads it, and the closed loop (analyzer/closed_loop.h)
+ * pairs control and optimized runs from it. The text format is in trace/FORMAT.md ("Run ledger").
  */
 #pragma once
 #include <cstdint>
@@ -27,10 +15,13 @@ namespace hetopt {
 
 inline constexpr int kLedgerFormatVersion = 1;
 
+/// Control: untouched, timed. Optimized: timed. Untouched: a reverted plan's run, not timed.
+/// Declined: `hetopt run` found nothing worth doing.
 enum class LedgerKind : uint8_t { Control, Optimized, Untouched, Declined };
 const char* ledgerKindName(LedgerKind kind);
 
-/// How a timed run ended; Running until its end line is written.
+/// How a timed run ended; Running until its end line is written. Interrupted: the terminal's
+/// signal reached hetopt during the run. Lost: no status.
 enum class RunEnd : uint8_t { Running, Exited, Signaled, Interrupted, Lost };
 const char* runEndName(RunEnd end);
 
@@ -52,6 +43,7 @@ struct LedgerRun {
   bool sameEnding(const LedgerRun& other) const { return end == other.end && code == other.code; }
 };
 
+/// A plan reverted for good by run `seq` (a failed run).
 struct LedgerRevert {
   uint64_t planId = 0;
   uint64_t seq = 0;    ///< the run that caused it
@@ -65,7 +57,9 @@ struct Ledger {
   bool reverted(uint64_t planId) const;
 };
 
-/// Parses a ledger; false with a one-line *error when it is corrupt.
+/// Parses a ledger; false with a one-line *error when it is corrupt. A last line without its
+/// newline is a write that was cut short and is skipped; anything else that does not parse makes
+/// the whole ledger corrupt (the caller moves it aside with a warning).
 bool parseLedger(const std::string& text, Ledger* out, std::string* error);
 std::string serializeLedger(const Ledger& ledger);
 

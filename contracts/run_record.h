@@ -3,40 +3,9 @@
  * @file The run record: what one run of a profiled program did, written next to its plan (0600)
  * and read by `hetopt report`, which moves it into the DB. An optimized run's is written by the
  * shim at exit; an untouched one's (`hetopt run --untouched`, no shim) by hetopt once it reaped
- * the program. A small versioned text format (trace/FORMAT.md, "Run record"):
- *
- *   hetopt-run 3 <writer version>          magic, format version, the hetopt that wrote it
- *   kind optimized|untouched               (version 1 has none: its records are optimized)
- *   program <identity key>                 the program (ProgramIdentity::key(), the plan's)
- *   plan <identity-hex> <predicted-ns>     optimized: planIdentity() of the plan used and the
- *                                          saving `hetopt run` predicted for it (0: unknown)
- *   pid <pid>
- *   started <unix-ns>                      optimized: wall clock when the shim started in the
- *                                          process; untouched: just before hetopt started it
- *   wall <ns>                              optimized: from then to exit; untouched: from then
- *                                          until hetopt reaped it (steady clock)
- *   exit <status>                          how the program ended: its exit status, or (version 3)
- *   signal <number>                        the signal that ended it; one of the two in untouched
- *                                          records, either or none in optimized ones (none: the
- *                                          shim wrote it at exit, under `--verify=off`)
- *   seq <n>                                version 3, optional: the run's line in the run ledger
- *                                          (contracts/run_ledger.h); hetopt timed it, from its own
- *                                          start until it reaped the program, for the closed loop
- *   note <word>                            version 3, optional: no-shim-record (the program ended
- *                                          without the shim's exit handler: _exit, a signal, exec),
- *                                          interrupted (the terminal's signal reached hetopt)
- *   transfers <pinned> <pinned-bytes> <pageable> <pageable-bytes> <other> <other-bytes>
- *                                          every host<->device transfer of the run the trace would
- *                                          count (trace::isTransfer): from pinned memory (pool,
- *                                          direct, registered blocks and ranges), gone ahead
- *                                          pageable from a block not pinned yet, other memory
- *   site <key-hex> <transfers> <bytes> <pinned> <pageable>
- *                                          per plan site (memory hetopt served for it)
- *   end                                    the record is whole
- *
- * Readers reject newer format versions (naming both), unknown lines, an optimized record without
- * `plan`, an untouched one with a plan, transfers or sites or without its ending, and records
- * without `end`.
+ * the program. A small versioned text format, documented line by line in trace/FORMAT.md ("Run
+ * record"); readers reject newer versions, unknown lines and records without `end`, so a record
+ * cut short is never taken for a whole one.
  */
 #pragma once
 #include <cstdint>
@@ -64,6 +33,16 @@ struct RunSiteCounts {
   uint64_t pageable = 0;              ///< ... gone ahead pageable (a block not pinned yet)
 };
 
+/// One run. `startedUnixNs`: optimized, the wall clock when the shim started in the process;
+/// untouched, just before hetopt started it. `wallNs` (steady clock): from then to exit, or until
+/// hetopt reaped it. How it ended (`exited` with `exitStatus`, or `signal`): one of the two in an
+/// untouched record, either or none in an optimized one (none: the shim wrote it at exit, under
+/// `--verify=off`). `seq`: hetopt timed the run, from its own start until it reaped the program,
+/// for the closed loop. `note`: `no-shim-record` (the program ended without the shim's exit
+/// handler: _exit, a signal, exec) or `interrupted` (the terminal's signal reached hetopt). The
+/// transfer counts are every host<->device transfer the trace would count (trace::isTransfer):
+/// from pinned memory (pool, direct, registered blocks and ranges), gone ahead pageable from a
+/// block not pinned yet, and from other memory.
 struct RunRecord {
   RunKind kind = RunKind::Optimized;
   std::string writer;  ///< hetopt version that wrote it
@@ -85,7 +64,9 @@ struct RunRecord {
   std::string serialize() const;
 };
 
-/// Parses a record; false with a one-line *error on anything but a whole record of this version.
+/// Parses a record; false with a one-line *error on anything but a whole record of this version:
+/// a newer format version (naming both), unknown lines, an optimized record without `plan`, an
+/// untouched one with a plan, transfers or sites or without its ending, a record without `end`.
 bool parseRunRecord(const std::string& text, RunRecord* out, std::string* error);
 
 /// What identifies a plan's contents (FNV-1a of Plan::serialize()): runs with the same identity

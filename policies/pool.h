@@ -1,35 +1,11 @@
 // SPDX-License-Identifier: MIT
 /**
- * @file The user-space allocator over pre-allocated pinned memory.
- *
- * Pinned memory is expensive to make (tens of ms per 64 MiB on NVIDIA) but transfers at
- * full speed at any offset inside a pinned block. So the shim asks a policy for a few large regions
- * once, off the critical path, and serves candidate allocations from them with this allocator: best
- * fit over an intrusive red-black tree of free chunks keyed by (size, address), boundary tags for
- * O(1) coalescing with both neighbours on every free. All operations are O(log n) in the number of
- * free chunks.
- *
- * It runs inside the malloc path of other people's processes, so it never allocates: every piece of
- * metadata lives in the managed regions themselves (chunk headers, tree links inside free chunks),
- * the region table is a fixed array in the object, and the object is constant-initialised. A static
- * `constinit PinnedPool` works before any constructor ran and after every destructor ran, and an
- * empty pool simply finds no free chunk (allocate() returns null): no "initialised?" test anywhere.
- * The pool makes no OpenCL, mlock or mmap call: the caller brings the memory (addRegion) and keeps
- * it alive for as long as the pool serves from it.
- *
- * C library semantics the shim builds on (malloc, free, calloc, realloc, posix_memalign,
- * aligned_alloc, malloc_usable_size): every pointer is at least kMinAlignment (16, malloc's)
- * aligned; allocate(0) returns a unique pointer; usableSize() >= the size asked for and all of it
- * may be written; allocateZeroed() zeroes; reallocate() keeps the contents and returns null,
- * leaving the block untouched, when the pool cannot hold the new size, so that the shim moves the
- * block to another pool or to the system allocator (copying usableSize() bytes at most) and
- * deallocates it here. Exhaustion is never fatal: the functions return null and the caller falls
- * back.
- *
- * Thread safety: one lock per pool around the tree and tag updates (a few hundred instructions, no
- * syscalls, no allocation, no touching of payload bytes; calloc's memset and realloc's copy run
- * outside it). owns() and usableSize() take no lock, so the shim's free() path can route foreign
- * pointers away at the cost of a range check.
+ * @file The user-space allocator over pre-allocated pinned memory. Pinned memory is expensive to
+ * make (tens of ms per 64 MiB on NVIDIA) but transfers at full speed at any offset inside a pinned
+ * block, so the shim asks a policy for a few large regions once, off the critical path, and serves
+ * candidate allocations from them with this allocator. It runs inside the malloc path of other
+ * people's processes, so it never allocates: every piece of metadata lives in the managed regions
+ * themselves. Exhaustion is never fatal: the functions return null and the caller falls back.
  */
 #pragma once
 #include <atomic>
@@ -74,12 +50,34 @@ struct PoolStats {
 };
 
 /**
- * Best-fit allocator over caller-provided regions.
+ * Best-fit allocator over caller-provided regions: best fit over an intrusive red-black tree of
+ * free chunks keyed by (size, address), boundary tags for O(1) coalescing with both neighbours on
+ * every free. All operations are O(log n) in the number of free chunks.
  *
  * Layout: each region is a sequence of chunks, each starting with a 16-byte ChunkHeader, ending
  * with a 16-byte fence header (size 0, in use) so that walks and coalescing stop at the end; the
  * payload follows the header directly, so every payload is as aligned as its chunk. Larger
  * alignments are made by splitting a free leading chunk off (no padding inside a block).
+ *
+ * No allocation: chunk headers and tree links live inside the regions, the region table is a
+ * fixed array in the object, and the object is constant-initialised. A static `constinit
+ * PinnedPool` works before any constructor ran and after every destructor ran, and an empty pool
+ * simply finds no free chunk (allocate() returns null): no "initialised?" test anywhere. The pool
+ * makes no OpenCL, mlock or mmap call: the caller brings the memory (addRegion) and keeps it alive
+ * for as long as the pool serves from it.
+ *
+ * C library semantics the shim builds on (malloc, free, calloc, realloc, posix_memalign,
+ * aligned_alloc, malloc_usable_size): every pointer is at least kMinAlignment (16, malloc's)
+ * aligned; allocate(0) returns a unique pointer; usableSize() >= the size asked for and all of it
+ * may be written; allocateZeroed() zeroes; reallocate() keeps the contents and returns null,
+ * leaving the block untouched, when the pool cannot hold the new size, so that the shim moves the
+ * block to another pool or to the system allocator (copying usableSize() bytes at most) and
+ * deallocates it here.
+ *
+ * Thread safety: one lock per pool around the tree and tag updates (a few hundred instructions, no
+ * syscalls, no allocation, no touching of payload bytes; calloc's memset and realloc's copy run
+ * outside it). owns() and usableSize() take no lock, so the shim's free() path can route foreign
+ * pointers away at the cost of a range check.
  */
 class PinnedPool {
  public:

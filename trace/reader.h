@@ -1,36 +1,9 @@
 // SPDX-License-Identifier: MIT
 /**
  * @file Reading trace files: the one reader every tool uses (`hetopt show`, the `hetopt trace`
- * summary, the analyzer, tests). The format is specified in trace/FORMAT.md.
- *
- * What a Trace holds:
- *  - header facts (pid, program, start time, writer version) and whether the trace is complete
- *    (the program exited normally) or a prefix (killed / crashed: the last checkpoint's state);
- *  - modules (path, build id, load range, bias) and allocation sites (raw return addresses, each
- *    with the module it lies in), for symbolization;
- *  - objects by id: host segments (address, size, allocation site, allocator), untracked host
- *    memory (range, where it lies: static/stack/heap/mmap/file, mapping), SVM allocations and
- *    OpenCL objects (kernel names and device names as labels);
- *  - per thread, the compressed call tree: a sequence of nodes, each a leaf (one OpenCL call,
- *    allocation, free or realloc, standing for host.count calls) or a loop (a body of nodes
- *    repeated; `iterations` summed over `instances` runs).
- *
- * Device times of sampled traces (format 2) are estimates: use DeviceAgg::execNs() and friends,
- * never exec.total, for a leaf's device time. A leaf whose commands were all sampled out gets the
- * means of the timed leaves of the same call on the same OpenCL objects (DeviceAgg::lent).
- *
- * A leaf's refs say which objects the calls touched and how (kRefRead/Write/Create/Destroy, SSA
- * versions of the first and last call), and for host memory which range and how many bytes moved
- * in which direction (HostAccess). Counts, bytes and times in leaves are exact totals over every
- * call the leaf stands for; they never need multiplying by loop counts.
- *
- * To attribute a transfer to an allocation site: take a leaf ref with kRefHost and access
- * Read/Write, look up its object; a Segment's info.site (id + 1) names sites[site - 1];
- * siteKey-style identity is (module build id or path, pc - bias) of each frame.
- *
- * parseTrace()/readTraceFile() never crash on bad input; they fail with one clear message
- * (bad magic, unsupported version naming both versions, truncated or corrupt chunk with its
- * offset).
+ * summary, the analyzer, tests); the format is specified in trace/FORMAT.md. Counts, bytes and
+ * times in leaves are exact totals over every call the leaf stands for: they never need
+ * multiplying by loop counts.
  */
 #pragma once
 #include <cstddef>
@@ -82,9 +55,17 @@ struct TraceNode {
   uint16_t code = 0;  ///< api::ApiId for calls; AllocFn (contracts/alloc_fn.h) for allocations
   uint32_t site = 0;  ///< site index + 1 (0: none)
   Agg host;           ///< host time per call (ns); host.count = number of calls
+  /// Device times of sampled traces (format 2) are estimates: use DeviceAgg::execNs() and friends,
+  /// never exec.total, for a leaf's device time. A leaf whose commands were all sampled out gets
+  /// the means of the timed leaves of the same call on the same OpenCL objects (DeviceAgg::lent).
   DeviceAgg device;
   std::vector<ArgAgg> args;  ///< in the API table's parameter order (alloc: size, alignment)
   ArgAgg result;
+  /// Which objects the calls touched and how (kRefRead/Write/Create/Destroy, SSA versions of the
+  /// first and last call), and for host memory which range and how many bytes moved in which
+  /// direction (HostAccess). To attribute a transfer to an allocation site: take a ref with
+  /// kRefHost and access Read/Write, look up its object; a Segment's info.site (id + 1) names
+  /// sites[site - 1]; siteKey-style identity is (module build id or path, pc - bias) of each frame.
   std::vector<Ref> refs;  ///< Ref::obj are object ids of Trace::objects
   /// The first calls' times (format 6): host start and duration in ns since tracing started, the
   /// device command's start and end on its device's clock (deviceEnd 0: not timed; map it with
@@ -114,6 +95,17 @@ struct TraceClock {
   uint64_t uncertaintyNs = 0;
 };
 
+/// A whole trace:
+///  - header facts (pid, program, start time, writer version) and whether the trace is complete
+///    (the program exited normally) or a prefix (killed / crashed: the last checkpoint's state);
+///  - modules (path, build id, load range, bias) and allocation sites (raw return addresses, each
+///    with the module it lies in), for symbolization;
+///  - objects by id: host segments (address, size, allocation site, allocator), untracked host
+///    memory (range, where it lies: static/stack/heap/mmap/file, mapping), SVM allocations and
+///    OpenCL objects (kernel names and device names as labels);
+///  - per thread, the compressed call tree: a sequence of nodes, each a leaf (one OpenCL call,
+///    allocation, free or realloc, standing for host.count calls) or a loop (a body of nodes
+///    repeated; `iterations` summed over `instances` runs).
 struct Trace {
   uint32_t formatVersion = 0;
   std::string writerVersion;
@@ -149,6 +141,8 @@ struct ReadOptions {
   bool salvage = false;
 };
 
+/// Never crash on bad input: they fail with one clear message in *error (bad magic, unsupported
+/// version naming both versions, truncated or corrupt chunk with its offset).
 bool parseTrace(const void* data, size_t size, Trace* out, std::string* error,
                 const ReadOptions& options = {});
 bool readTraceFile(const std::string& path, Trace* out, std::string* error,

@@ -2,35 +2,9 @@
 /**
  * @file A bounded multi-producer, single-consumer queue of variable-length byte records, in one
  * total order: how the shim's trace mode hands each call and allocation from the program's
- * threads to its recording thread.
- *
- * Cells of 64 bytes in a power-of-two ring; a record takes consecutive cells, its bytes one
- * contiguous run from its first cell's start (a 128-byte record takes 2 cells), so a producer
- * writes it in place and the consumer reads it in place. The cells' sequence words, and each
- * record's length, sit in arrays beside them (Vyukov's bounded queue): a cell's word holds its
- * ticket once the same cell's ticket of the lap before was consumed (free for this lap), and a
- * record's first cell's word its ticket + 1 once published. A producer claims its cells with one
- * compare-and-swap on the head (its ticket: the record's place in the order), waits until its
- * last cell is free (the consumer frees in ticket order, so the ones before it are too), writes,
- * and publishes with one store. A record that runs past the ring's end goes on into a spill area
- * after it (as long as the largest record), so its bytes stay contiguous; that area is only ever
- * written by the one record that wraps, guarded by the sequence words of the cells it stands for.
- * No lock, no allocation after construction. A producer whose cells are not free yet (the ring
- * is full) waits, calling the caller's stall function between tries: back-pressure, nothing is
- * ever dropped.
- *
- * The gate (close/open): while closed, new reservations wait; records already claimed complete.
- * The fork protocol closes it, drains to the head it returned, and forks with the ring empty.
- *
- * Consumer functions (front, release, pop, validate) must be called by one thread at a time (the
- * caller's lock).
- *
- * Invariants (validate() checks them, against any number of producers running; at
- * HETOPT_DEBUG_LEVEL 3 after every release and reset):
- *   R1  tail <= head: the consumer never passes a ticket no producer claimed
- *   R2  for every ticket t in [tail, tail + cells): its cell's sequence word is t (free for t, or
- *       claimed and not yet published) or t + 1 (t is a published record's first cell)
- *   R3  a published record is 1..kMaxRecord bytes, and every other cell it covers is unpublished
+ * threads to its recording thread. No lock, no allocation after construction; a producer that
+ * finds the ring full waits (back-pressure): nothing is ever dropped. Consumer functions (front,
+ * release, pop, validate) must be called by one thread at a time (the caller's lock).
  */
 #pragma once
 #include <atomic>
@@ -42,6 +16,24 @@
 
 namespace hetopt::trace {
 
+/// Cells of 64 bytes in a power-of-two ring; a record takes consecutive cells, its bytes one
+/// contiguous run from its first cell's start (a 128-byte record takes 2 cells), so a producer
+/// writes it in place and the consumer reads it in place. The cells' sequence words, and each
+/// record's length, sit in arrays beside them (Vyukov's bounded queue): a cell's word holds its
+/// ticket once the same cell's ticket of the lap before was consumed (free for this lap), and a
+/// record's first cell's word its ticket + 1 once published. A producer claims its cells with one
+/// compare-and-swap on the head (its ticket: the record's place in the order), waits until its
+/// last cell is free (the consumer frees in ticket order, so the ones before it are too), writes,
+/// and publishes with one store. A record that runs past the ring's end goes on into a spill area
+/// after it (as long as the largest record), so its bytes stay contiguous; that area is only ever
+/// written by the one record that wraps, guarded by the sequence words of the cells it stands for.
+///
+/// Invariants (validate() checks them, against any number of producers running; at
+/// HETOPT_DEBUG_LEVEL 3 after every release and reset):
+///   R1  tail <= head: the consumer never passes a ticket no producer claimed
+///   R2  for every ticket t in [tail, tail + cells): its cell's sequence word is t (free for t, or
+///       claimed and not yet published) or t + 1 (t is a published record's first cell)
+///   R3  a published record is 1..kMaxRecord bytes, and every other cell it covers is unpublished
 class RecordRing {
  public:
   static constexpr size_t kCellBytes = 64;
@@ -94,7 +86,9 @@ class RecordRing {
   uint64_t head() const { return m_head.load(std::memory_order_acquire) & ~kClosed; }
   uint64_t tail() const { return m_tail.load(std::memory_order_acquire); }
 
-  /// Closes the gate; returns the head then (every record before it is claimed).
+  /// Closes the gate; returns the head then (every record before it is claimed). While closed,
+  /// new reservations wait; records already claimed complete. The fork protocol closes it, drains
+  /// to the head it returned, and forks with the ring empty.
   uint64_t close() { return m_head.fetch_or(kClosed, std::memory_order_acq_rel) & ~kClosed; }
   void open() { m_head.fetch_and(~kClosed, std::memory_order_acq_rel); }
   /// Only thread left (a forked child): drops whatever is queued or half-written and opens.

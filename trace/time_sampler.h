@@ -1,43 +1,24 @@
 // SPDX-License-Identifier: MIT
 /**
  * @file Which device commands get their profiling timestamps read in trace mode
- * (HETOPT_TIME_SAMPLE). A timed command costs: on a profiling queue an event read (NVIDIA H100: an
- * event on every command of a profiling queue ~7 us per command, and the profiling queue itself
- * ~4.8 us on every command, timed or not), on a twin queue (HETOPT_TIME_QUEUE=twin, the default)
- * the fence around it, ~15 us per timed command and nothing on the others; the folded trace keeps
- * one aggregate per loop leaf anyway, so a sample of each leaf's commands gives the same means.
- *
- * The default period, 64: a twin-timed command costs ~15 us and the most call-bound loop measured
- * (bench/queue_cost: blocking 4 KiB write -> kernel -> read, 9.2 us per command on the H100) then
- * pays 15 / 64 / 9.2 = 2.5% (loop_wkr 4K, 17 us per command: 1.4%), where 16 cost 10% and 5.5%.
- * A long loop still has hundreds of timed commands per key (20,000 iterations: 32 + 312), and a
- * short one its 32-command census plus one per 64 after.
- *
- * Commands are grouped by a key the caller computes from what the compressor folds on (the
- * function and the OpenCL objects it names) and, for a buffer transfer, its size class (a factor
- * of 4: shim/core/device_timing.cpp). Each key's first kCensus commands are all timed (short
- * runs and one-off commands stay exact); after that the key's commands are cut into blocks of
- * `period` and exactly one command per block is timed, at a random position drawn when the block
- * starts (stratified sampling). Every later command is so timed with probability 1/period whatever
- * the loop's shape: a fixed stride would alias with loop bodies that repeat a key with a period
- * sharing a factor with it (ping-pong buffers, every other iteration of size X) and time only one
- * phase of them. Each timed command carries its weight (1 in the census, `period` after), and the
- * analysis extrapolates: a leaf's device time = weighted mean of its timed commands x its
- * commands (trace/FORMAT.md), so the census (often the slow first iterations) counts for its
- * share only.
- *
- * One sampler per thread (the compressor folds per thread): a fixed table, no allocation and no
- * lock per decision. It is 4-way set-associative: a loop's keys (a handful) land in 64 sets, and
- * a direct-mapped table let two of them share a slot often enough (object handles differ every
- * run) that they evicted each other on every command and timed every command for good. A key
- * evicted anyway (a fifth key of one set, least recently used out) restarts its census: more
- * commands timed, never fewer.
+ * (HETOPT_TIME_SAMPLE). Timing a command costs, and the folded trace keeps one aggregate per loop
+ * leaf anyway, so a stratified sample of each leaf's commands, each timed one carrying its weight,
+ * gives the same means. One sampler per thread (the compressor folds per thread): a fixed table,
+ * no allocation and no lock per decision.
  */
 #pragma once
 #include <cstdint>
 
 namespace hetopt::trace {
 
+/// What a timed command costs: on a profiling queue an event read (NVIDIA H100: an event on every
+/// command of a profiling queue ~7 us per command, and the profiling queue itself ~4.8 us on every
+/// command, timed or not); on a twin queue (HETOPT_TIME_QUEUE=twin, the default) the fence around
+/// it, ~15 us per timed command and nothing on the others. Hence the default period, 64: the most
+/// call-bound loop measured (bench/queue_cost: blocking 4 KiB write -> kernel -> read, 9.2 us per
+/// command on the H100) then pays 15 / 64 / 9.2 = 2.5% (loop_wkr 4K, 17 us per command: 1.4%),
+/// where 16 cost 10% and 5.5%. A long loop still has hundreds of timed commands per key (20,000
+/// iterations: 32 + 312), and a short one its 32-command census plus one per 64 after.
 class TimeSampler {
  public:
   static constexpr unsigned kWays = 4;  ///< keys kept per set
@@ -55,7 +36,17 @@ class TimeSampler {
 
   /// Whether the next command of `key` is to be timed, as its sampling weight (the inverse of
   /// the probability it had): 0 not timed, 1 timed in the census, period() timed as the sample
-  /// of its block.
+  /// of its block. The caller computes the key from what the compressor folds on (the function
+  /// and the OpenCL objects it names) and, for a buffer transfer, its size class (a factor of 4:
+  /// shim/core/device_timing.cpp). Each key's first kCensus commands are all timed (short runs
+  /// and one-off commands stay exact); after that its commands are cut into blocks of `period`
+  /// and exactly one per block is timed, at a random position drawn when the block starts. Every
+  /// later command is so timed with probability 1/period whatever the loop's shape: a fixed
+  /// stride would alias with loop bodies that repeat a key with a period sharing a factor with it
+  /// (ping-pong buffers, every other iteration of size X) and time only one phase of them. The
+  /// analysis extrapolates: a leaf's device time = weighted mean of its timed commands x its
+  /// commands (trace/FORMAT.md), so the census (often the slow first iterations) counts for its
+  /// share only.
   uint64_t weight(uint64_t key) {
     if (m_period <= 1) return 1;
     Slot& s = slotOf(key);
@@ -89,7 +80,10 @@ class TimeSampler {
     uint64_t used = 0;   ///< m_tick at the key's last command (least recently used goes first)
   };
   /// The key's slot: its own if kept, else an empty or the least recently used one of its set,
-  /// started afresh.
+  /// started afresh. 4-way set-associative: a loop's keys (a handful) land in 64 sets, and a
+  /// direct-mapped table let two of them share a slot often enough (object handles differ every
+  /// run) that they evicted each other on every command and timed every command for good. A key
+  /// evicted anyway (a fifth key of one set) restarts its census: more commands timed, never fewer.
   Slot& slotOf(uint64_t key) {
     Slot* set = &m_slots[setOf(key) * kWays];
     Slot* victim = set;

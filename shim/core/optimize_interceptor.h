@@ -2,41 +2,10 @@
 /**
  * @file HETOPT_MODE=optimize: pins the memory of the plan's candidate allocation sites, each site
  * the way the plan says (contracts/plan.h): served from a pre-pinned pool, or registered in place.
- *
  * Nothing waits on the program's critical path for pinning longer than pageable memory would have
- * cost. A background thread started at shim start-up enumerates the devices, does what needs no
- * OpenCL context (a hybrid pool's pages, mlock'ed), then waits for the program's first context on
- * the plan's device (offered from `callEnd` of `clCreateContext[FromType]`, retained) and pins in
- * it: in-place registrations first (BlockRegistration's worker, InplaceRegistry), then the pool.
- * In a process that may fork (driver_start.h) that thread starts at the program's first OpenCL
- * call instead, and only the driver's libraries are loaded at start-up.
- * A `register` site's blocks come from the system allocator and are registered where they are
- * (block_registration.h); so is a pool site's block that comes before its pool is ready or finds
- * it full, when registering it costs less than one of its transfers saves: real programs allocate
- * their buffers before they create a context, and a context of our own for the pool would cost
- * them 100-270 ms on NVIDIA. With HETOPT_POOL_CONTEXT=own the pool is made in a context of the
- * shim's own at start-up and a pool site's allocation waits up to HETOPT_POOL_WAIT_MS for it (kept
- * to measure against: scripts/bench/pool_context.sh).
- * Everything else goes to the system allocator untouched. Nothing here is ever fatal: no plan, a
- * plan for another program, no device, a policy that fails, a full pool: the program runs with
- * ordinary memory, and HETOPT_STATS=1 says what happened.
- *
- * With `pool-mode direct` in the plan there is no pool: the policy makes every candidate block on
- * the calling thread (policies/direct.h), the naive variant, for comparison; the context
- * is still prepared in the background (its own when a candidate allocation comes first). Either
- * way a Conformance check (conformance.h) stops redirecting new allocations once the program no
- * longer behaves like its profile.
- *
- * Memory malloc never made (static arrays, anonymous mappings) that the plan names is registered
- * in place by an InplaceRegistry on the same thread and context; a plan may hold only those.
- *
- * This class is glue over its parts, each with its own header and test: Preparation (how far the
- * driver thread got, and the program's waits on it), ContextChoice (which context pinning happens
- * in), BlockRegistration and InplaceRegistry (pinning in place), policies::PinnedPool and
- * policies::DirectAllocator (served memory), Conformance, SiteLedger and OptimizeCounters (what the
- * run did, written at exit by optimize_stats.h). Here: the plan, serving and freeing, and the
- * transfers of each call; the driver thread's steps in order (optimize_prepare.cpp); the fork
- * protocol's part (optimize_fork.cpp).
+ * cost, and nothing here is ever fatal (no plan, no device, a failing policy, a full pool): the
+ * program runs with ordinary memory, and HETOPT_STATS=1 says what happened. This class is glue
+ * over its parts, each with its own header and test (docs/ARCHITECTURE.md, "The map").
  */
 #pragma once
 #include <atomic>
@@ -62,6 +31,13 @@
 
 namespace hetopt::shim {
 
+/// Optimize mode's interceptor. Its parts: Preparation (how far the driver thread got, and the
+/// program's waits on it), ContextChoice (which context pinning happens in), BlockRegistration and
+/// InplaceRegistry (pinning in place), policies::PinnedPool and policies::DirectAllocator (served
+/// memory), Conformance, SiteLedger and OptimizeCounters (what the run did, written at exit by
+/// optimize_stats.h). Here: the plan, serving and freeing, and the transfers of each call; the
+/// driver thread's steps in order (optimize_prepare.cpp); the fork protocol's part
+/// (optimize_fork.cpp). Allocations at no plan site go to the system allocator untouched.
 class OptimizeInterceptor final : public Interceptor {
  public:
   /// Reads and checks the plan (HETOPT_PLAN_FILE); null (with one warning, or a debug line for a
@@ -114,7 +90,14 @@ class OptimizeInterceptor final : public Interceptor {
   // ---- hetopt's driver thread (optimize_prepare.cpp) --------------------------------------------
   /// Enumeration, the early context, then the pinned memory: the steps in order. `early`: started
   /// at start-up (it does nothing when a fork() came first), else at the program's first OpenCL
-  /// call.
+  /// call (a process that may fork, driver_start.h: only the driver's libraries are loaded at
+  /// start-up). What needs no context comes first (a hybrid pool's pages, mlock'ed); then it
+  /// waits for the program's first context on the plan's device (offered from `callEnd` of
+  /// `clCreateContext[FromType]`, retained) and pins in it: in-place registrations first
+  /// (BlockRegistration's worker, InplaceRegistry), then the pool. With HETOPT_POOL_CONTEXT=own
+  /// the pool is made in a context of the shim's own at start-up and a pool site's allocation
+  /// waits up to HETOPT_POOL_WAIT_MS for it (kept to measure against:
+  /// scripts/bench/pool_context.sh).
   void prepare(bool early);
   bool findOpenCL(DriverRun& run);
   bool enumerate(DriverRun& run);
@@ -130,9 +113,15 @@ class OptimizeInterceptor final : public Interceptor {
   void loadDriverLibraries();
 
   // ---- serving ----------------------------------------------------------------------------------
-  /// The register strategy: system memory, adopted by m_blocks to be pinned where it is.
+  /// The register strategy: system memory, adopted by m_blocks to be pinned where it is. A pool
+  /// site's block that comes before its pool is ready or finds it full goes here too, when
+  /// registering it costs less than one of its transfers saves: real programs allocate their
+  /// buffers before they create a context, and a context of our own for the pool would cost them
+  /// 100-270 ms on NVIDIA.
   void* serveInPlace(AllocFn fn, size_t size, size_t alignment, const PlanSite& site);
-  /// The naive variant (plan `pool-mode direct`, `hetopt run --no-pool`).
+  /// The naive variant (plan `pool-mode direct`, `hetopt run --no-pool`), for comparison: no
+  /// pool, the policy makes every candidate block on the calling thread (policies/direct.h); the
+  /// context is still prepared in the background (its own when a candidate allocation comes first).
   void* serveDirect(AllocFn fn, size_t size, size_t alignment, unsigned site);
   /// realloc() of owned memory to `size` (> 0) where it can stay served; null when it cannot
   /// (ptr is then unchanged).
@@ -176,6 +165,8 @@ class OptimizeInterceptor final : public Interceptor {
   uint64_t m_maxAllocBytes =
       0;  ///< the device's CL_DEVICE_MAX_MEM_ALLOC_SIZE (set before enumerated)
   BlockRegistration m_blocks;  ///< heap blocks pinned in place (register strategy, pool fallback)
+  /// Memory malloc never made (static arrays, anonymous mappings) that the plan names, registered
+  /// in place on the driver thread and in its context; a plan may hold only those.
   InplaceRegistry* m_registry = nullptr;  ///< null without registrations; never freed (hooks)
   policies::PinnedPool m_pool;
   Allocation m_region;  ///< the pinned memory behind the pool; kept until the process ends
@@ -190,6 +181,7 @@ class OptimizeInterceptor final : public Interceptor {
   /// pool-mode direct only: every candidate block made by m_directPolicy on the calling thread.
   std::unique_ptr<policies::DirectAllocator> m_direct;
   std::unique_ptr<AllocationPolicy> m_directPolicy;  ///< set once the context is ready
+  /// Stops redirecting new allocations once the program no longer behaves like its profile.
   Conformance m_conformance;
 };
 

@@ -2,29 +2,9 @@
 /**
  * @file Trace mode's record stream: the program's threads queue raw records (trace_records.h)
  * into one ordered ring (trace/record_ring.h) and the recording thread applies them to the
- * recorder, under the recorder's lock, in ticket order.
- *
- * Who does what:
- *  - a program thread: begin() claims a record's place in the ring, the thread writes the record
- *    there and end() publishes it (push() copies a record built elsewhere); no lock, no
- *    allocation. While the ring is full it wakes the recording thread and, when it gets the
- *    recorder's lock, applies records itself (back-pressure: nothing is dropped, nobody waits on
- *    a thread that waits on it). Between begin() and end() the thread must queue nothing else
- *    (a full ring would wait on the record it holds);
- *  - the recording thread (started at the first record, again in a forked child; every signal
- *    blocked, its own work never recorded): applies each record where it lies in the ring, then
- *    frees its cells; drains in batches, sleeping a millisecond between them while records come
- *    and longer while none do; producers wake it when the ring fills a quarter. The recorder
- *    writes its checkpoints as events arrive, so this thread writes them;
- *  - fork (the shim's fork protocol): forkPrepare closes the ring's gate, takes the recorder's
- *    lock and drains every record claimed before it (the child's object model must have them;
- *    the child has no recording thread and no half-written record), forkParent/forkChild reopen;
- *  - exit: stop() ends the thread, then the caller drains (drainLocked) and finishes;
- *  - a fatal signal, or _exit: flushFromSignal() has the recording thread drain up to the head
- *    seen then (not past a record a thread is still writing, waiting for it at most 50 ms) and
- *    write a snapshot (or finish the trace, and end), waiting at most the given time; false when
- *    it cannot (the caller is the recording thread itself, none runs, or it did not answer).
- *    The caller takes no lock and allocates nothing: it may be a signal handler.
+ * recorder, under the recorder's lock, in ticket order. Program threads take no lock and allocate
+ * nothing; while the ring is full they apply records themselves (back-pressure: nothing is
+ * dropped, nobody waits on a thread that waits on it).
  */
 #pragma once
 #include <pthread.h>
@@ -47,6 +27,11 @@ class RecordSink {
   virtual void finish() = 0;
 };
 
+/// The recording thread (started at the first record, again in a forked child; every signal
+/// blocked, its own work never recorded) applies each record where it lies in the ring, then frees
+/// its cells; it drains in batches, sleeping a millisecond between them while records come and
+/// longer while none do; producers wake it when the ring fills a quarter. The recorder writes its
+/// checkpoints as events arrive, so this thread writes them.
 class RecordStream {
  public:
   /// `lock`: the recorder's; `sink` applies what it guards.
@@ -54,6 +39,9 @@ class RecordStream {
 
   /// Program thread: claims the place of a record of `bytes` (at most RecordRing::kMaxRecord),
   /// waiting while the ring is full; write the record at the reservation's `data`, then end().
+  /// While the ring is full it wakes the recording thread and, when it gets the recorder's lock,
+  /// applies records itself. Between begin() and end() the thread must queue nothing else (a full
+  /// ring would wait on the record it holds).
   trace::RecordRing::Reservation begin(size_t bytes);
   void end(const trace::RecordRing::Reservation& r);
   /// Program thread: queues a copy of one record (one over kMaxRecord bytes is dropped).
@@ -62,12 +50,20 @@ class RecordStream {
   /// Lock held: applies every record claimed so far, waiting up to `waitNs` for the ones still
   /// being written; false when some were left (timed out at one).
   bool drainLocked(uint64_t waitNs);
-  /// Ends the recording thread (waits up to `waitNs` for it); records left stay queued.
+  /// Ends the recording thread (waits up to `waitNs` for it); records left stay queued. At exit
+  /// the caller then drains (drainLocked) and finishes.
   void stop(uint64_t waitNs);
-  /// In a fatal signal's handler or at _exit: see the file comment. `finish`: finish the trace
-  /// (the process ends) instead of a snapshot; the recording thread then ends.
+  /// In a fatal signal's handler or at _exit: has the recording thread drain up to the head seen
+  /// then (not past a record a thread is still writing, waiting for it at most 50 ms) and write a
+  /// snapshot, waiting at most `waitNs`; false when it cannot (the caller is the recording thread
+  /// itself, none runs, or it did not answer). The caller takes no lock and allocates nothing: it
+  /// may be a signal handler. `finish`: finish the trace (the process ends) instead of a
+  /// snapshot; the recording thread then ends.
   bool flushFromSignal(uint64_t waitNs, bool finish = false);
 
+  /// The shim's fork protocol: forkPrepare closes the ring's gate, takes the recorder's lock and
+  /// drains every record claimed before it (the child's object model must have them; the child
+  /// has no recording thread and no half-written record); forkParent/forkChild reopen.
   void forkPrepare();  ///< gate closed, recorder's lock held and the ring drained on return
   void forkParent();
   void forkChild();  ///< the child has no recording thread: the next push starts one
