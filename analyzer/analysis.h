@@ -1,24 +1,7 @@
 // SPDX-License-Identifier: MIT
 /**
- * @file The analysis of one trace: eligibility, the allocation sites that feed
- * host<->device transfers, what each is worth, and where the time went.
- *
- * Decisions:
- *  - Eligibility: dispatch ratio = cumulative host<->device communication time (device time of
- *    reads, writes, rect transfers, maps/unmaps, SVM copies, migrations) / cumulative kernel time;
- *    eligible when >= the threshold (0.1 by default). Without profiling timestamps the host
- *    times of the same calls stand in, and the reason says so.
- *  - Candidates: every call ref that moves host memory (HostAccess Read/Write: read/write/rect/
- *    image transfers, CL_MEM_COPY_HOST_PTR, SVM copies; Wrap: CL_MEM_USE_HOST_PTR; Mapped/Unmap
- *    of a range inside an application allocation) names an object. For a host segment, its
- *    realloc chain is followed back to the first version, whose allocation site becomes a
- *    candidate. Sites none of whose memory ever crossed are host-only and never candidates.
- *    Transferred memory no tracked allocation made (static data, stack, mmap, small or early heap
- *    blocks) is reported as untracked memory with its volume; driver memory returned by a map of a
- *    device buffer is not the application's and is not reported.
- *  - Peak live bytes per site come from replaying allocations and frees through the folded call
- *    tree (a loop's per-iteration growth extrapolated to its trip count), using each allocation
- *    leaf's largest size: what a pool for the site must hold.
+ * @file The analysis of one trace: eligibility, the allocation sites that feed host<->device
+ * transfers, what each is worth, and where the time went (docs/ANALYZER.md explains each step).
  */
 #pragma once
 #include <memory>
@@ -44,6 +27,21 @@ struct AnalysisOptions {
 
 /// Analyzes a parsed trace into `out` (program identity and creation time are left to the
 /// caller: the trace may come from another machine). Never fails on a trace the reader accepted.
+///  - Eligibility: dispatch ratio = cumulative host<->device communication time (device time of
+///    reads, writes, rect transfers, maps/unmaps, SVM copies, migrations) / cumulative kernel time;
+///    eligible when >= the threshold (0.1 by default). Without profiling timestamps the host
+///    times of the same calls stand in, and the reason says so.
+///  - Candidates: every call ref that moves host memory (HostAccess Read/Write: read/write/rect/
+///    image transfers, CL_MEM_COPY_HOST_PTR, SVM copies; Wrap: CL_MEM_USE_HOST_PTR; Mapped/Unmap
+///    of a range inside an application allocation) names an object. For a host segment, its
+///    realloc chain is followed back to the first version, whose allocation site becomes a
+///    candidate. Sites none of whose memory ever crossed are host-only and never candidates.
+///    Transferred memory no tracked allocation made (static data, stack, mmap, small or early heap
+///    blocks) is reported as untracked memory with its volume; driver memory returned by a map of a
+///    device buffer is not the application's and is not reported.
+///  - Peak live bytes per site come from replaying allocations and frees through the folded call
+///    tree (a loop's per-iteration growth extrapolated to its trip count), using each allocation
+///    leaf's largest size: what a pool for the site must hold.
 void analyzeTrace(const trace::Trace& trace, const AnalysisOptions& options, AppProfile* out);
 
 /// The devices the trace's queues ran on ("NVIDIA H200", ...), from device labels.

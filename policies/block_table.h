@@ -1,26 +1,11 @@
 // SPDX-License-Identifier: MIT
 /**
  * @file A fixed table of live memory blocks keyed by their start address, read without a lock.
- *
  * Every free() in the process asks "is this one of ours?" (the direct allocator's blocks, the
  * blocks registered in place), so the question must cost a few loads: an open-addressing hash
  * table of start addresses, probed with acquire loads, behind a [lowest, highest) address filter.
- * Writers (insert, erase) are serialised by the owner's lock; each publishes or retires one slot,
- * and a reader racing with them is asking about another address, since nobody frees a block that
- * is being made or freed. Retired slots (tombstones) are swept by rebuilding the table into its
- * twin array; readers notice through a sequence counter (odd while switching) and retry.
- *
  * The table never grows: insert() fails when full and the caller falls back to the system
- * allocator. Invariants (validate() checks them under the owner's lock; at HETOPT_DEBUG_LEVEL 3
- * after every insert and erase):
- *   T1  m_live and m_tombstones count the current table's live and retired slots
- *   T2  live blocks fill at most half the slots, tombstones at most a quarter (then the table is
- *       rebuilt), so every probe meets an empty slot soon
- *   T3  every live key is reached from its home slot without crossing an empty slot, once
- *   T4  every live block is non-empty and inside the filter [m_low, m_high)
- *   T5  the sequence counter is even: no rebuild is half done
- *
- * `Value` is copied into the twin on a rebuild: keep it small (an index, an Allocation).
+ * allocator.
  */
 #pragma once
 #include <atomic>
@@ -32,6 +17,21 @@
 
 namespace hetopt::policies {
 
+/// Writers (insert, erase) are serialised by the owner's lock; each publishes or retires one slot,
+/// and a reader racing with them is asking about another address, since nobody frees a block that
+/// is being made or freed. Retired slots (tombstones) are swept by rebuilding the table into its
+/// twin array; readers notice through a sequence counter (odd while switching) and retry.
+///
+/// Invariants (validate() checks them under the owner's lock; at HETOPT_DEBUG_LEVEL 3 after every
+/// insert and erase):
+///   T1  m_live and m_tombstones count the current table's live and retired slots
+///   T2  live blocks fill at most half the slots, tombstones at most a quarter (then the table is
+///       rebuilt), so every probe meets an empty slot soon
+///   T3  every live key is reached from its home slot without crossing an empty slot, once
+///   T4  every live block is non-empty and inside the filter [m_low, m_high)
+///   T5  the sequence counter is even: no rebuild is half done
+///
+/// `Value` is copied into the twin on a rebuild: keep it small (an index, an Allocation).
 template <typename Value>
 class BlockTable {
  public:

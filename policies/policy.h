@@ -1,23 +1,12 @@
 // SPDX-License-Identifier: MIT
 /**
- * @file The host-memory allocation policies hetopt chooses between, per site and size.
- *
- *   standard  malloc: pageable memory, the driver stages every transfer through bounce buffers
- *   locked    malloc + mlock: page-locked, but a driver may not know it (NVIDIA does not)
- *   opencl    a CL_MEM_ALLOC_HOST_PTR buffer, mapped: the vendor-guide way to pin
- *   hybrid    malloc + mlock + a CL_MEM_USE_HOST_PTR buffer over it, mapped
- *   register  memory the application already has, covered by a CL_MEM_USE_HOST_PTR buffer; no
- * mlock, no map (NVIDIA pins the pages in place for the buffer's lifetime)
- *
- * This library is linked into the preloaded shim, so it uses libc/libstdc++ only and never calls an
- * OpenCL symbol directly: the entry points come in ClPolicyFunctions, which the shim fills with the
- * driver functions it resolved itself and tools fill with ClPolicyFunctions::linked(). OS calls go
- * through os_memory.h. Failures come back as a PolicyStatus with a reason in a fixed buffer, so the
- * error path does not allocate either.
- *
- * Pools fit behind the same AllocationPolicy interface: a pool allocates one large block through a
- * policy here (pinned memory transfers at full speed at any offset inside it) and hands out
- * sub-ranges as Allocations whose `policy` is the pool's backing policy.
+ * @file The host-memory allocation policies hetopt chooses between, per site and size. This
+ * library is linked into the preloaded shim, so it uses libc/libstdc++ only and never calls an
+ * OpenCL symbol directly: the entry points come in ClPolicyFunctions, OS calls go through
+ * os_memory.h, and failures come back as a PolicyStatus with a reason in a fixed buffer, so the
+ * error path does not allocate either. Pools fit behind the same interface: a pool allocates one
+ * large block through a policy here (pinned memory transfers at full speed at any offset inside
+ * it) and hands out sub-ranges as Allocations whose `policy` is the pool's backing policy.
  */
 #pragma once
 #include <CL/cl.h>
@@ -28,6 +17,12 @@
 
 namespace hetopt {
 
+///   standard  malloc: pageable memory, the driver stages every transfer through bounce buffers
+///   locked    malloc + mlock: page-locked, but a driver may not know it (NVIDIA does not)
+///   opencl    a CL_MEM_ALLOC_HOST_PTR buffer, mapped: the vendor-guide way to pin
+///   hybrid    malloc + mlock + a CL_MEM_USE_HOST_PTR buffer over it, mapped
+///   register  memory the application already has, covered by a CL_MEM_USE_HOST_PTR buffer; no
+///             mlock, no map (NVIDIA pins the pages in place for the buffer's lifetime)
 enum class PolicyKind : uint8_t { Standard, Locked, OpenCL, Hybrid, Register };
 inline constexpr int kPolicyCount = 5;
 inline constexpr PolicyKind kAllPolicies[kPolicyCount] = {PolicyKind::Standard, PolicyKind::Locked,
@@ -40,7 +35,8 @@ const char* policyName(PolicyKind p);
 bool policyFromName(const char* name, PolicyKind* out);
 /// True when the policy's allocation cost can be paid before (in parallel with) OpenCL context
 /// creation: standard and locked need no context at all, hybrid's expensive part is its mlock. The
-/// source prefers such policies for pools, which are prepared while the application starts up.
+/// decision table (characterize/decide.cpp) prefers such policies for pools, which are prepared
+/// while the application starts up.
 bool allocationOverlapsContextCreation(PolicyKind p);
 
 /// The OpenCL entry points the policies call. linked() is inline so that only the callers that use

@@ -1,26 +1,9 @@
 // SPDX-License-Identifier: MIT
 /**
- * @file Online loop folding of one thread's event stream (the "compressed trace").
- *
- * Events arrive as leaves. The compressor keeps a short window of top-level nodes (leaves and
- * loops) and, after each append, folds repetitions at the end of the window:
- *  1. the last k nodes equal the body of the loop right before them: that loop gets one more
- *     iteration (the k nodes are merged into its body);
- *  2. the last k nodes equal the k nodes before them: both become one loop of 2 iterations.
- * Both repeat until nothing folds, so nested loops emerge inner first (Ketterlin & Clauss's
- * nested-loop recognition, restricted to exact repetition of structure, which is what OpenCL host
- * code produces). k is bounded (maxBody), so a step costs O(maxBody) hash compares plus one
- * structural compare per candidate. Nodes that fall more than 2*maxBody+1 places behind the end
- * can no longer fold and leave the window: the window, not the trace, is what stays in memory,
- * and a loop is one node whatever its trip count.
- *
- * Equality ("same function, same objects"): leaves match when type, function/allocator, site and
- * the list of references (argument, flags, host access, object) match; scalars, offsets, sizes,
- * versions and timings do not take part, they are aggregated (first/min/max, sums). Objects are
- * compared up to renaming of objects created inside the compared sequences (a loop that allocates
- * and frees a temporary each iteration folds; a loop that alternates between two pre-existing
- * buffers does not fold into one). Loops match when their bodies do; their trip counts add up,
- * and a lone call matches a loop of that one call (an inner loop that ran once).
+ * @file Online loop folding of one thread's event stream (the "compressed trace"): repetitions at
+ * the end of a short window of nodes fold into loops as events arrive, so the window, not the
+ * trace, is what stays in memory, and a loop is one node whatever its trip count. Also the
+ * aggregates a leaf keeps over every call it stands for (Agg, ArgAgg, DeviceAgg, Stamp).
  */
 #pragma once
 #include <cstdint>
@@ -220,6 +203,24 @@ struct Node {
   }
 };
 
+/// Events arrive as leaves. The compressor keeps a short window of top-level nodes (leaves and
+/// loops) and, after each append, folds repetitions at the end of the window:
+///  1. the last k nodes equal the body of the loop right before them: that loop gets one more
+///     iteration (the k nodes are merged into its body);
+///  2. the last k nodes equal the k nodes before them: both become one loop of 2 iterations.
+/// Both repeat until nothing folds, so nested loops emerge inner first (Ketterlin & Clauss's
+/// nested-loop recognition, restricted to exact repetition of structure, which is what OpenCL host
+/// code produces). k is bounded (maxBody), so a step costs O(maxBody) hash compares plus one
+/// structural compare per candidate. Nodes that fall more than 2*maxBody+1 places behind the end
+/// can no longer fold and leave the window.
+///
+/// Equality ("same function, same objects"): leaves match when type, function/allocator, site and
+/// the list of references (argument, flags, host access, object) match; scalars, offsets, sizes,
+/// versions and timings do not take part, they are aggregated (first/min/max, sums). Objects are
+/// compared up to renaming of objects created inside the compared sequences (a loop that allocates
+/// and frees a temporary each iteration folds; a loop that alternates between two pre-existing
+/// buffers does not fold into one). Loops match when their bodies do; their trip counts add up,
+/// and a lone call matches a loop of that one call (an inner loop that ran once).
 class Compressor {
  public:
   /// Top-level nodes kept in memory behind one whose device timing is still pending (at least 4x

@@ -1,28 +1,11 @@
 // SPDX-License-Identifier: MIT
 /**
  * @file The register strategy (optimize mode): the program's own heap blocks, pinned where they
- * are.
- *
- * Real programs allocate their large buffers, fill them (from files, generators), and only then
- * create their OpenCL context and move each buffer once or a few times. A pool cannot serve them
- * without a context of its own (a second NVIDIA context costs the program 100-270 ms), and pinning
- * at the transfer puts the pinning on the critical path. So a block from a `register` site (and a
- * pool site's block that came before its pool was ready) is made by the system allocator as usual
- * and adopted here; a worker thread covers each with a CL_MEM_USE_HOST_PTR buffer in the pinning
- * context as soon as that context exists (policies: adoptHostMemory), in allocation order. That
- * faults in and pins the pages off the program's thread, usually long before the block's first
- * transfer (an output block the program never touched is pre-faulted by it too).
- *
- * A transfer from a block not pinned yet (a read or write, or a buffer or image made from it with
- * CL_MEM_COPY_HOST_PTR) never waits longer than the pageable transfer would have taken more than
- * the pinned one (the plan's `wait`, measured in the trace): it registers the
- * block itself when the plan's register cost says that is cheaper, waits for the worker within
- * that budget, or goes ahead pageable, counted. free/realloc first release the buffer (waiting for
- * a registration in flight), so the driver never holds pages the program gave back.
- *
- * Thread safety: ownership (every free()) is a lock-free BlockTable lookup; everything else takes
- * one mutex, never held across an OpenCL call. The table is fixed (kMaxBlocks): a block beyond it
- * stays ordinary memory, counted.
+ * are. Real programs allocate their large buffers, fill them, and only then create their OpenCL
+ * context; a pool cannot serve them without a context of its own (a second NVIDIA context costs
+ * the program 100-270 ms), and pinning at the transfer puts the pinning on the critical path. So
+ * such blocks are made by the system allocator as usual, adopted here, and pinned by a worker
+ * thread as soon as the pinning context exists, off the program's thread.
  */
 #pragma once
 #include <atomic>
@@ -42,6 +25,16 @@
 
 namespace hetopt::shim {
 
+/// A block from a `register` site (and a pool site's block that came before its pool was ready)
+/// is adopted here; the worker covers each with a CL_MEM_USE_HOST_PTR buffer in the pinning
+/// context (policies: adoptHostMemory), in allocation order. That faults in and pins the pages off
+/// the program's thread, usually long before the block's first transfer (an output block the
+/// program never touched is pre-faulted by it too). free/realloc first release the buffer
+/// (waiting for a registration in flight), so the driver never holds pages the program gave back.
+///
+/// Thread safety: ownership (every free()) is a lock-free BlockTable lookup; everything else takes
+/// one mutex, never held across an OpenCL call. The table is fixed (kMaxBlocks): a block beyond it
+/// stays ordinary memory, counted.
 class BlockRegistration {
  public:
   static constexpr unsigned kMaxBlocks = 1024;
@@ -84,9 +77,13 @@ class BlockRegistration {
   /// first and not made again (the program's buffer pins the memory anyway).
   void yieldTo(const void* host, size_t bytes);
   /// Program thread, a transfer of `bytes` from/to `host`: true (counted) when `host` lies in a
-  /// registered block, after registering or waiting as the file comment says; false for memory
-  /// that is not here or went ahead pageable (counted). *site (when given) is the block's site
-  /// when the memory is here, pinned or not, else kNoSite.
+  /// registered block, after registering or waiting; false for memory that is not here or went
+  /// ahead pageable (counted). *site (when given) is the block's site when the memory is here,
+  /// pinned or not, else kNoSite. A transfer from a block not pinned yet (a read or write, or a
+  /// buffer or image made from it with CL_MEM_COPY_HOST_PTR) never waits longer than the pageable
+  /// transfer would take more than the pinned one (the plan's `wait`, measured in the trace): it
+  /// registers the block itself when the plan's register cost says that is cheaper, waits for the
+  /// worker within that budget, or goes ahead pageable.
   bool transfer(const void* host, uint64_t bytes, bool h2d, unsigned* site = nullptr);
 
   /// The fork protocol (shim/core/lifecycle.cpp): the mutex is held across fork(), so that the

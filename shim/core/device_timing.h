@@ -1,25 +1,10 @@
 // SPDX-License-Identifier: MIT
 /**
  * @file Trace mode's device timings: which commands are timed, the events read for them, and
- * the timings' way back into the recorder's leaves.
- *
- * Each thread's sampler (trace/time_sampler.h, HETOPT_TIME_SAMPLE) picks which enqueues on timed
- * queues get their timestamps read; the others are only counted. A picked call that passed no
- * event gets one injected; it (or the application's own, retained) waits in a pending list and is
- * read lazily, without blocking, at sync points (clFinish, clWaitForEvents, blocking calls,
- * queue/context release) or when many are pending, then released. Nothing is read at exit: the
- * OpenCL runtime may already be gone by then.
- *
- * Each timed command's start and end also go to its call's times for the timeline, when the leaf
- * keeps them, and every queue gets a clock: how its device's profiling clock maps to the trace's,
- * from clGetDeviceAndHostTimer where the device has it (OpenCL 2.1), else estimated from the
- * commands' QUEUED timestamps (trace/device_clock.h); the recorder writes it as a Clock record.
- *
- * Timings and clocks go back to the recorder as records of the trace's stream (Sink), after the
- * record of the call they time: each timed call gets an id that its timing comes back with.
- *
- * The pending list and the clocks are guarded by the mutex passed in (the twin queues' too; the
- * fork protocol holds it); no OpenCL call is made under it.
+ * the timings' way back into the recorder's leaves. Events are read lazily, without blocking, at
+ * sync points or when many are pending, and never at exit: the OpenCL runtime may already be
+ * gone by then. The pending list and the clocks are guarded by the mutex passed in (the twin
+ * queues' too; the fork protocol holds it); no OpenCL call is made under it.
  */
 #pragma once
 #include <CL/cl.h>
@@ -37,6 +22,15 @@
 
 namespace hetopt::shim {
 
+/// Each thread's sampler (trace/time_sampler.h, HETOPT_TIME_SAMPLE) picks which enqueues on timed
+/// queues get their timestamps read; the others are only counted. A picked call that passed no
+/// event gets one injected; it (or the application's own, retained) waits in a pending list and is
+/// read at sync points (clFinish, clWaitForEvents, blocking calls, queue/context release) or when
+/// many are pending, then released. Each timed command's start and end also go to its call's
+/// times for the timeline, when the leaf keeps them, and every queue gets a clock: how its
+/// device's profiling clock maps to the trace's, from clGetDeviceAndHostTimer where the device has
+/// it (OpenCL 2.1), else estimated from the commands' QUEUED timestamps (trace/device_clock.h); the
+/// recorder writes it as a Clock record.
 class DeviceTiming {
  public:
   /// What one call carries from callBegin to callEnd.
@@ -48,7 +42,8 @@ class DeviceTiming {
     bool sampled;        ///< ... as the sample of its block (weight: the period), not in the census
   };
 
-  /// Where timings and clocks go (the trace's stream).
+  /// Where timings and clocks go: records of the trace's stream, after the record of the call
+  /// they time; each timed call gets an id that its timing comes back with.
   class Sink {
    public:
     virtual ~Sink() = default;

@@ -1,25 +1,12 @@
 // SPDX-License-Identifier: MIT
 /**
- * @file In-place registration (optimize mode): pins memory that malloc never made, where it is.
- *
- * The plan (contracts/plan.h) names static ranges (module identity + offset + size) and a size
- * range of anonymous private mappings. Each is covered by a CL_MEM_USE_HOST_PTR buffer in the
- * shim's own context (policies: adoptHostMemory), which pins its pages for exactly the buffer's
- * lifetime; transfers from that memory in the program's own context then run at the pinned rate,
- * also for sub-ranges at any offset.
- *
- * When: static ranges and mappings already made are registered on the pool thread right after the
- * shim's context exists (off the critical path); a mapping made later is registered on its first
- * transfer. The one hard rule: the buffer over a range is always released before the program's
- * munmap/mremap/MAP_FIXED mmap/discarding madvise of any overlapping range reaches the kernel, so
- * the driver never holds pages the program has given back. Failures (OpenCL errors, full table)
- * are counted and leave the memory pageable; nothing here is fatal, and no memory the plan does
- * not name is touched.
- *
- * Thread safety: any thread may map, unmap or transfer. One mutex guards a fixed table (no
- * allocation: mmap hooks can run inside another allocator); no OpenCL call is made while it is
- * held. A range being registered is marked so: an unmap of it waits until the buffer exists, then
- * releases it.
+ * @file In-place registration (optimize mode): pins memory that malloc never made, where it is:
+ * the plan's static ranges (module identity + offset + size) and anonymous private mappings of a
+ * size range (contracts/plan.h). Each is covered by a CL_MEM_USE_HOST_PTR buffer (policies:
+ * adoptHostMemory), which pins its pages for exactly the buffer's lifetime. The one hard rule: the
+ * buffer over a range is always released before the program's munmap/mremap/MAP_FIXED
+ * mmap/discarding madvise of any overlapping range reaches the kernel, so the driver never holds
+ * pages the program has given back.
  */
 #pragma once
 #include <sys/mman.h>
@@ -39,6 +26,16 @@
 
 namespace hetopt::shim {
 
+/// Transfers from registered memory in the program's own context run at the pinned rate, also for
+/// sub-ranges at any offset. Static ranges and mappings already made are registered on the pool
+/// thread right after the shim's context exists (off the critical path); a mapping made later is
+/// registered on its first transfer. Failures (OpenCL errors, full table) are counted and leave
+/// the memory pageable; nothing here is fatal, and no memory the plan does not name is touched.
+///
+/// Thread safety: any thread may map, unmap or transfer. One mutex guards a fixed table (no
+/// allocation: mmap hooks can run inside another allocator); no OpenCL call is made while it is
+/// held. A range being registered is marked so: an unmap of it waits until the buffer exists, then
+/// releases it.
 class InplaceRegistry {
  public:
   /// Takes the plan's static ranges and mapping sizes; registers nothing until contextReady().
