@@ -2,20 +2,9 @@
 /**
  * @file What a candidate site is worth on this machine: the characterized curves of the device
  * the trace ran on, asked "what if this site's memory came from the best policy for its sizes?".
- *
- * Per site: what the site's transfers cost as they are is the larger of what the trace measured
- * on the device (a first transfer into never-touched memory included) and the standard curves
- * (host time of blocking pageable transfers: the staging a copy's device time leaves out);
- * pinned, the fitted transfer functions of the pinning policy summed over every transfer size
- * seen. Two strategies are priced, each with its full cost as if on the critical path (the run
- * keeps it off when it can): a pool of the decision table's pooled policy for the site's typical
- * size (its share of the pool, the site's peak live bytes, pinned once) and registration in place
- * (the register curve's cost for every allocation). The site gets the one that saves more
- * (a pool where allocation is expensive and repeated, registration where blocks are large and live
- * long).
- *
- * Untracked memory (static arrays, anonymous mappings) can only be registered in place: its
- * prediction uses the register policy's transfer curves and charges one registration of the range.
+ * Two strategies are priced per site, a pool and registration in place, each with its full cost
+ * as if on the critical path (the run keeps it off when it can); the site gets the one that saves
+ * more.
  */
 #pragma once
 #include <memory>
@@ -29,10 +18,19 @@ namespace hetopt::analyzer {
 class GainModel {
  public:
   virtual ~GainModel() = default;
+  /// What the site's transfers cost as they are is the larger of what the trace measured on the
+  /// device (a first transfer into never-touched memory included) and the standard curves (host
+  /// time of blocking pageable transfers: the staging a copy's device time leaves out); pinned, the
+  /// fitted transfer functions of the pinning policy summed over every transfer size seen. A pool
+  /// of the decision table's pooled policy for the site's typical size costs its share of the pool
+  /// (the site's peak live bytes, pinned once); registration in place costs the register curve's
+  /// cost for every allocation. So a pool wins where allocation is expensive and repeated,
+  /// registration where blocks are large and live long.
   virtual void predict(const CandidateSite& site, GainPrediction* out) const = 0;
   /// In-place registration of memory no tracked allocation made (static data, an anonymous
-  /// mapping): its transfers with the register policy's curves plus one registration of the
-  /// transferred range, against the same transfers from pageable memory. Unknown by default.
+  /// mapping: it can only be registered in place): its transfers with the register policy's
+  /// curves plus one registration of the transferred range, against the same transfers from
+  /// pageable memory. Unknown by default.
   virtual void predictRegistration(const UntrackedMemory& memory, GainPrediction* out) const {
     *out = GainPrediction{};
     out->note = "no register curves";

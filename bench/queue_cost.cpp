@@ -3,17 +3,8 @@
  * @file What device timing costs the driver per command, without hetopt in the process: the
  * question behind trace mode's overhead on call-bound loops (docs/results.md, Tracing overhead).
  * One small write -> kernel -> read loop (blocking transfers, like tests/apps/loop_wkr) is timed
- * on four in-order queues of one context, in interleaved rounds:
- *
- *   plain      queue without CL_QUEUE_PROFILING_ENABLE, no events
- *   profiling  queue with profiling enabled, no events (what trace mode's untimed commands cost)
- *   events     profiling queue, an event on every command, its four timestamps read, released
- *   sampled    profiling queue, an event on 1 command in `--sample` (default 16)
- *   twin       plain queue; 1 command in `--sample` moves to a profiling queue of the same context,
- *              fenced by a marker before it and a barrier on its event after it (the app queue's
- *              order kept), so that only the timed commands pay for profiling
- *
- * Prints the median microseconds per iteration of each and their cost over `plain`. The kernel's
+ * on in-order queues of one context, in interleaved rounds, once per way of timing (Variant).
+ * Prints the median microseconds per iteration of each and their cost over `plain`; the kernel's
  * result is checked against a host reference after every round (exit 1 on a mismatch).
  *   queue_cost [--size 4K] [--iters 2000] [--rounds 7] [--sample 16]
  */
@@ -38,6 +29,14 @@ __kernel void inc(__global float* x, uint n) {
 }
 )CL";
 
+/// One way of timing:
+///   plain      queue without CL_QUEUE_PROFILING_ENABLE, no events
+///   profiling  queue with profiling enabled, no events (what trace mode's untimed commands cost)
+///   events     profiling queue, an event on every command, its four timestamps read, released
+///   sampled    profiling queue, an event on 1 command in `--sample` (default 16)
+///   twin       plain queue; 1 command in `--sample` moves to a profiling queue of the same
+///              context, fenced by a marker before it and a barrier on its event after it (the app
+///              queue's order kept), so that only the timed commands pay for profiling
 struct Variant {
   const char* name;
   bool profiling;

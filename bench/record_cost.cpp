@@ -1,22 +1,11 @@
 // SPDX-License-Identifier: MIT
 /**
  * @file What recording costs per OpenCL call in trace mode, without any OpenCL driver: the trace
- * interceptor sees the call stream of loop_wkr's loop (write, kernel launch, read, with the host
- * buffer a tracked allocation) exactly as the shim's entry points hand it over, and the count
- * interceptor (interception only) sees the same stream as the baseline. Driver-free, so the
- * numbers are the shim's own work, repeatable on any machine; what the driver adds on top (device
- * timing, cache effects) is measured by scripts/bench/trace_variants.sh on the real one.
- *
- * Trace mode records on a thread of its own: the program's thread pays for a copy of the call
- * into the record stream. Without a driver the loop calls far faster than any program, so the
- * recording thread falls behind and the loop then runs at its pace (back-pressure). Two numbers:
- * the program's thread, timed in bursts that fit the stream (the recording thread catches up
- * between them, untimed), and the back-to-back loop, whose pace is the recording thread's.
- *
+ * interceptor sees the call stream of loop_wkr's loop (write, kernel launch, read) exactly as the
+ * shim's entry points hand it over, and the count interceptor (interception only) sees the same
+ * stream as the baseline. Driver-free, so the numbers are the shim's own work, repeatable on any
+ * machine; scripts/bench/trace_variants.sh measures what the driver adds on the real one.
  *   record_cost [--iters N] [--rounds R] [--program-only]
- *     prints ns per call (median of R rounds) per mode, and what one clock read costs (trace mode
- *     reads two per call); --program-only skips the back-to-back loop
- *     (for a profiler: the program's thread then never helps the recording thread drain)
  */
 #include <CL/cl.h>
 #include <unistd.h>
@@ -85,6 +74,14 @@ double fastest(const std::vector<double>& v) { return *std::min_element(v.begin(
 
 }  // namespace
 
+// Prints ns per call (median of R rounds) per mode, and what one clock read costs (trace mode
+// reads two per call). Trace mode records on a thread of its own: the program's thread pays for a
+// copy of the call into the record stream. Without a driver the loop calls far faster than any
+// program, so the recording thread falls behind and the loop then runs at its pace
+// (back-pressure). Two numbers: the program's thread, timed in bursts that fit the stream (the
+// recording thread catches up between them, untimed), and the back-to-back loop, whose pace is the
+// recording thread's. --program-only skips the back-to-back loop (for a profiler: the program's
+// thread then never helps the recording thread drain).
 int main(int argc, char** argv) {
   size_t iters = 50000, rounds = 11;
   bool programOnly = false;

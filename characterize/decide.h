@@ -1,22 +1,9 @@
 // SPDX-License-Identifier: MIT
 /**
  * @file From samples to fitted curves, and from curves to the decision table: for each size range,
- * which policy moves data fastest and whether its allocation needs a pool.
- *
- * The rules:
- *  1. Only policies usable at the size count (available, or partial up to their largest size).
- *  2. Transfer times within `similarRel` (or `similarAbsNs`) of the fastest are "similar".
- *  3. Among similar ones, prefer in this order: standard (nothing to do, nothing pinned); a policy
- *     that needs no pool, i.e. whose extra allocation+free cost over malloc is repaid by the time
- * one transfer saves; a pool policy whose allocation can overlap OpenCL context creation; any
- * other. Within one class the cheaper wins (transfer time, plus the allocation for direct ones).
- * The result must also beat standard by the margin, else standard it is.
- *  4. The allocation mode is Direct when one transfer repays the allocation, else Pool. One
- * transfer per allocation is the worst case; the analyzer, which knows a site's transfer count, may
- * be less strict.
- *  5. Sizes are judged per octave, on the fitted curves. A pinned choice must also show in the
- *     medians measured inside the octave (a noisy point can bend one policy's fit), and a different
- *     choice at one octave between two that agree is taken for noise and follows its neighbours.
+ * which policy moves data fastest and whether its allocation needs a pool. Pinning holds a scarce
+ * resource and costs allocation time, so standard memory wins unless a pinned policy beats it by a
+ * margin (DecisionRules), and a pool is chosen only where one transfer cannot repay the allocation.
  */
 #pragma once
 #include <string>
@@ -40,6 +27,21 @@ struct DecisionRules {
 
 /// The decision table for H2D, D2H and round trips at concurrency 1, from run.fits and
 /// run.policies. Adjacent ranges with the same choice are merged. Empty when standard has no fit.
+/// The rules:
+///  1. Only policies usable at the size count (available, or partial up to their largest size).
+///  2. Transfer times within `similarRel` (or `similarAbsNs`) of the fastest are "similar".
+///  3. Among similar ones, prefer in this order: standard (nothing to do, nothing pinned); a policy
+///     that needs no pool, i.e. whose extra allocation+free cost over malloc is repaid by the time
+///     one transfer saves; a pool policy whose allocation can overlap OpenCL context creation; any
+///     other. Within one class the cheaper wins (transfer time, plus the allocation for direct
+///     ones). The result must also beat standard by the margin, else standard it is.
+///  4. The allocation mode is Direct when one transfer repays the allocation, else Pool. One
+///     transfer per allocation is the worst case; the analyzer, which knows a site's transfer
+///     count, may be less strict.
+///  5. Sizes are judged per octave, on the fitted curves. A pinned choice must also show in the
+///     medians measured inside the octave (a noisy point can bend one policy's fit), and a
+///     different choice at one octave between two that agree is taken for noise and follows its
+///     neighbours.
 std::vector<Decision> decide(const CharacterizationRun& run, const DecisionRules& rules = {});
 
 /// The table as printed by `hetopt characterize` and `--show` (several lines, ends with '\n').

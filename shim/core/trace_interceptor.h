@@ -1,21 +1,11 @@
 // SPDX-License-Identifier: MIT
 /**
  * @file HETOPT_MODE=trace: records every OpenCL call and every tracked host allocation into a
- * compressed, SSA-versioned trace (trace/recorder.h) with host and device timings.
- *
- * Glue over its parts: twin_queues.h decides how each queue is timed and keeps what the program
- * sees of its queues and events as it would be natively; device_timing.h samples, injects and
- * reads the events of timed commands (both on the program's threads, at call time); each call,
- * tracked allocation and free is copied into a raw record (trace_records.h) and queued in one
- * ordered stream (record_stream.h); the recording thread turns the records into leaves through the
- * call model (trace/call_model.h) and the recorder (trace/recorder.h), which folds and writes.
- * Here: the per-call state between callBegin and callEnd, thread ids, the filter of tracked block
- * starts that free() asks, the trace file's name, fork restart, exit (also _exit and exec), the
- * recording's own cost and the start-up times.
- *
- * Files: HETOPT_TRACE_FILE (default ./hetopt-<prog>-<pid>.trace); "%p" in it is replaced by the
- * pid. Exec'd children inherit "<file>.%p" and forked children switch to it, so every process
- * writes its own file.
+ * compressed, SSA-versioned trace (trace/recorder.h) with host and device timings. The program's
+ * threads only copy each event into one ordered stream and a recording thread does the rest, so a
+ * program's thread pays for little more than a copy. Files: HETOPT_TRACE_FILE (default
+ * ./hetopt-<prog>-<pid>.trace; "%p" in it is replaced by the pid); exec'd children inherit
+ * "<file>.%p" and forked children switch to it, so every process writes its own file.
  */
 #pragma once
 #include <atomic>
@@ -33,6 +23,15 @@
 
 namespace hetopt::shim {
 
+/// Glue over its parts: twin_queues.h decides how each queue is timed and keeps what the program
+/// sees of its queues and events as it would be natively; device_timing.h samples, injects and
+/// reads the events of timed commands (both on the program's threads, at call time); each call,
+/// tracked allocation and free is copied into a raw record (trace_records.h) and queued in one
+/// ordered stream (record_stream.h); the recording thread turns the records into leaves through
+/// the call model (trace/call_model.h) and the recorder (trace/recorder.h), which folds and
+/// writes. Here: the per-call state between callBegin and callEnd, thread ids, the filter of
+/// tracked block starts that free() asks, the trace file's name, fork restart, exit (also _exit
+/// and exec), the recording's own cost and the start-up times.
 class TraceInterceptor final : public Interceptor, private DeviceTiming::Sink, private RecordSink {
  public:
   /// Opens the trace file; null (after one warning) when it cannot be created.

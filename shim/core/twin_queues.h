@@ -1,21 +1,11 @@
 // SPDX-License-Identifier: MIT
 /**
  * @file Trace mode's queues: which of the program's command queues are timed and how, their
- * profiling twins, and what the program must keep seeing of them.
- *
- * A profiling-enabled queue costs some drivers several microseconds on every command, timed or
- * not (NVIDIA: ~4.8 us), so by default ("twin", HETOPT_TIME_QUEUE) the program's queues stay as it
- * made them and a timed device command (an API-table `call:twin` function) is sent instead to a
- * profiling twin of its queue: same context and device, out-of-order if the queue is, made at the
- * first timed command. The fence keeps the program's order: a marker on the program's queue
- * (flushed) joins the command's wait list, and a barrier (a marker on out-of-order queues) on the
- * program's queue waits for the command, so later commands, clFinish and barriers still cover it.
- * Events of twin commands answer the program's queue and CL_PROFILING_INFO_NOT_AVAILABLE.
- * "profiled" switches profiling on on every queue instead and hides it from
- * clGetCommandQueueInfo. Queues the program made with profiling are timed directly either way.
- *
- * The maps are guarded by the mutex passed in (trace mode's timing mutex, which the device
- * timings share): the fork protocol holds it, and no OpenCL call is made under it.
+ * profiling twins, and what the program must keep seeing of them. A profiling-enabled queue costs
+ * some drivers several microseconds on every command, timed or not (NVIDIA: ~4.8 us), so by
+ * default the program's queues stay as it made them and only timed commands go through a
+ * profiling twin. The maps are guarded by the mutex passed in (trace mode's timing mutex, which
+ * the device timings share): the fork protocol holds it, and no OpenCL call is made under it.
  */
 #pragma once
 #include <CL/cl.h>
@@ -30,6 +20,14 @@
 
 namespace hetopt::shim {
 
+/// In twin mode (HETOPT_TIME_QUEUE's default) a timed device command (an API-table `call:twin`
+/// function) is sent to a profiling twin of its queue: same context and device, out-of-order if
+/// the queue is, made at the first timed command. The fence keeps the program's order: a marker on
+/// the program's queue (flushed) joins the command's wait list, and a barrier (a marker on
+/// out-of-order queues) on the program's queue waits for the command, so later commands, clFinish
+/// and barriers still cover it. Events of twin commands answer the program's queue and
+/// CL_PROFILING_INFO_NOT_AVAILABLE. Queues the program made with profiling are timed directly
+/// either way.
 class TwinQueues {
  public:
   struct Creation;  ///< a queue creation in progress
@@ -50,7 +48,8 @@ class TwinQueues {
 
   /// `mutex` guards the maps.
   explicit TwinQueues(std::mutex& mutex) : m_mutex(mutex) {}
-  /// HETOPT_TIME_QUEUE's choice: twins (the default) or profiling on every queue ("profiled").
+  /// HETOPT_TIME_QUEUE's choice: twins (the default) or profiling on every queue ("profiled",
+  /// hidden from clGetCommandQueueInfo).
   void setTwinMode(bool twin) { m_twinMode = twin; }
 
   // ---- the program's queues ---------------------------------------------------------------------
