@@ -1,19 +1,10 @@
 // SPDX-License-Identifier: MIT
 /**
  * @file Allocation sites from raw return addresses to source lines (the shim records raw PCs and a
- * module map, so that it never links a symbolizer; only the analyzer symbolizes).
- *
- * A site is a few return addresses, innermost first, already past libc/libstdc++/the shim. Its
- * innermost addresses often still point into library templates inlined into the caller
- * (std::vector's allocator, in /usr/include/c++): the location reported is the first frame, walking
- * inlined frames inner to outer and then the outer return addresses, whose file is in the program's
- * own source, so a `std::vector<float> v(n)` names the user's line. A module is only trusted when
- * the file on disk has the build id the trace recorded; otherwise (or without debug info, or
- * without LLVM in this build) a site is reported as module+offset.
- *
- * The reading of debug info is LLVM's, in a library of its own (symbolizer_backend.h) that is
- * loaded on first use: programs that link the analyzer but never symbolize (`hetopt run`) never
- * load libLLVM. When it cannot be loaded there is one warning and sites are module+offset.
+ * module map, so that it never links a symbolizer; only the analyzer symbolizes). The reading of
+ * debug info is LLVM's, in a library of its own (symbolizer_backend.h) that is loaded on first
+ * use: programs that link the analyzer but never symbolize (`hetopt run`) never load libLLVM.
+ * When it cannot be loaded there is one warning and sites are module+offset.
  */
 #pragma once
 #include <cstdint>
@@ -96,7 +87,14 @@ class Symbolizer {
   /// missing, changed since the trace, or has no symbols for that address.
   bool frames(const ModulePc& pc, std::vector<SourceFrame>* out, std::string* note);
 
-  /// The location of a site (return addresses innermost first); see the file comment.
+  /// The location of a site (return addresses innermost first). A site is a few return
+  /// addresses, already past libc/libstdc++/the shim. Its innermost addresses often still point
+  /// into library templates inlined into the caller (std::vector's allocator, in /usr/include/c++):
+  /// the location reported is the first frame, walking inlined frames inner to outer and then the
+  /// outer return addresses, whose file is in the program's own source, so a `std::vector<float>
+  /// v(n)` names the user's line. A module is only trusted when the file on disk has the build id
+  /// the trace recorded; otherwise (or without debug info, or without LLVM in this build) a site
+  /// is reported as module+offset.
   SiteLocation locate(const std::vector<ModulePc>& site);
 
   /// The global variable holding a static-data address (`at.returnAddress` is ignored).

@@ -1,19 +1,9 @@
 // SPDX-License-Identifier: MIT
 /**
  * @file Whether a plan pays on the user's own runs: a paired test over control runs (the program
- * untouched) and optimized runs that ran next to each other. Pure arithmetic on wall times, no I/O;
- * `closed_loop.h` forms the pairs from the run ledger and decides what the next run is.
- *
- * The test: each pair gives d = ln(control / optimized) (> 0: the optimized run was faster). Over
- * the newest kVerdictWindow pairs, Student-t bounds of the mean of d: kept when the one-sided 90%
- * lower bound lies above 0, reverted when the one-sided 95% upper bound lies below (the ratio's
- * bounds are exp() of them: `ci_low`, `ci_high`). Why t on the logs: the pairs cancel the
- * machine's drift; the logs make 0.8x and 1.25x symmetric; at 3-5 pairs the t quantiles (1.89 and
- * 2.92 at 2 degrees of freedom) are wide enough that noise of the kind measured on the GPU VMs
- * (single whole-process runs +-5-25%) leaves a small effect `exploring`, and one wild pair widens
- * the interval instead of deciding. Why the asymmetry: a wrong `kept` is watched (control runs go
- * on and the window can overturn it), a wrong `reverted` gives up a gain for good; on the H200 a
- * 1.1-1.3x program needed 5-6 pairs at 90% two-sided. docs/results.md has the measurements.
+ * untouched) and optimized runs that ran next to each other, on the logs of their wall-time
+ * ratios (judgePairs). Pure arithmetic on wall times, no I/O; `closed_loop.h` forms the pairs from
+ * the run ledger and decides what the next run is.
  */
 #pragma once
 #include <cstddef>
@@ -58,6 +48,17 @@ struct Verdict {
 /// The verdict after `pairs` (oldest first), replayed pair by pair: a kept or reverted plan stays
 /// so until its window says the opposite with confidence, and an inconclusive one stays
 /// inconclusive unless its window decides.
+///
+/// The test: each pair gives d = ln(control / optimized) (> 0: the optimized run was faster). Over
+/// the newest kVerdictWindow pairs, Student-t bounds of the mean of d: kept when the one-sided 90%
+/// lower bound lies above 0, reverted when the one-sided 95% upper bound lies below (the ratio's
+/// bounds are exp() of them: `ci_low`, `ci_high`). Why t on the logs: the pairs cancel the
+/// machine's drift; the logs make 0.8x and 1.25x symmetric; at 3-5 pairs the t quantiles (1.89 and
+/// 2.92 at 2 degrees of freedom) are wide enough that noise of the kind measured on the GPU VMs
+/// (single whole-process runs +-5-25%) leaves a small effect `exploring`, and one wild pair widens
+/// the interval instead of deciding. Why the asymmetry: a wrong `kept` is watched (control runs go
+/// on and the window can overturn it), a wrong `reverted` gives up a gain for good; on the H200 a
+/// 1.1-1.3x program needed 5-6 pairs at 90% two-sided. docs/results.md has the measurements.
 Verdict judgePairs(const std::vector<RunPair>& pairs);
 
 /// The one-sided 90% and 95% quantiles of Student's t with `df` degrees of freedom (df >= 1).

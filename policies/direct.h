@@ -1,20 +1,10 @@
 // SPDX-License-Identifier: MIT
 /**
- * @file The naive allocator beside the pool (`hetopt run --no-pool`): every block is made
- * by an AllocationPolicy itself on the calling thread and released with it, the naive "pin
- * everything directly" scheme that pools beat by 5-40% where allocation repeats. It is
- * kept as a real mode so that the comparison is measured on this machine, not quoted.
- *
- * C library semantics as for the pool (pool.h): pointers at least 16-aligned (larger alignments up
- * to a page; the pinning policies return page-aligned memory and anything less is refused), zeroed
- * for calloc, usableSize() >= the size asked for, reallocate() keeps the contents and returns null
- * (block unchanged) when it cannot, so the caller moves the block elsewhere.
- *
- * Ownership lookup (every free() in the process asks owns()) takes no lock: a BlockTable
- * (block_table.h) of the live blocks, edited under the table lock. A second lock serialises the
- * policy (it is not thread-safe by itself) and is held across its OpenCL calls; the table lock
- * never is. The table is fixed at construction: when it is full, allocate() fails and the caller
- * falls back to malloc.
+ * @file The naive allocator beside the pool (`hetopt run --no-pool`): every block is made by an
+ * AllocationPolicy itself on the calling thread and released with it, the naive "pin everything
+ * directly" scheme that pools beat by 5-40% where allocation repeats. It is kept as a real mode
+ * so that the comparison is measured on this machine, not quoted. Ownership lookup (every free()
+ * in the process asks owns()) takes no lock: a BlockTable (block_table.h) of the live blocks.
  */
 #pragma once
 #include <atomic>
@@ -38,6 +28,14 @@ struct DirectStats {
   char firstFailure[160] = {};  ///< why the first failure failed
 };
 
+/// C library semantics as for the pool (pool.h): pointers at least 16-aligned (larger alignments
+/// up to a page; the pinning policies return page-aligned memory and anything less is refused),
+/// zeroed for calloc, usableSize() >= the size asked for, reallocate() keeps the contents and
+/// returns null (block unchanged) when it cannot, so the caller moves the block elsewhere.
+///
+/// The block table is edited under the table lock. A second lock serialises the policy (it is not
+/// thread-safe by itself) and is held across its OpenCL calls; the table lock never is. The table
+/// is fixed at construction: when it is full, allocate() fails and the caller falls back to malloc.
 class DirectAllocator {
  public:
   static constexpr size_t kMinAlignment = 16;

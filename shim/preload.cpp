@@ -3,18 +3,10 @@
  * @file The malloc-family and mmap-family entry points of the preloaded shim, the signal entry
  * points, and its constructor. Only entry points and what lies below them (shim/core/below.h,
  * resolved here) live here; what a mode does with an allocation lives behind the Interceptor in
- * shim/core.
- *
- * Hot path (pass-through, or a size the mode does not watch): a load and compare of the resolution
- * state, a relaxed load of the installed interceptor, one indirect call. No lock, no allocation,
- * no syscall. What a mode watches is published once at activation (state.h: g_watch), so no
- * allocation asks the interceptor by virtual call whether it wants to hear of it.
- * Bootstrap: dlsym() itself allocates, so until the real functions are known, requests are served
- * from a static buffer that free() recognises and ignores (heaptrack's DummyPool). The same buffer
- * is the reserve of a thread that writes the trace out from a fatal signal's handler
- * (t_inSignalSnapshot): it never enters the allocator the signal may have interrupted.
- * Signals: sigaction() and signal() for the signals trace mode watches go to
- * shim/core/fatal_signals, which keeps them as the program's actions.
+ * shim/core. Hot path (pass-through, or a size the mode does not watch): a load and compare of
+ * the resolution state, a relaxed load of the installed interceptor, one indirect call; no lock,
+ * no allocation, no syscall. What a mode watches is published once at activation (state.h:
+ * g_watch), so no allocation asks the interceptor by virtual call whether it wants to hear of it.
  */
 #include <dlfcn.h>
 #include <malloc.h>
@@ -59,6 +51,10 @@ size_t s_minTracked = 4096;
 unsigned s_siteDepth = 4;
 
 // ---- bootstrap buffer --------------------------------------------------------------------------
+// dlsym() itself allocates, so until the real functions are known, requests are served from a
+// static buffer that free() recognises and ignores (heaptrack's DummyPool). The same buffer is
+// the reserve of a thread that writes the trace out from a fatal signal's handler
+// (t_inSignalSnapshot): it never enters the allocator the signal may have interrupted.
 // Mostly the signal reserve (a trace's snapshot and zstd's workspace); untouched pages cost
 // nothing.
 constexpr size_t kBootstrapBytes = 8 * 1024 * 1024;
@@ -480,6 +476,8 @@ HETOPT_EXPORT int madvise(void* addr, size_t len, int advice) {
 }
 
 // ---- signals ------------------------------------------------------------------------------------
+// sigaction() and signal() for the signals trace mode watches go to shim/core/fatal_signals,
+// which keeps them as the program's actions.
 
 HETOPT_EXPORT int sigaction(int sig, const struct sigaction* act, struct sigaction* old) {
   int rc;

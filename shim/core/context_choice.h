@@ -1,17 +1,8 @@
 // SPDX-License-Identifier: MIT
 /**
- * @file Optimize mode: which OpenCL context the pinned memory is made in. One of three:
- *  - early (plan `context early`: the profile saw one context on one device): hetopt's driver
- *    thread makes it right after enumeration and hands it to the program's first
- *    clCreateContext[FromType] that asks for exactly it (this device alone, at most this platform);
- *    the real call is skipped and the program's error callback is called through ours;
- *  - the program's: its first context on the plan's device, offered from callEnd and retained for
- *    the process's life;
- *  - its own: made by the driver thread when a candidate allocation comes before any context (the
- *    direct variant) or with HETOPT_POOL_CONTEXT=own (made at start-up, not waited for).
- * The driver thread's await() decides; offers after it are ignored.
- *
- * Thread safety: any member from any thread; the state is under one mutex and its condition
+ * @file Optimize mode: which OpenCL context the pinned memory is made in (early, the program's,
+ * or its own: ContextChoice). The driver thread's await() decides; offers after it are ignored.
+ * Any member may be called from any thread: the state is under one mutex and its condition
  * variable, and no OpenCL call is made while it is held. OpenCL comes through realClFunction
  * (below.h), which unit tests point at a fake table.
  */
@@ -30,6 +21,15 @@ namespace hetopt::shim {
 /// The policies' OpenCL entry points (the next layer's or the loader's), in `context`.
 PolicyEnv policyEnvIn(cl_context context);
 
+/// One of three:
+///  - early (plan `context early`: the profile saw one context on one device): hetopt's driver
+///    thread makes it right after enumeration and hands it to the program's first
+///    clCreateContext[FromType] that asks for exactly it (this device alone, at most this
+///    platform); the real call is skipped and the program's error callback is called through ours;
+///  - the program's: its first context on the plan's device, offered from callEnd and retained for
+///    the process's life;
+///  - its own: made by the driver thread when a candidate allocation comes before any context (the
+///    direct variant) or with HETOPT_POOL_CONTEXT=own (made at start-up, not waited for).
 class ContextChoice {
  public:
   /// Before any thread starts: `ownOnly` is HETOPT_POOL_CONTEXT=own; `early` says the driver thread

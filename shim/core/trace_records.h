@@ -2,19 +2,9 @@
 /**
  * @file Trace mode's raw records: what a program thread copies of each call, allocation and free
  * (and of each device timing read and clock learnt) into the record stream (record_stream.h), and
- * how the recording thread applies them to the recorder in the same order.
- *
- * A call's record holds what the call model (trace/call_model.h) will read, as it was when the
- * call returned: the function, the thread, the host times, the arguments, the result and status,
- * the host memory each pointer argument moves (computed here, the driver may be asked for an
- * image's element size) and a copy of what other pointer arguments point at and the model reads
- * (handle arrays and the counts the driver filled in, a kernel argument's value, a kernel's
- * name). The recording thread points those arguments at the copies, so the model reads the same
- * values it read when it ran on the program's thread.
- *
- * Labels of platforms and devices (their names) are asked of the driver on the program's thread
- * the first time a handle appears, into a small append-only table the recording thread reads
- * without a lock: no OpenCL call on the recording thread (a sub-device may be released by then).
+ * how the recording thread applies them to the recorder in the same order. A call's record holds
+ * what the call model (trace/call_model.h) will read, as it was when the call returned, so the
+ * model reads on the recording thread the same values it would have read on the program's.
  */
 #pragma once
 #include <atomic>
@@ -29,7 +19,10 @@
 
 namespace hetopt::shim {
 
-/// Names of platform and device handles, read where the handle first appears.
+/// Names of platform and device handles, read where the handle first appears: asked of the
+/// driver on the program's thread the first time a handle appears, into a small append-only table
+/// the recording thread reads without a lock. No OpenCL call on the recording thread (a sub-device
+/// may be released by then).
 class LabelCache {
  public:
   LabelCache();
@@ -68,7 +61,11 @@ size_t thread(unsigned char* out, uint32_t tid, uint64_t stackLo, uint64_t stack
 size_t threadExit(unsigned char* out, uint32_t tid);
 
 /// What a call's record copies besides its arguments, gathered before the record's place is
-/// claimed (what may ask the shim or the driver is done by then; writing it is copying only).
+/// claimed (what may ask the shim or the driver is done by then; writing it is copying only): the
+/// host memory each pointer argument moves (the driver may be asked for an image's element size)
+/// and what other pointer arguments point at and the model reads (handle arrays and the counts the
+/// driver filled in, a kernel argument's value, a kernel's name). The recording thread points
+/// those arguments at the copies.
 struct CallCopies {
   struct Extra {
     const void* data;
