@@ -3,16 +3,7 @@
  * @file The closed loop of `hetopt run`: every run is also a measurement, and a plan stays only
  * while the user's own runs show it pays. From the run ledger (contracts/run_ledger.h) and the
  * plan's chain (the plan, then smaller ones to try when it loses), this decides what the next run
- * is and what each plan's verdict (verdict.h) is. Pure: no I/O, no clock.
- *
- * Schedule. While the active plan explores, runs alternate: optimized, control (untouched, timed),
- * optimized, ... so each pair ran under similar conditions. Once kept (or inconclusive with a
- * favourable estimate), one run in kWatchEvery is a control, so that a new driver, new data or a
- * new machine can overturn the verdict. A reverted plan gives way to the next, smaller one in the
- * chain; once every plan of the chain has lost, the program runs untouched. A run that ended
- * unlike its control (another exit status, a signal: it failed, or a wrapper's timeout killed it)
- * reverts its plan at once and for good, and the whole chain with it: the program then runs
- * untouched until it is traced or the machine characterized again (a new plan).
+ * is (nextRun) and what each plan's verdict (verdict.h) is. Pure: no I/O, no clock.
  */
 #pragma once
 #include <cstddef>
@@ -76,6 +67,15 @@ struct NextRun {
 /// Decides this run from the ledger and the chain's plan identities (the plan first, then its
 /// smaller variants). `optimizedAsked`: the user asked for what only an optimized run shows
 /// (`--stats`): the run is optimized unless the chain is reverted.
+///
+/// Schedule. While the active plan explores, runs alternate: optimized, control (untouched, timed),
+/// optimized, ... so each pair ran under similar conditions. Once kept (or inconclusive with a
+/// favourable estimate), one run in kWatchEvery is a control, so that a new driver, new data or a
+/// new machine can overturn the verdict. A reverted plan gives way to the next, smaller one in the
+/// chain; once every plan of the chain has lost, the program runs untouched. A run that ended
+/// unlike its control (another exit status, a signal: it failed, or a wrapper's timeout killed it)
+/// reverts its plan at once and for good, and the whole chain with it: the program then runs
+/// untouched until it is traced or the machine characterized again (a new plan).
 NextRun nextRun(const Ledger& ledger, const std::vector<uint64_t>& chain, bool optimizedAsked);
 
 /// The standings of every plan of the chain, as nextRun sees them.

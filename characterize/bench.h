@@ -1,18 +1,10 @@
 // SPDX-License-Identifier: MIT
 /**
  * @file The micro-benchmarks of `hetopt characterize`: allocation (and free) time per policy and
- * size, and host<->device transfer time from each policy's memory with 1..4 concurrent transfers on
- * separate queues.
- *
- * Measuring properly: every point has warm-up runs, then repetitions until both a minimum count and
- * a time target are reached (fewer for points that take long: a 768 MiB pinned allocation costs
- * ~0.4 s); all repetitions are kept, the median and quartiles summarize them. Host data is a
- * non-zero pattern that differs per block and per 64 KiB chunk; after each size's D2H runs every
- * block is compared with what was written, so a transfer that silently does nothing fails the run.
- * Every OpenCL status is checked. Memory for a size is allocated fresh through the policy, as an
- * application would, and released before the next size. At each size the policies are measured
- * interleaved, repetition by repetition, so that noise that comes and goes over time hits all of
- * them alike.
+ * size, and host<->device transfer time from each policy's memory with 1..4 concurrent transfers
+ * on separate queues. At each size the policies are measured interleaved, repetition by
+ * repetition, so that noise that comes and goes over time hits all of them alike; every transfer's
+ * data is verified, so one that silently does nothing fails the run.
  */
 #pragma once
 #include <cstdint>
@@ -25,7 +17,9 @@
 
 namespace hetopt::characterize {
 
-/// How many times a point runs.
+/// How many times a point runs: warm-up runs, then repetitions until both a minimum count and a
+/// time target are reached (fewer for points that take long: a 768 MiB pinned allocation costs
+/// ~0.4 s); all repetitions are kept, the median and quartiles summarize them.
 struct RepPlan {
   int warmup = 1;
   int minReps = 5;
@@ -60,7 +54,11 @@ BenchPlan makeBenchPlan(const BenchConfig& config, uint64_t hostAvailable, uint6
 double planWork(const BenchPlan& plan);
 
 /// Measures `device` (every policy, every size) into `run` (info, policies, samples; no fits).
-/// False with a one-line *error when OpenCL fails or a transfer returns wrong data.
+/// False with a one-line *error when OpenCL fails or a transfer returns wrong data. Host data is
+/// a non-zero pattern that differs per block and per 64 KiB chunk; after each size's D2H runs
+/// every block is compared with what was written. Every OpenCL status is checked. Memory for a
+/// size is allocated fresh through the policy, as an application would, and released before the
+/// next size.
 bool runBenchmarks(const ClDevice& device, const BenchConfig& config, Progress* progress,
                    CharacterizationRun* run, std::string* error);
 

@@ -1,16 +1,8 @@
 // SPDX-License-Identifier: MIT
 /**
- * @file Private copies, for a forked child, of pinned memory that fork() would not copy.
- *
- * A program that forks expects its child to get a copy of every page (copy on write). Pinned
- * memory a driver made may not follow that rule (os::ForkInheritance): NVIDIA maps
- * CL_MEM_ALLOC_HOST_PTR memory shared, so a child of a program whose blocks came from such a pool
- * would write into the parent's blocks, and into the pool's own headers and tree (the child then
- * crashed on the parent's pointers, or the parent on the child's). So the fork protocol makes the
- * copy itself: in the parent, right before fork() and with the allocator's lock held (its headers
- * consistent), each such range is copied into a fresh private mapping; in the child that mapping
- * is moved over the range (mremap), and in the parent it is dropped.
- *
+ * @file Private copies, for a forked child, of pinned memory that fork() would not copy. A program
+ * that forks expects its child to get a copy of every page (copy on write); pinned memory a driver
+ * made may not follow that rule (os::ForkInheritance), so the fork protocol makes the copy itself.
  * Runs inside fork(): no allocation (the table of copies is itself a mapping), no lock.
  */
 #pragma once
@@ -19,6 +11,12 @@
 
 namespace hetopt::policies {
 
+/// NVIDIA maps CL_MEM_ALLOC_HOST_PTR memory shared, so a child of a program whose blocks came from
+/// such a pool would write into the parent's blocks, and into the pool's own headers and tree (the
+/// child then crashed on the parent's pointers, or the parent on the child's). So in the parent,
+/// right before fork() and with the allocator's lock held (its headers consistent), each such range
+/// is copied into a fresh private mapping; in the child that mapping is moved over the range
+/// (mremap), and in the parent it is dropped.
 class ForkCopies {
  public:
   constexpr ForkCopies() = default;  // the table, once made, stays for the process's life

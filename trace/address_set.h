@@ -2,17 +2,7 @@
 /**
  * @file A lock-free "may this address be a tracked block's start?" filter: open addressing over
  * 64-bit keys. Trace mode's free() asks it for every block the program frees, so a lookup is a few
- * acquire loads and never takes a lock.
- *
- * Thread safety: insert() and erase() are serialized by the owner's lock; mayContain() may run on
- * any thread at any time. A full rebuild publishes a new table and leaves the old one in place (a
- * reader may still be probing it): tables grow geometrically, so the few left behind stay small.
- *
- * Invariants (validate() checks them; HETOPT_DEBUG_LEVEL 3 after every insert and erase):
- *   A1  keys are never 0 (empty) or 1 (tombstone); each live key is in the table once
- *   A2  every live key is reached from its home slot without crossing an empty slot
- *   A3  the counts are the table's: m_live live keys, m_used live keys + tombstones
- *   A4  m_used stays at most 3/4 of the slots, so every probe meets an empty slot
+ * acquire loads and never takes a lock; insert() and erase() are serialized by the owner's lock.
  */
 #pragma once
 #include <atomic>
@@ -21,6 +11,15 @@
 
 namespace hetopt::trace {
 
+/// mayContain() may run on any thread at any time. A full rebuild publishes a new table and
+/// leaves the old one in place (a reader may still be probing it): tables grow geometrically, so
+/// the few left behind stay small.
+///
+/// Invariants (validate() checks them; HETOPT_DEBUG_LEVEL 3 after every insert and erase):
+///   A1  keys are never 0 (empty) or 1 (tombstone); each live key is in the table once
+///   A2  every live key is reached from its home slot without crossing an empty slot
+///   A3  the counts are the table's: m_live live keys, m_used live keys + tombstones
+///   A4  m_used stays at most 3/4 of the slots, so every probe meets an empty slot
 class AddressSet {
  public:
   AddressSet();

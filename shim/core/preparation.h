@@ -3,16 +3,9 @@
  * @file Optimize mode: how far hetopt's driver thread has got, and the program's waits on it.
  * The thread enumerates the devices, then prepares the pinned memory (pool, direct policy or
  * registrations only) until it is ready or failed; whether and when it may start the driver at
- * all is driver_start.h's (DriverStart, kept here under the same mutex).
- *
- * The program's threads wait on it in four places, each bounded or needed: its first OpenCL call
- * waits for enumeration (concurrent first use of the ICD loader crashed PoCL; in a process that
- * may fork, that call starts the driver thread); a pool site's allocation waits for a pool in
- * preparation at most HETOPT_POOL_WAIT_MS; fork() and exit() before the program made its own
- * OpenCL call or context wait while hetopt's thread is inside the driver (at most kDriverWaitMs).
- *
- * Thread safety: any member from any thread; one mutex and its condition variable, never held
- * across an OpenCL call. The pool's state and "enumerated" are also atomics, read without it.
+ * all is driver_start.h's (DriverStart, kept here under the same mutex). Every wait of the
+ * program's on that thread is bounded or needed. Any member may be called from any thread: one
+ * mutex and its condition variable, never held across an OpenCL call.
  */
 #pragma once
 #include <atomic>
@@ -26,6 +19,12 @@
 
 namespace hetopt::shim {
 
+/// The program's threads wait on the driver thread in four places: its first OpenCL call waits
+/// for enumeration (concurrent first use of the ICD loader crashed PoCL; in a process that may
+/// fork, that call starts the driver thread); a pool site's allocation waits for a pool in
+/// preparation at most HETOPT_POOL_WAIT_MS; fork() and exit() before the program made its own
+/// OpenCL call or context wait while hetopt's thread is inside the driver (at most
+/// kDriverWaitMs). The pool's state and "enumerated" are also atomics, read without the mutex.
 class Preparation {
  public:
   enum class Pool : int { Preparing, Ready, Failed };
