@@ -1,15 +1,9 @@
 // SPDX-License-Identifier: MIT
 /**
- * @file Constant-time cost functions of size, fitted to measurements.
- *
- * A cost (transfer or allocation time) is modelled per size regime as latency + size * nsPerByte,
- * with at most three regimes: small sizes are latency-bound, mid sizes reach the link or copy rate,
- * and drivers switch strategies at some size (pageable H2D on the H200 peaks
- * near 16 GB/s at 4 MiB and falls to 7.6 GB/s at 64 MiB; PoCL copies 1 MiB faster than 512 KiB).
- * Each regime keeps a physical meaning (latency >= 0, bandwidth > 0), so the function may jump
- * where the driver switches. Regimes and their breakpoints are chosen by least squares on the
- * *relative* error (the times span six orders of magnitude); a regime is only added when it makes
- * the fit clearly better.
+ * @file Constant-time cost functions of size, fitted to measurements: a cost (transfer or
+ * allocation time) is modelled per size regime as latency + size * nsPerByte, with at most three
+ * regimes, because drivers switch strategies at some size. Each regime keeps a physical meaning
+ * (latency >= 0, bandwidth > 0), so the function may jump where the driver switches.
  */
 #pragma once
 #include <array>
@@ -23,6 +17,9 @@ struct Segment {
   double nsPerByte = 0;  ///< >= 0 (1 / bandwidth)
 };
 
+/// Small sizes are latency-bound, mid sizes reach the link or copy rate, and drivers switch
+/// strategies at some size (pageable H2D on the H200 peaks near 16 GB/s at 4 MiB and falls to
+/// 7.6 GB/s at 64 MiB; PoCL copies 1 MiB faster than 512 KiB): hence up to kMaxSegments regimes.
 struct CostFunction {
   static constexpr int kMaxSegments = 3;
   std::array<Segment, kMaxSegments> segments{};
@@ -55,7 +52,9 @@ struct FitOptions {
 };
 
 /// Fits `points` (any order; sizes may repeat; non-positive times are ignored). An empty input
-/// gives an invalid function.
+/// gives an invalid function. Regimes and their breakpoints are chosen by least squares on the
+/// *relative* error (the times span six orders of magnitude); a regime is only added when it makes
+/// the fit clearly better (FitOptions).
 CostFunction fitCost(std::vector<FitPoint> points, const FitOptions& options = {});
 
 }  // namespace hetopt::characterize

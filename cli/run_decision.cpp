@@ -1,16 +1,8 @@
 // SPDX-License-Identifier: MIT
 /**
- * @file The decision cache of `hetopt run`; see run_decision.h. A line-based file:
- *
- *   hetopt-decision 1
- *   version <hetopt version>        exe <stamp>           db <stamp, or none>
- *   options <the options>           program <stamp> <path>    mark <0|1> <path>
- *   key <identity key>   command-plan <path>   ledger <path>
- *   why <text>                      (declined) or, per step of the chain:
- *   step <id-hex> <plan files>      summary <text>
- *   end
- *
- * A stamp is "dev inode size mtime-ns ctime-ns" (common/program_identity.h's FileStamp).
+ * @file The decision cache of `hetopt run`; see run_decision.h. A small line-based file (kMagic
+ * lists its lines), written through a temporary file renamed into place and trusted only while
+ * every stamp and fork mark in it still holds.
  */
 #include "cli/run_decision.h"
 
@@ -31,6 +23,22 @@
 namespace hetopt::cli {
 namespace {
 
+// The file, one entry per line, in this order:
+//   hetopt-decision 1
+//   version <hetopt version>
+//   exe <stamp>
+//   db <stamp, or none>
+//   options <the options>
+//   program <stamp> <path>       one per program planned for
+//   mark <0|1> <path>            one per fork mark: whether it exists
+//   key <identity key>
+//   command-plan <path>
+//   ledger <path>
+//   why <text>                   declined; or, per step of the chain:
+//   step <id-hex> <plan files>
+//   summary <text>
+//   end
+// A stamp is "dev inode size mtime-ns ctime-ns" (common/program_identity.h's FileStamp).
 constexpr const char* kMagic = "hetopt-decision 1";
 
 // One file per command and option set: runs of one program with other options (--policy, say)

@@ -1,15 +1,11 @@
 // SPDX-License-Identifier: MIT
 /**
  * @file The process-ending entry points of the preloaded shim: _exit and _Exit (a process that
- * ends without its exit handlers, as Python's multiprocessing workers do with os._exit) and the
- * exec family that takes an argument vector (the process image is replaced). Trace mode writes
- * its trace first (shim/core/state.h); the call then goes on to the real function, status and
- * errors as they were. glibc's exit() and execl*() reach _exit and execve inside libc, not
- * through these: exit() is served by the shim's exit handler and, on the main thread, first by its
- * exit guard (installExitGuard, shim/core/state.h). And fork(): the interceptor may
- * first wait for one of its threads (optimize mode: hetopt's driver start-up), where glibc's
- * atfork handlers could not (they run under glibc's atfork lock, which a driver starting up may
- * need). posix_spawn, system() and vfork() do not come here: their children only exec.
+ * ends without its exit handlers, as Python's multiprocessing workers do with os._exit), the exec
+ * family that takes an argument vector (the process image is replaced), and fork(). Trace mode
+ * writes its trace first (shim/core/state.h); the call then goes on to the real function, status
+ * and errors as they were. posix_spawn, system() and vfork() do not come here: their children
+ * only exec.
  */
 #include <dlfcn.h>
 #include <sys/syscall.h>
@@ -39,9 +35,15 @@ Fn* orNext(Fn* fn, const char* name) {
 
 extern "C" {
 
+// glibc's exit() and execl*() reach _exit and execve inside libc, not through these: exit() is
+// served by the shim's exit handler and, on the main thread, first by its exit guard
+// (installExitGuard, shim/core/state.h).
 HETOPT_EXPORT void _exit(int status) { endProcess(belowNow().process.exit, "_exit", status); }
 HETOPT_EXPORT void _Exit(int status) { endProcess(belowNow().process.Exit, "_Exit", status); }
 
+// The interceptor may first wait for one of its threads (optimize mode: hetopt's driver start-up),
+// where glibc's atfork handlers could not (they run under glibc's atfork lock, which a driver
+// starting up may need).
 HETOPT_EXPORT pid_t fork(void) {
   hetopt::shim::processFork();
   return orNext(belowNow().process.fork, "fork")();

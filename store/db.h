@@ -1,16 +1,9 @@
 // SPDX-License-Identifier: MIT
 /**
- * @file hetopt's SQLite database (the platform DB of `hetopt characterize`, later the analyzer's
- * application profiles): opening with the file-safety rules, one schema version for the whole file,
- * and a thin statement wrapper. Tools only; the shim never links SQLite.
- *
- * A hetopt DB is marked by PRAGMA application_id = kDbApplicationId and a `hetopt_meta` table whose
- * `schema_version` row is kDbSchemaVersion. Opening a DB of another schema version (older or
- * newer), a foreign SQLite file or a corrupt one fails with one line naming the path and both
- * versions, except an older DB opened for writing, which is upgraded in place (the columns each
- * version added, as contracts/db_schema.h lists them; nothing lost). Each component creates its own
- * tables with CREATE TABLE IF NOT EXISTS after open(); any change to any component's tables bumps
- * kDbSchemaVersion (contracts/db_schema.h). The tables are described in docs/DB.md.
+ * @file hetopt's SQLite database (the platform DB of `hetopt characterize` and the analyzer's
+ * application profiles): opening with the file-safety rules, one schema version for the whole
+ * file, and a thin statement wrapper. Tools only; the shim never links SQLite. The tables are
+ * described in docs/DB.md and, as data, in contracts/db_schema.h.
  */
 #pragma once
 #include <cstdint>
@@ -32,6 +25,14 @@ class Db {
   /// Opens (or, in ReadWriteCreate mode, creates) the DB at `path`. Creates missing parent
   /// directories 0700 and the file 0600; refuses a file others can write or another user owns.
   /// Returns null with a one-line *error (mentioning `path`) on any failure.
+  ///
+  /// A hetopt DB is marked by PRAGMA application_id = kDbApplicationId and a `hetopt_meta` table
+  /// whose `schema_version` row is kDbSchemaVersion. Opening a DB of another schema version (older
+  /// or newer), a foreign SQLite file or a corrupt one fails with one line naming the path and
+  /// both versions, except an older DB opened for writing, which is upgraded in place (the columns
+  /// each version added, as contracts/db_schema.h lists them; nothing lost). Each component
+  /// creates its own tables with CREATE TABLE IF NOT EXISTS after open(); any change to any
+  /// component's tables bumps kDbSchemaVersion.
   static std::unique_ptr<Db> open(const std::string& path, Mode mode, std::string* error);
   ~Db();
   Db(const Db&) = delete;

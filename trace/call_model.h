@@ -2,15 +2,10 @@
 /**
  * @file The call model: one OpenCL call (its arguments as the program passed them, its result)
  * plus its entry in the generated API table becomes a leaf with its references, each naming an
- * object and the SSA version the call used or defined.
- *
- * The rule for a reference lives here once (makeRef, makeHostRef): a call that writes or creates
- * an object defines its next version, any other use names the current one. The recorder's
- * allocation leaves and the shim's OpenCL leaves both go through it.
- *
- * No driver is needed: what only the driver can say (the host memory an image transfer spans, the
- * name of a device) comes through CallModelHooks, so tests and bench/record_cost drive the model
- * with synthetic calls. Everything here runs with the recorder's lock held.
+ * object and the SSA version the call used or defined. The rule for a reference lives here once
+ * (makeRef, makeHostRef): the recorder's allocation leaves and the shim's OpenCL leaves both go
+ * through it. No driver is needed (CallModelHooks), and everything here runs with the recorder's
+ * lock held.
  */
 #pragma once
 #include <cstddef>
@@ -81,7 +76,9 @@ struct HostSpan {
   HostAccess access = HostAccess::Read;  ///< Read, Write or Wrap
 };
 
-/// What the model asks of the side that sees the driver; null members answer "nothing".
+/// What the model asks of the side that sees the driver; null members answer "nothing". Only
+/// what only the driver can say (the host memory an image transfer spans, the name of a device)
+/// comes through here, so tests and bench/record_cost drive the model with synthetic calls.
 struct CallModelHooks {
   /// The host memory argument `arg` of `call` moves (from the API table's roles; image element
   /// sizes may need the driver); false when it moves none.

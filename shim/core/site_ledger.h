@@ -3,14 +3,8 @@
  * @file Optimize mode's account of one run for its run record (contracts/run_record.h): every
  * host<->device transfer the trace would count (trace::isTransfer) as pinned, gone ahead pageable
  * (a block adopted for pinning, not pinned yet) or other memory, and per plan site the transfers
- * from the memory hetopt served for it.
- *
- * Pool and direct blocks do not know their site: a policies::BlockTable (kMaxBlocks live, no
- * allocation after construction) maps each block served to its site while it lives, so serving
- * and freeing a block cost a hash probe; a block beyond the table is still counted in the totals,
- * under no site. A transfer from a block's start is a probe too; only one from inside a block
- * scans the table (the table's writers and these lookups share a spin lock of the pool's kind:
- * constant-initialised, never held across a call).
+ * from the memory hetopt served for it. Counting costs the program a hash probe per block served
+ * or freed, no allocation after construction.
  */
 #pragma once
 #include <atomic>
@@ -24,6 +18,12 @@
 
 namespace hetopt::shim {
 
+/// Pool and direct blocks do not know their site: a policies::BlockTable (kMaxBlocks live) maps
+/// each block served to its site while it lives, so serving and freeing a block cost a hash probe;
+/// a block beyond the table is still counted in the totals, under no site. A transfer from a
+/// block's start is a probe too; only one from inside a block scans the table (the table's writers
+/// and these lookups share a spin lock of the pool's kind: constant-initialised, never held across
+/// a call).
 class SiteLedger {
  public:
   static constexpr unsigned kNoSite = ~0u;
