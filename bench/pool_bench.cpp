@@ -3,12 +3,9 @@
  * @file What one alloc+free pair costs in PinnedPool against glibc malloc+free, for the sizes
  * candidate allocations have (4 KiB .. 64 MiB), in a heap that a long run has fragmented: ~1000
  * live blocks of candidate sizes with ~1000 holes of mixed sizes between them. Both allocators get
- * the same fragmentation pattern and the same requests in one process;
- * scripts/bench/pool_alloc.sh runs the binary with interleaved repetitions and prints the medians.
- *
- * Neither side touches the blocks' memory: the cost of the allocator itself is measured (the pool
- * writes only chunk headers; glibc's large blocks are mmap'ed lazily), so the pool's region is a
- * MAP_NORESERVE reservation that never becomes resident beyond its headers.
+ * the same fragmentation pattern and the same requests in one process; neither touches the
+ * blocks' memory, so the cost of the allocator itself is measured. scripts/bench/pool_alloc.sh
+ * runs the binary with interleaved repetitions and prints the medians.
  */
 #include <benchmark/benchmark.h>
 #include <sys/mman.h>
@@ -64,6 +61,8 @@ std::vector<void*> fragment(Allocate allocate, Deallocate deallocate) {
   return live;
 }
 
+// The pool writes only chunk headers (glibc's large blocks are mmap'ed lazily), so its region is a
+// MAP_NORESERVE reservation that never becomes resident beyond its headers.
 struct PoolHeap {
   PinnedPool pool;
   std::vector<void*> live;

@@ -2,13 +2,11 @@
 /**
  * @file `hetopt run`: the every-day command. Looks up the program's profile (by its build id or
  * content hash) and, when it says transfers can get faster on this machine, writes the plan and
- * starts the program with the shim in optimize mode. Otherwise the program runs untouched (no shim
- * in the process), after one line saying why. Every run of a planned program is also a
- * measurement (the closed loop, analyzer/closed_loop.h): hetopt starts it as its child, times it,
- * and keeps the run in the program's ledger (contracts/run_ledger.h); control runs (untouched)
- * alternate with optimized ones until a verdict keeps or reverts the plan. `--verify=off` execs
- * the optimized program directly, as benchmarks want. `--untouched` runs it untouched on purpose
- * and records the run (contracts/run_record.h) for `hetopt report` to measure against.
+ * starts the program with the shim in optimize mode; otherwise the program runs untouched (no
+ * shim), after one line saying why. Every run of a planned program is also a measurement (the
+ * closed loop, analyzer/closed_loop.h), timed and kept in its ledger until a verdict keeps or
+ * reverts the plan. `--verify=off` execs the optimized program directly, as benchmarks want;
+ * `--untouched` runs it untouched on purpose and records the run for `hetopt report`.
  */
 #include <dirent.h>
 #include <sys/wait.h>

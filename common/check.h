@@ -7,7 +7,6 @@
  *   3  HETOPT_VALIDATE         a structure's whole validate() after each operation (tests only)
  * A failed check writes one line with write(2) and aborts: nothing allocates, since it may fire
  * inside malloc, and a corrupt structure inside someone else's process must not be used further.
- * Header-only, so that parts linked alone (the pool in its tests) need nothing more.
  */
 #pragma once
 #include <unistd.h>
@@ -27,6 +26,7 @@
 #endif
 #endif
 
+// Header-only, so that parts linked alone (the pool in its tests) need nothing more.
 namespace hetopt {
 
 inline constexpr int kDebugLevel = HETOPT_DEBUG_LEVEL;

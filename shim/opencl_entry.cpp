@@ -1,13 +1,10 @@
 // SPDX-License-Identifier: MIT
 /**
- * @file The shim's OpenCL entry points, on both routes (generated bodies: shim_wrappers.inc):
- *  - LD_PRELOAD exports: programs linked to libOpenCL call these first; the real function is the
- *    next definition in link order (dlsym RTLD_NEXT), i.e. the ICD loader's.
- *  - OpenCL layer (clGetLayerInfo/clInitLayer, loaded through OPENCL_LAYERS): sees programs that
- *    dlopen() libOpenCL. When both routes see a call, the preload export records it and the layer
- *    passes it through (insideInterceptedCall()), so no call is seen twice.
- *  - Extension functions: clGetExtensionFunctionAddress[ForPlatform] hand out wrappers; the real
- *    function is found per platform through the ICD dispatch pointer every handle starts with.
+ * @file The shim's OpenCL entry points, on both routes (generated bodies: shim_wrappers.inc): the
+ * LD_PRELOAD exports, which programs linked to libOpenCL call first, and an OpenCL layer (loaded
+ * through OPENCL_LAYERS), which sees programs that dlopen() libOpenCL; plus the wrappers handed out
+ * for extension functions. When both routes see a call, the preload export records it and the
+ * layer passes it through (insideInterceptedCall()), so no call is seen twice.
  */
 #include <CL/cl.h>
 #include <CL/cl_ext.h>
@@ -88,6 +85,7 @@ class CallScope {
 };
 
 // ---- route 1: LD_PRELOAD -------------------------------------------------------------------
+// The real function is the next definition in link order (dlsym RTLD_NEXT), i.e. the ICD loader's.
 
 std::atomic<void*> s_preloadNext[api::kApiCount];
 
@@ -111,6 +109,7 @@ inline void* preloadNext(ApiId id) {
 }
 
 // ---- route 2: OpenCL layer -----------------------------------------------------------------
+// Installed by clInitLayer (below, with clGetLayerInfo).
 
 _cl_icd_dispatch s_layerNext;   // the next layer's (or the loader's) table
 _cl_icd_dispatch s_layerTable;  // ours: the next table with intercepted entries replaced
@@ -119,6 +118,8 @@ std::atomic<bool> s_layerReady{false};
 std::atomic<bool> s_layerInstalled{false};
 
 // ---- extension functions -------------------------------------------------------------------
+// clGetExtensionFunctionAddress[ForPlatform] hand out wrappers; the real function is found per
+// platform through the ICD dispatch pointer every handle starts with.
 
 struct ExtensionWrapper {
   const char* name;

@@ -5,9 +5,8 @@
  * commands. A command's CL_PROFILING_COMMAND_QUEUED timestamp is taken while the enqueue call runs
  * on the host, so the offset (trace ns - device ns) lies between the call's start - queued and its
  * end - queued. Each timed command narrows that interval; the estimate is its middle, give or take
- * half its width. A command that contradicts the interval (a driver that stamps QUEUED later, a
- * clock that drifts) is kept only when it is narrower than what the interval has become.
- * Driver-free: the shim's trace mode feeds it (shim/core/device_timing), tests drive it directly.
+ * half its width. Driver-free: the shim's trace mode feeds it (shim/core/device_timing), tests
+ * drive it directly.
  */
 #pragma once
 #include <cstdint>
@@ -17,7 +16,9 @@ namespace hetopt::trace {
 class ClockEstimate {
  public:
   /// One timed command: its host call ran [hostStart, hostEnd] (trace ns), its QUEUED timestamp
-  /// is `queued` (device ns). True when the estimate changed.
+  /// is `queued` (device ns). True when the estimate changed. A command that contradicts the
+  /// interval (a driver that stamps QUEUED later, a clock that drifts) is kept only when it is
+  /// narrower than what the interval has become.
   bool add(uint64_t hostStart, uint64_t hostEnd, uint64_t queued) {
     if (hostEnd < hostStart) return false;
     const int64_t lo = static_cast<int64_t>(hostStart - queued);

@@ -2,7 +2,6 @@
 /**
  * @file The objects a trace tracks by identity (host segments, untracked host memory, SVM
  * allocations, OpenCL handles), with SSA version counters.
- *
  * Every object the process creates gets a fresh id, never reused. A folded loop body names the
  * objects of its first iteration; objects created by later iterations are written (Object record)
  * only if a record after the loop refers to them, so every id a file mentions is defined in it.

@@ -3,12 +3,10 @@
  * @file The recording side of a trace: the object model (host segments from allocation events,
  * untracked host memory, SVM allocations, OpenCL handles, SSA versions), one folding Compressor
  * per thread, and the writer. The shim's trace mode drives it; tests drive it with synthetic
- * streams.
- *
- * Thread safety: every member function except elapsedNs(), sinceStart() and stamp() requires the
- * caller to hold lock(). In the shim's trace mode one thread at a time records (the recording
- * thread, or a program thread helping it drain a full record stream: shim/core/record_stream.h),
- * so the lock is rarely contended; the program's threads never wait for it per call.
+ * streams. Every member function except elapsedNs(), sinceStart() and stamp() requires the caller
+ * to hold lock(); in trace mode one thread at a time records (the recording thread, or a program
+ * thread helping it drain a full record stream: shim/core/record_stream.h), so the lock is rarely
+ * contended and the program's threads never wait for it per call.
  */
 #pragma once
 #include <atomic>

@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: MIT
 /**
  * @file The trace file on disk: header, zstd-compressed chunks, and the crash-safe tail.
- *
  * Final records are appended as Records chunks and never rewritten. The records that may still
  * change (each thread's folding window) are written as one Tail chunk after them, overwritten in
  * place by the next write; a Pad chunk covers what is left of a longer old tail until the file is

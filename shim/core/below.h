@@ -5,7 +5,6 @@
  * sigaction and signal, the process calls, the OpenCL lookup). All are found in one place
  * (shim/preload.cpp's resolveBelow(): dlsym(RTLD_NEXT), at the first allocation or the shim's
  * constructor, whichever comes first) and published at once, before any mode exists.
- *
  * Where shim_core is linked alone (unit tests), g_below is glibc's own functions and no OpenCL; a
  * test points it at a copy with a fake OpenCL lookup. Read-only after publication: no lock.
  */

@@ -5,10 +5,7 @@
  * while natively a child whose parent made no OpenCL call starts a driver of its own. So the
  * driver is started early, on hetopt's thread, only in a process that cannot fork; in one that can
  * (the plan says `driver late`, or a loaded module imports fork: common/elf_imports.h), the driver
- * waits for the program's first OpenCL call and only its fork-safe part, loading the vendor
- * libraries without calling them, comes early. A fork() before hetopt's thread began calls its
- * start-up off; one while it is inside the driver or the loader waits for it (optimize_fork.cpp).
- * Plain state: its owner (OptimizeInterceptor) reads and changes it under its state mutex only.
+ * waits for the program's first OpenCL call and only its fork-safe part comes early.
  */
 #pragma once
 #include <cstdint>
@@ -16,6 +13,9 @@
 
 namespace hetopt::shim {
 
+/// A fork() before hetopt's thread began calls its start-up off; one while it is inside the driver
+/// or the loader waits for it (optimize_fork.cpp). Plain state: its owner (OptimizeInterceptor,
+/// through Preparation) reads and changes it under its state mutex only.
 class DriverStart {
  public:
   enum class Why : uint8_t {

@@ -2,7 +2,6 @@
 /**
  * @file What every part of the shim reads: the installed interceptor, what it watches, and the
  * thread's nesting depth. Activation, the fork protocol and exit are lifecycle.h's.
- *
  * The depth is how one call is never seen twice and how the shim's own work stays invisible: it is
  * raised while an intercepted OpenCL call runs (so the OpenCL layer route, driver-internal mallocs
  * and nested entry points pass straight through) and while the shim works for itself.

@@ -2,13 +2,8 @@
 /**
  * @file The SVM and USM allocations the program has alive (clSVMAlloc, clHostMemAllocINTEL, ...):
  * device memory to the OpenCL API, so a copy to or from them is no host<->device transfer
- * (trace::isTransfer). The trace knows them as Svm objects; optimize mode asks this table.
- *
- * Lock-free and fixed (kMaxRanges): a slot is claimed by a compare-exchange of its start and
- * retired by storing its end and then its start as 0, so a fork() never finds a lock held and a
- * reader sees a range whole or not at all. A program without SVM pays one relaxed load per
- * transfer (contains() on an empty table); one that has more than kMaxRanges alive at once gets
- * the rest counted as host memory.
+ * (trace::isTransfer). The trace knows them as Svm objects; optimize mode asks this table. A
+ * program without SVM pays one relaxed load per transfer (contains() on an empty table).
  */
 #pragma once
 #include <atomic>
@@ -16,6 +11,10 @@
 
 namespace hetopt::shim {
 
+/// Lock-free and fixed (kMaxRanges): a slot is claimed by a compare-exchange of its start and
+/// retired by storing its end and then its start as 0, so a fork() never finds a lock held and a
+/// reader sees a range whole or not at all. A program that has more than kMaxRanges alive at once
+/// gets the rest counted as host memory.
 class SvmRanges {
  public:
   static constexpr unsigned kMaxRanges = 256;
