@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-/** @file Eligibility, candidate sites and breakdown of a trace; see analysis.h. */
+/** @file Eligibility, candidate sites and breakdown of a trace; see analysis.h.
+ * The Analyzer's steps in order (run()): calls, allocations, replay, sites, breakdown. */
 #include "analyzer/analysis.h"
 
 #include <algorithm>

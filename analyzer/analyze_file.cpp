@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-/** @file The analysis step end to end; see analyze_file.h. */
+/** @file The analysis step end to end; see analyze_file.h.
+ * From a trace file to a stored profile (analysis, plots, DB), and showing a stored one. */
 #include "analyzer/analyze_file.h"
 
 #include <ctime>

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-/** @file See closed_loop.h. */
+/** @file See closed_loop.h.
+ * Pairing the ledger's runs, each plan's standing, the next run, the loop's report. */
 #include "analyzer/closed_loop.h"
 
 #include <cstdint>

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-/** @file Predicted gains from a stored characterization; see gain.h. */
+/** @file Predicted gains from a stored characterization; see gain.h.
+ * CurveGainModel prices sites and untracked memory with a characterization run's fitted curves. */
 #include "analyzer/gain.h"
 
 #include <algorithm>

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-/** @file Profile -> plan; see planner.h. */
+/** @file Profile -> plan; see planner.h.
+ * The Planner picks each site's strategy; the chain of smaller plans; the --dry-run text. */
 #include "analyzer/planner.h"
 
 #include <algorithm>

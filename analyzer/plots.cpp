@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-/** @file Breakdown plots with gnuplot; see plots.h. */
+/** @file Breakdown plots with gnuplot; see plots.h.
+ * A profile's time breakdown as a gnuplot script and data file, named after the program. */
 #include "analyzer/plots.h"
 
 #include <fcntl.h>

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-/** @file Small helpers of the profile model; see profile.h. */
+/** @file Small helpers of the profile model; see profile.h.
+ * Transfer statistics, untracked memory's names, predicted and measured breakdowns. */
 #include "analyzer/profile.h"
 
 #include <algorithm>

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-/** @file Storing and loading application profiles; see profile_store.h and docs/DB.md. */
+/** @file Storing and loading application profiles; see profile_store.h and docs/DB.md.
+ * Each app_* table's columns filled by a field list (store/db_row.h). */
 #include "analyzer/profile_store.h"
 
 #include <cmath>

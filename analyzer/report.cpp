@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-/** @file Text and JSON forms of the profile; see report.h. */
+/** @file Text and JSON forms of the profile; see report.h.
+ * Sites printed in report order, those of one library gathered under its heading; the JSON form. */
 #include "analyzer/report.h"
 
 #include <algorithm>

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-/** @file Site symbolization (the LLVM part is loaded on first use); see symbolizer.h. */
+/** @file Site symbolization (the LLVM part is loaded on first use); see symbolizer.h.
+ * Loading the LLVM backend, checking modules against the trace's build ids, locate(). */
 #include "analyzer/symbolizer.h"
 
 #include <dlfcn.h>

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-/** @file Timeline events of a trace and their Chrome trace-event JSON; see timeline.h. */
+/** @file Timeline events of a trace and their Chrome trace-event JSON; see timeline.h.
+ * The Chrome trace-event JSON, then the TimelineBuilder that lays a trace's calls out in time. */
 #include "analyzer/timeline.h"
 
 #include <fcntl.h>

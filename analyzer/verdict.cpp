@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-/** @file See verdict.h. */
+/** @file See verdict.h.
+ * One window's verdict (Student-t bounds of the mean log ratio), replayed pair by pair. */
 #include "analyzer/verdict.h"
 
 #include <algorithm>

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-/** @file Allocation and transfer micro-benchmarks; see bench.h. */
+/** @file Allocation and transfer micro-benchmarks; see bench.h.
+ * ClSession (context, queues, buffers), DeviceBench (sizes outer, policies interleaved). */
 #include "characterize/bench.h"
 
 #include <algorithm>

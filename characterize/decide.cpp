@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-/** @file Fitting a run and deriving its decision table; see decide.h. */
+/** @file Fitting a run and deriving its decision table; see decide.h.
+ * choose() applies decide.h's rules at one size; the decision and summary tables. */
 #include "characterize/decide.h"
 
 #include <algorithm>

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-/** @file Piecewise latency + size/bandwidth least-squares fitting; see fit.h. */
+/** @file Piecewise latency + size/bandwidth least-squares fitting; see fit.h.
+ * Least squares per regime, the best segmentation for 1..3 regimes, then fitCost(). */
 #include "characterize/fit.h"
 
 #include <algorithm>

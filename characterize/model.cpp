@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-/** @file Names and small helpers of the characterization model; see model.h. */
+/** @file Names and small helpers of the characterization model; see model.h.
+ * Enum names both ways, quantiles and a sample's summary, lookups in a run. */
 #include "characterize/model.h"
 
 #include <algorithm>

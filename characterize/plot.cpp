@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-/** @file gnuplot data files and scripts for a characterization; see plot.h. */
+/** @file gnuplot data files and scripts for a characterization; see plot.h.
+ * One data file (a named block per curve) and one script drawing three images. */
 #include "characterize/plot.h"
 
 #include <fcntl.h>

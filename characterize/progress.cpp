@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-/** @file Terminal progress bar / plain progress lines; see progress.h. */
+/** @file Terminal progress bar / plain progress lines; see progress.h.
+ * A redrawn bar on a terminal, plain lines otherwise; phases weighted by work. */
 #include "characterize/progress.h"
 
 #include <algorithm>

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-/** @file Storing and loading characterizations; see records.h and docs/DB.md. */
+/** @file Storing and loading characterizations; see records.h and docs/DB.md.
+ * Each char_* table's columns filled by a field list (store/db_row.h); runs by key. */
 #include "characterize/records.h"
 
 #include <algorithm>

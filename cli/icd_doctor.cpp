@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-/** @file ICD set-up diagnosis; see icd_doctor.h. */
+/** @file ICD set-up diagnosis; see icd_doctor.h.
+ * ICD files, the vendor libraries they name and the loader; findings worded for the user. */
 #include "cli/icd_doctor.h"
 
 #include <CL/cl.h>

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-/** @file The `--json` outputs of `hetopt devices` and `characterize --show`; see json_output.h. */
+/** @file The `--json` outputs of `hetopt devices` and `characterize --show`; see json_output.h.
+ * Devices, the chosen one, and each characterization run with its fits, through JsonWriter. */
 #include "cli/json_output.h"
 
 #include <cstdint>

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-/** @file Program launching; see launch.h. */
+/** @file Program launching; see launch.h.
+ * The shim's environment, exec or a forked child, signals forwarded, the exit status passed on. */
 #include "cli/launch.h"
 
 #include <fcntl.h>

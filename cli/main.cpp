@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-/** @file The `hetopt` driver: dispatches to one subcommand per file (cli/cmd_*.cpp). */
+/** @file The `hetopt` driver: dispatches to one subcommand per file (cli/cmd_*.cpp).
+ * The command table, the usage text and the environment variables' help; main(). */
 #include <csignal>
 #include <cstdio>
 #include <cstring>

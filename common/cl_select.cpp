@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-/** @file Device listing and selection by name; see cl_select.h. */
+/** @file Device listing and selection by name; see cl_select.h.
+ * Every platform's devices through ClQueryFunctions, HETOPT_DEVICE filters, error names. */
 #include "common/cl_select.h"
 
 #include <CL/cl_ext.h>

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-/** @file Imports of ELF images, loaded or on disk; see elf_imports.h. */
+/** @file Imports of ELF images, loaded or on disk; see elf_imports.h.
+ * Images in memory or in a file, their dynamic section and undefined symbols; DT_NEEDED search. */
 #include <elf.h>
 #include <fcntl.h>
 #include <glob.h>

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-/** @file Running gnuplot; see gnuplot.h. */
+/** @file Running gnuplot; see gnuplot.h.
+ * Finding it on PATH, running it in a child on pre-created private images, quoting titles. */
 #include "common/gnuplot.h"
 
 #include <fcntl.h>

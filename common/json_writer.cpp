@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-/** @file See json_writer.h. */
+/** @file See json_writer.h.
+ * Separators, nesting, escaping and number forms of the one JSON writer. */
 #include "common/json_writer.h"
 
 #include <cinttypes>

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-/** @file Paths and permission checks. */
+/** @file Paths and permission checks.
+ * Default DB and cache places, private directories and files, safe reads, installed libraries. */
 #include "common/paths.h"
 
 #include <fcntl.h>

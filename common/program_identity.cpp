@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-/** @file Program identity (ELF build id or SHA-256); see program_identity.h. */
+/** @file Program identity (ELF build id or SHA-256); see program_identity.h.
+ * ELF build-id notes, a SHA-256 of the file otherwise (cached by file stamp). */
 #include "common/program_identity.h"
 
 #include <elf.h>

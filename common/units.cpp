@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-/** @file Unit formatting and parsing; see units.h. */
+/** @file Unit formatting and parsing; see units.h.
+ * Scales for bytes and durations, written into the caller's buffer; size parsing. */
 #include "common/units.h"
 
 #include <cctype>

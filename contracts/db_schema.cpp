@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-/** @file The DB's tables, their columns and the SQL made from them; see db_schema.h, docs/DB.md. */
+/** @file The DB's tables, their columns and the SQL made from them; see db_schema.h, docs/DB.md.
+ * Every table's columns as data (kTables), then the SQL each DbTable makes from them. */
 #include "contracts/db_schema.h"
 
 namespace hetopt {

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-/** @file Plan file reading and writing; see plan.h. */
+/** @file Plan file reading and writing; see plan.h.
+ * Plan::serialize() and parsePlan() side by side, so both change in one place; the files. */
 #include "contracts/plan.h"
 
 #include <fcntl.h>

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-/** @file The run ledger; see run_ledger.h. */
+/** @file The run ledger; see run_ledger.h.
+ * Line writing and parsing, and LedgerFile: open under flock, append, compact. */
 #include "contracts/run_ledger.h"
 
 #include <sys/file.h>

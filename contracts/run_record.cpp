@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-/** @file Run records; see run_record.h. */
+/** @file Run records; see run_record.h.
+ * RunRecord::serialize() and parseRunRecord(); plan identity and the file names beside a plan. */
 #include "contracts/run_record.h"
 
 #include <unistd.h>

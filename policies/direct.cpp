@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-/** @file Direct (pool-less) allocation with a policy; see direct.h. */
+/** @file Direct (pool-less) allocation with a policy; see direct.h.
+ * The policy's lock around allocate and release, the table lock around the block table. */
 #include "policies/direct.h"
 
 #include <algorithm>

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-/** @file Linux implementation of os_memory.h (mlock, RLIMIT_MEMLOCK, CAP_IPC_LOCK, /proc). */
+/** @file Linux implementation of os_memory.h (mlock, RLIMIT_MEMLOCK, CAP_IPC_LOCK, /proc).
+ * Page and lock limits, /proc/self/status and smaps (fork inheritance), private mappings. */
 #include <fcntl.h>
 #include <linux/capability.h>
 #include <sys/mman.h>

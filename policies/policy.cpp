@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-/** @file The five allocation policies; see policy.h. */
+/** @file The five allocation policies; see policy.h.
+ * Shared steps (pages, mlock, host buffers), one class per policy, the hybrid halves, probing. */
 #include "policies/policy.h"
 
 #include <cerrno>
