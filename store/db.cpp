@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-/** @file SQLite access with hetopt's file rules and schema versioning; see db.h. */
+/** @file SQLite access with hetopt's file rules and schema versioning; see db.h.
+ * Opening with the file rules, checking or upgrading the schema version, statements. */
 #include "store/db.h"
 
 #include <fcntl.h>

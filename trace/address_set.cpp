@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-/** @file The lock-free block filter; see address_set.h (invariants A1-A4). */
+/** @file The lock-free block filter; see address_set.h (invariants A1-A4).
+ * Probing, inserting and erasing under the owner's lock, rebuilding into a new table. */
 #include "trace/address_set.h"
 
 #include <cstdarg>

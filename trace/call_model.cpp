@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-/** @file Calls to leaves; see call_model.h. */
+/** @file Calls to leaves; see call_model.h.
+ * A call's outcome, its handles seen and created, pointer arguments, returned objects. */
 #include "trace/call_model.h"
 
 #include <CL/cl.h>

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-/** @file Online loop folding; see compressor.h. */
+/** @file Online loop folding; see compressor.h.
+ * Node arena, leaf and loop hashes, equality up to renaming, merging, foldOnce(), append(). */
 #include "trace/compressor.h"
 
 #include <algorithm>

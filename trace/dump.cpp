@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-/** @file The trace's text and JSON dumps; see dump.h. */
+/** @file The trace's text and JSON dumps; see dump.h.
+ * The indented text tree and summary of `hetopt show`, and the JSON of `--json`. */
 #include "trace/dump.h"
 
 #include <cinttypes>

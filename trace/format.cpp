@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-/** @file CRC-32 and the names of format enums; see format.h. */
+/** @file CRC-32 and the names of format enums; see format.h.
+ * A table-driven CRC-32 and each format enum's name. */
 #include "trace/format.h"
 
 namespace hetopt::trace {

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-/** @file Trace reading and summary; see reader.h and FORMAT.md. */
+/** @file Trace reading and summary; see reader.h and FORMAT.md.
+ * The Parser over chunks and records, lending sampled-out leaves their means, summarize(). */
 #include "trace/reader.h"
 
 #include <fcntl.h>

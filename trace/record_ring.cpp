@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-/** @file The record ring; see record_ring.h. */
+/** @file The record ring; see record_ring.h.
+ * Waiting with the caller's stall function, reserve, front and release, reset, validate. */
 #include "trace/record_ring.h"
 
 #include <cstdarg>

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-/** @file The recording side of a trace; see recorder.h and FORMAT.md. */
+/** @file The recording side of a trace; see recorder.h and FORMAT.md.
+ * Threads, handles, classifying host memory, modules and sites, segments, leaves; validation. */
 #include "trace/recorder.h"
 
 #include <fcntl.h>

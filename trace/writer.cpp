@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-/** @file Trace file writing; see writer.h and FORMAT.md. */
+/** @file Trace file writing; see writer.h and FORMAT.md.
+ * The header, zstd chunks with their CRCs, the tail rewritten in place and the pad after it. */
 #include "trace/writer.h"
 
 #include <fcntl.h>

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-/** @file The register strategy for heap blocks; see block_registration.h. */
+/** @file The register strategy for heap blocks; see block_registration.h.
+ * Adoption and release on the program's threads, the worker that registers, transfer(). */
 #include "shim/core/block_registration.h"
 
 #include <chrono>

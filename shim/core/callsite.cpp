@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-/** @file Call-site capture and the module map; see callsite.h. */
+/** @file Call-site capture and the module map; see callsite.h.
+ * The module map (dl_iterate_phdr, build ids), unwinding a call site, its key. */
 #include "shim/core/callsite.h"
 
 #include <dlfcn.h>

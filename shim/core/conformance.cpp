@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-/** @file Trace conformance; see conformance.h. */
+/** @file Trace conformance; see conformance.h.
+ * Summing the plan's profiles into limits; admit() checks them with relaxed loads. */
 #include "shim/core/conformance.h"
 
 #include <algorithm>

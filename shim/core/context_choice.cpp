@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-/** @file Which context optimize mode pins in; see context_choice.h. */
+/** @file Which context optimize mode pins in; see context_choice.h.
+ * The early context and its hand-out, the program's context offered, the choice awaited. */
 #include "shim/core/context_choice.h"
 
 #include "common/log.h"

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-/** @file Count mode; see count_interceptor.h. */
+/** @file Count mode; see count_interceptor.h.
+ * Relaxed counters per OpenCL function, tracked allocations per call site; the report at exit. */
 #include "shim/core/count_interceptor.h"
 
 #include <fcntl.h>

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-/** @file Trace mode's device timings; see device_timing.h. */
+/** @file Trace mode's device timings; see device_timing.h.
+ * A sampler per thread, sampler keys, injected events, the pending list and queue clocks. */
 #include "shim/core/device_timing.h"
 
 #include <pthread.h>

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-/** @file Fatal signals in trace mode; see fatal_signals.h. */
+/** @file Fatal signals in trace mode; see fatal_signals.h.
+ * The program's actions per watched signal, our handler, and dying as the default would. */
 #include "shim/core/fatal_signals.h"
 
 #include <pthread.h>

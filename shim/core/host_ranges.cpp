@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-/** @file Host ranges of OpenCL calls; see host_ranges.h. */
+/** @file Host ranges of OpenCL calls; see host_ranges.h.
+ * Which host bytes each host-range argument covers, image element sizes included. */
 #include "shim/core/host_ranges.h"
 
 #include <CL/cl.h>

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-/** @file In-place registration of static data and anonymous mappings; see inplace_registry.h. */
+/** @file In-place registration of static data and anonymous mappings; see inplace_registry.h.
+ * Finding static ranges, tracking mappings, registering off the lock, releasing first. */
 #include "shim/core/inplace_registry.h"
 
 #include <sys/mman.h>

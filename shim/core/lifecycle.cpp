@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-/** @file Mode selection, activation, fork and exit handling of the shim; see lifecycle.h. */
+/** @file Mode selection, activation, fork and exit handling of the shim; see lifecycle.h.
+ * The fork protocol's three steps, the exit handler, choosing and activating a mode. */
 #include "shim/core/lifecycle.h"
 
 #include <pthread.h>

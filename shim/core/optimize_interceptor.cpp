@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-/** @file Optimize mode; see optimize_interceptor.h. */
+/** @file Optimize mode; see optimize_interceptor.h.
+ * Sections: the plan, serving, exit, calls (the driver thread and fork in their own files). */
 #include "shim/core/optimize_interceptor.h"
 
 #include <CL/cl.h>

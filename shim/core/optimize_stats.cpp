@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-/** @file Optimize mode's counters, stats and run record; see optimize_stats.h. */
+/** @file Optimize mode's counters, stats and run record; see optimize_stats.h.
+ * The counters' --stats text and JSON, the run clock, and the run record at exit. */
 #include "shim/core/optimize_stats.h"
 
 #include <time.h>

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-/** @file How far optimize mode's driver thread has got; see preparation.h. */
+/** @file How far optimize mode's driver thread has got; see preparation.h.
+ * The driver thread's marks, the program's bounded waits, fork and exit, the forked child. */
 #include "shim/core/preparation.h"
 
 #include <chrono>

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-/** @file Trace mode's record stream; see record_stream.h. */
+/** @file Trace mode's record stream; see record_stream.h.
+ * Claiming and publishing, the recording thread's loop and sleep, drains, flushes, fork. */
 #include "shim/core/record_stream.h"
 
 #include <linux/futex.h>

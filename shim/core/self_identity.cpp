@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-/** @file This process's identity; see self_identity.h. */
+/** @file This process's identity; see self_identity.h.
+ * The executable's identity, the script an interpreter runs, matching a plan's key. */
 #include "shim/core/self_identity.h"
 
 #include <fcntl.h>

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-/** @file Trace mode; see trace_interceptor.h. */
+/** @file Trace mode; see trace_interceptor.h.
+ * Sections: creation, fork, calls, allocations; the hooks the call model and recorder use. */
 #include "shim/core/trace_interceptor.h"
 
 #include <pthread.h>

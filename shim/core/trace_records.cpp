@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-/** @file Trace mode's raw records; see trace_records.h. */
+/** @file Trace mode's raw records; see trace_records.h.
+ * The records' binary layouts, then labels, building records, applying them. */
 #include "shim/core/trace_records.h"
 
 #include <CL/cl.h>

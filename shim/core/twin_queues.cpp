@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-/** @file Trace mode's queues and their profiling twins; see twin_queues.h. */
+/** @file Trace mode's queues and their profiling twins; see twin_queues.h.
+ * Sections: the program's queues, a timed command through a twin, what the program sees. */
 #include "shim/core/twin_queues.h"
 
 #include <CL/cl_ext.h>
