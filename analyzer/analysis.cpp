@@ -184,6 +184,12 @@ class Analyzer {
       const auto id = static_cast<api::ApiId>(n.code);
       if (id == api::ApiId::clGetPlatformIDs)
         m_out->startup.enumerateNs = std::max(m_out->startup.enumerateNs, n.host.max);
+      if (id == api::ApiId::clBuildProgram) {
+        m_out->startup.buildNs += n.host.total;
+        if (!n.stamps.empty() && (!m_out->startup.firstBuildNs ||
+                                  n.stamps.front().startNs < m_out->startup.firstBuildNs))
+          m_out->startup.firstBuildNs = n.stamps.front().startNs;
+      }
       if (id == api::ApiId::clCreateContext || id == api::ApiId::clCreateContextFromType) {
         m_out->startup.contextNs = std::max(m_out->startup.contextNs, n.host.max);
         if (m_out->contextsCreated == 0)

@@ -3,6 +3,8 @@
  * From a trace file to a stored profile (analysis, plots, DB), and showing a stored one. */
 #include "analyzer/analyze_file.h"
 
+#include <unistd.h>
+
 #include <ctime>
 #include <set>
 
@@ -16,6 +18,8 @@
 #include "common/paths.h"
 #include "common/phase_times.h"
 #include "common/program_identity.h"
+#include "contracts/program_recipe.h"
+#include "contracts/run_record.h"
 #include "hetopt/version.h"
 #include "store/db.h"
 #include "trace/reader.h"
@@ -110,6 +114,30 @@ bool keepsCompleteProfile(Db& db, const AppProfile& fresh, std::string* what) {
   return true;
 }
 
+// The programs the traced process built from source (`<trace>.programs`, written by the trace
+// mode), kept beside the program's plans for `hetopt run` to build ahead; a stored profile without
+// one leaves none from an earlier trace.
+void keepProgramRecipe(const std::string& tracePath, const std::string& programKey,
+                       std::vector<std::string>* notes) {
+  const std::string plansDir = cacheDirectory() + "/plans";
+  const std::string kept = programRecipePath(plansDir + "/" + planFileName(programKey));
+  ProgramRecipe recipe;
+  std::string error;
+  if (access((tracePath + ".programs").c_str(), F_OK) != 0) {
+    unlink(kept.c_str());
+    return;
+  }
+  if (!readProgramRecipeFile(tracePath + ".programs", &recipe, &error) ||
+      !makePrivateDirs(plansDir, &error) || !writeProgramRecipeFile(kept, recipe, &error)) {
+    unlink(kept.c_str());
+    notes->push_back("the programs it builds will not be built ahead: " + error);
+    return;
+  }
+  notes->push_back(std::to_string(recipe.programs.size()) + " program" +
+                   (recipe.programs.size() == 1 ? "" : "s") +
+                   " built from source kept for `hetopt run` to build ahead");
+}
+
 }  // namespace
 
 bool analyzeTraceFile(const AnalyzeRequest& req, AnalyzeResult* r, std::string* error) {
@@ -170,6 +198,7 @@ bool analyzeTraceFile(const AnalyzeRequest& req, AnalyzeResult* r, std::string* 
           "profile stored in " + db->path() + " for " + p.program.key() +
           (p.program.profileName.empty() ? "" : " as '" + p.program.profileName + "'"));
       r->stored = true;
+      keepProgramRecipe(req.tracePath, p.program.key(), &r->notes);
     } else {
       r->notes.push_back("profile not stored: " + err);
       r->storeFailed = true;

@@ -92,6 +92,15 @@ double startupSavingNs(const AppProfile& profile, bool earlyContext) {
   return std::max(0.0, (X + C) - std::max(std::max(F, E) + W, E + C));
 }
 
+double buildAheadSavingNs(const AppProfile& profile) {
+  const AppProfile::Startup& s = profile.startup;
+  if (!s.known() || !s.firstContextNs || !s.buildNs || s.firstBuildNs < s.firstContextNs) return 0;
+  const double asked =
+      static_cast<double>(s.firstBuildNs) - startupSavingNs(profile, true);  // optimized
+  const double ready = static_cast<double>(s.enumerateNs + s.contextNs);
+  return std::clamp(asked - ready, 0.0, static_cast<double>(s.buildNs));
+}
+
 double registrationSlackNs(const AppProfile& profile, const CandidateSite& site,
                            bool earlyContext) {
   const double lead = static_cast<double>(site.leadNs);
@@ -153,6 +162,14 @@ class Planner {
     m_d->overheadNs = kSiteCaptureNs * static_cast<double>(m_profile.trackedAllocations);
     if ((!m_plan->sites.empty() || m_plan->hasRegistrations()) && !m_plan->driverLate)
       m_d->startupNs = startupSavingNs(m_profile, m_plan->earlyContext);
+    if (m_plan->earlyContext && !m_plan->driverLate && !m_opt.directAllocation &&
+        !m_opt.recipePath.empty() && m_opt.recipePrograms) {
+      m_d->buildAheadNs = buildAheadSavingNs(m_profile);
+      m_d->startupNs += m_d->buildAheadNs;
+      m_plan->buildAheadRecipe = m_opt.recipePath;
+      m_plan->buildAheadPrograms = m_opt.recipePrograms;
+      m_plan->buildAheadNs = static_cast<uint64_t>(m_d->buildAheadNs);
+    }
     return decide(whyNot) && sizePool(whyNot);
   }
 
@@ -429,6 +446,8 @@ std::vector<PlanVariant> planChain(const Plan& plan, const PlanOptions& options)
     PlanVariant late{plan, "without the early start of the driver"};
     late.plan.earlyContext = false;
     late.plan.driverLate = true;
+    late.plan.buildAheadRecipe.clear();  // built ahead only on the early context
+    late.plan.buildAheadPrograms = late.plan.buildAheadNs = 0;
     chain.push_back(late);
   }
   const Plan& last = chain.back().plan;
@@ -536,6 +555,20 @@ std::string describeDecision(const AppProfile& profile, const Plan& plan,
                     " (made in " + formatDuration(static_cast<double>(st.contextNs)) + ")"
               : std::string()) +
          "; overlapped when optimized ~" + formatDuration(decision.startupNs) + "\n";
+  if (planned && plan.earlyContext && !plan.driverLate) {
+    const double context = decision.startupNs - decision.buildAheadNs;
+    const uint64_t n = plan.buildAheadPrograms;
+    const std::string programs =
+        n ? ", " + std::to_string(n) + " program" + (n == 1 ? "" : "s") + " built ahead" : "";
+    s += "start-up: context" + programs + " (~" + formatDuration(decision.startupNs) +
+         " off the path)\n";
+    s += "  ahead:  the context (~" + formatDuration(context) + " off the path)\n";
+    if (n)
+      s += "  ahead:  " + std::to_string(n) + " program" + (n == 1 ? "" : "s") +
+           " built from the traced source (~" + formatDuration(decision.buildAheadNs) +
+           " off the path; traced builds " + formatDuration(static_cast<double>(st.buildNs)) +
+           ")\n";
+  }
   s += (planned ? "plan:    " : "decline: ") + decision.verdict + "\n";
   return s;
 }

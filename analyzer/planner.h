@@ -50,6 +50,10 @@ struct PlanOptions {
   /// it needs; empty when none does): `driver late`, as the shim would decide at start-up anyway.
   std::string forkImporter;
   double poolSlack = 1.25;  ///< pool = slack * sum of the pooled sites' peak live bytes (+ 1 MiB)
+  /// The program's recipe (contracts/program_recipe.h) and how many programs it holds: with the
+  /// early context the plan builds them ahead (`hetopt run --no-build-ahead`: empty).
+  std::string recipePath;
+  uint64_t recipePrograms = 0;
 };
 
 /// What was decided for one candidate site or piece of untracked memory, and why.
@@ -68,6 +72,7 @@ struct PlanDecision {
       sites;               ///< candidate sites (most valuable first), then untracked memory
   double savingNs = 0;     ///< predicted saving of what is planned (pinning)
   double startupNs = 0;    ///< predicted start-up saved beside it (startupSavingNs)
+  double buildAheadNs = 0;  ///< of which the programs built ahead (buildAheadSavingNs)
   double overheadNs = 0;   ///< the shim's own predicted cost
   double runNs = 0;        ///< the traced run's wall time
   std::string gainSource;  ///< which curves, or the profile's stored predictions
@@ -87,6 +92,12 @@ struct PlanDecision {
 /// optimized at max(max(F, E) + W, E + C), with F its first OpenCL call, E what the drivers took
 /// to load and W = X - F - E the work in between. 0 when the profile has no start-up times.
 double startupSavingNs(const AppProfile& profile, bool earlyContext);
+
+/// What building the program's kernels ahead on the early context saves: the builder starts when
+/// that context is ready (E + C) and the program asks for its first build at B, sooner than traced
+/// by what the early context overlaps; it saves what of the traced builds fits in between. 0
+/// without start-up or build times.
+double buildAheadSavingNs(const AppProfile& profile);
 
 /// How long a registered site's first block can be pinned on hetopt's thread before the program's
 /// first transfer from it needs it: the program's OpenCL time between the later of its context

@@ -178,6 +178,8 @@ struct AppProfile {
   /// overlaps the last two with the program's own start-up (planner.h: startupSavingNs).
   struct Startup {
     uint64_t firstCallNs = 0, firstContextNs = 0, enumerateNs = 0, contextNs = 0;
+    /// Its clBuildProgram calls, in all, and when the first began (0: none, or not known).
+    uint64_t buildNs = 0, firstBuildNs = 0;
     bool known() const { return firstCallNs != 0; }
   } startup;
   std::vector<UntrackedMemory> untracked;

@@ -119,6 +119,8 @@ const DbField<AppProfile> kProfileFields[] = {
     FIELD(AppProfile, "first_context_ns", startup.firstContextNs),
     FIELD(AppProfile, "enumerate_ns", startup.enumerateNs),
     FIELD(AppProfile, "context_ns", startup.contextNs),
+    FIELD(AppProfile, "build_ns", startup.buildNs),
+    FIELD(AppProfile, "first_build_ns", startup.firstBuildNs),
     FIELD(AppProfile, "forked_children", forkedChildren),
 };
 

@@ -28,6 +28,7 @@
 #include "common/paths.h"
 #include "common/program_identity.h"
 #include "contracts/plan.h"
+#include "contracts/program_recipe.h"
 #include "contracts/run_ledger.h"
 #include "contracts/run_record.h"
 #include "hetopt/version.h"
@@ -46,7 +47,7 @@ namespace {
 struct PlanRequest {
   std::string policy;       ///< --policy
   std::string profileName;  ///< --profile
-  bool force = false, noPool = false, dryRun = false, lateContext = false;
+  bool force = false, noPool = false, dryRun = false, lateContext = false, noBuildAhead = false;
   bool verify = true;              ///< --verify / HETOPT_VERIFY: the closed loop
   bool statsAsked = false;         ///< --stats: only an optimized run shows them
   mutable bool described = false;  ///< the dry run printed the whole decision
@@ -189,6 +190,19 @@ std::string planTarget(Db& db, const Target& target, const ProgramIdentity& iden
   const std::string plansDir = cacheDirectory() + "/plans";
   const std::string planKey = target.self ? identity.key() : profile.program.key();
   const std::string planFile = plansDir + "/" + planFileName(planKey);
+  // The programs its trace saw it build from source, kept by `hetopt trace` beside its plans.
+  if (!request.noBuildAhead) {
+    const std::string recipe =
+        programRecipePath(plansDir + "/" + planFileName(profile.program.key()));
+    ProgramRecipe r;
+    std::string unread;
+    if (access(recipe.c_str(), F_OK) == 0) {
+      if (readProgramRecipeFile(recipe, &r, &unread))
+        options.recipePath = recipe, options.recipePrograms = r.programs.size();
+      else
+        warn("run: programs not built ahead: %s", unread.c_str());
+    }
+  }
   // A forked copy called OpenCL in an optimized run of any of the plans.
   for (size_t v = 0; v < 3; ++v) {
     out->forkMarks.push_back(forkMarkerPath(variantPlanFile(planFile, v)));
@@ -247,7 +261,8 @@ PreparedRun decide(const ProgramIdentity& identity, const std::vector<std::strin
 // Every option that changes what `hetopt run` decides, as one line.
 std::string decisionOptions(const PlanRequest& r) {
   return "policy=" + r.policy + " profile=" + r.profileName + " force=" + std::to_string(r.force) +
-         " no-pool=" + std::to_string(r.noPool) + " late-context=" + std::to_string(r.lateContext);
+         " no-pool=" + std::to_string(r.noPool) + " late-context=" + std::to_string(r.lateContext) +
+         " build-ahead=" + std::to_string(!r.noBuildAhead);
 }
 
 PreparedRun preparePlan(const std::vector<std::string>& command, const std::string& dbPath,
@@ -404,6 +419,7 @@ int cmdRun(int argc, char** argv) {
   request.noPool = args.flag("no-pool");
   request.dryRun = args.flag("dry-run");
   request.lateContext = args.flag("no-early-context");
+  request.noBuildAhead = args.flag("no-build-ahead");
   const std::string device = args.value("device"), dbPath = args.value("db", defaultDbPath());
   std::string statsJson = args.value("stats");
   const std::string verify = args.value("verify", optionString(Option::VERIFY));

@@ -250,6 +250,7 @@ int cmdTrace(int argc, char** argv) {
     }
     unlink(output.c_str());
   }
+  unlink((output + ".programs").c_str());  // the programs an earlier run of it built
   for (const std::string& old : childTraces(output))
     if (force || !holdsOtherData(old)) unlink(old.c_str());
 

@@ -91,6 +91,9 @@ constexpr OptionSpec kRunOptions[] = {
      "no pool: allocate every candidate block with the policy itself, on the program's thread (the "
      "naive "
      "variant; plan line pool-mode direct)"},
+    {"no-build-ahead", 0, K::None, "",
+     "do not build the program's kernels ahead (by default, with the early context, the programs "
+     "the trace saw it build from source are built while it starts; plan line build-ahead)"},
     {"no-early-context", 0, K::None, "",
      "pin only in the context the program makes, when it makes it (by default a program that makes "
      "one "

@@ -109,6 +109,9 @@ constexpr DbColumn kProfiles[] = {
     {"forked_children", kInt0, 5},
     // What tracing itself cost.
     {"recording_ns", kReal0, 6},
+    // The program's builds: what building them ahead takes off its path.
+    {"build_ns", kInt0, 9},
+    {"first_build_ns", kInt0, 9},
 };
 
 constexpr DbColumn kSites[] = {

@@ -65,6 +65,8 @@ std::string Plan::unwritableReason() const {
     return "the program key cannot be written in a plan";
   if (bad(device, true) || leadingSpace(device))
     return "the device name cannot be written in a plan";
+  if (!buildAheadRecipe.empty() && (bad(buildAheadRecipe, true) || leadingSpace(buildAheadRecipe)))
+    return "the program recipe's path cannot be written in a plan";
   if (poolPolicy.empty() || bad(poolPolicy, false))
     return "the pool policy cannot be written in a plan";
   // What the reader takes as complete: pooled sites with a pool, or none and no pool.
@@ -86,6 +88,9 @@ std::string Plan::serialize() const {
   if (directAllocation) out << "pool-mode direct\n";
   if (earlyContext) out << "context early\n";
   if (driverLate) out << "driver late\n";
+  if (!buildAheadRecipe.empty())
+    out << "build-ahead " << buildAheadPrograms << " " << buildAheadNs << " " << buildAheadRecipe
+        << "\n";
   for (const PlanSite& s : sites) {
     char line[256];
     int n = snprintf(line, sizeof line, "site %016" PRIx64 " %" PRIu64 " %" PRIu64, s.key,
@@ -217,6 +222,14 @@ bool parsePlan(const std::string& text, Plan* plan, std::string* error) {
       std::string when;
       if (!(words >> when) || when != "early") return fail("context needs 'early'");
       plan->earlyContext = true;
+    } else if (tag == "build-ahead") {
+      std::string n, ns;
+      if (!(words >> n >> ns) || !parseU64(n, 10, &plan->buildAheadPrograms) ||
+          !parseU64(ns, 10, &plan->buildAheadNs))
+        return fail("build-ahead needs programs, a saving in nanoseconds and a recipe path");
+      std::getline(words >> std::ws, plan->buildAheadRecipe);
+      if (plan->buildAheadRecipe.empty())
+        return fail("build-ahead needs programs, a saving in nanoseconds and a recipe path");
     } else if (tag == "driver") {
       std::string when;
       if (!(words >> when) || when != "late") return fail("driver needs 'late'");

@@ -75,6 +75,10 @@ struct Plan {
   /// a forked child cannot use a driver its parent initialized.
   bool earlyContext = false;  ///< `context early`
   bool driverLate = false;    ///< `driver late`
+  /// `build-ahead`: with the early context, the shim builds the recipe's programs
+  /// (contracts/program_recipe.h) while the program starts; their number and the predicted saving.
+  std::string buildAheadRecipe;  ///< empty: nothing built ahead
+  uint64_t buildAheadPrograms = 0, buildAheadNs = 0;
   /// What registering a block in place costs: latency + per MiB (0, 0: unknown). A transfer
   /// registers its block itself when that is cheaper than waiting for the worker.
   uint64_t registerLatencyNs = 0, registerNsPerMiB = 0;

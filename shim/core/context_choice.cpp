@@ -3,6 +3,8 @@
  * The early context and its hand-out, the program's context offered, the choice awaited. */
 #include "shim/core/context_choice.h"
 
+#include <chrono>
+
 #include "common/log.h"
 
 namespace hetopt::shim {
@@ -90,7 +92,14 @@ void ContextChoice::handOut(CallRecord& call) {
   {
     std::unique_lock<std::mutex> lock(m_mutex);
     if (m_earlyHandedOut) return;
-    m_changed.wait(lock, [this] { return m_early != Early::Making; });
+    if (m_early == Early::Making) {
+      const auto start = std::chrono::steady_clock::now();
+      m_changed.wait(lock, [this] { return m_early != Early::Making; });
+      m_handOutWaitMs.store(std::chrono::duration<double, std::milli>(
+                                std::chrono::steady_clock::now() - start)
+                                .count(),
+                            std::memory_order_relaxed);
+    }
     if (m_early != Early::Made) return;
   }
   // The very context the program asks for: this device alone, this platform, nothing more.
@@ -188,6 +197,11 @@ cl_context ContextChoice::await() {
 bool ContextChoice::exists() {
   std::lock_guard<std::mutex> lock(m_mutex);
   return m_chosen || m_programContext;
+}
+
+bool ContextChoice::earlyHandedOut() {
+  std::lock_guard<std::mutex> lock(m_mutex);
+  return m_earlyHandedOut && m_earlyContext && m_programContext == m_earlyContext;
 }
 
 const char* ContextChoice::origin() {

@@ -69,6 +69,11 @@ class ContextChoice {
   /// "the early context (the program's)", "its own context", ...
   const char* origin();
 
+  /// The program got the early context.
+  bool earlyHandedOut();
+  /// How long the program's context creation waited for the early context (ms).
+  double handOutWaitMs() const { return m_handOutWaitMs.load(std::memory_order_relaxed); }
+
   /// The fork protocol (lifecycle.cpp): the mutex is held across fork().
   void lockForFork() { m_mutex.lock(); }
   void unlockAfterFork() { m_mutex.unlock(); }
@@ -92,6 +97,7 @@ class ContextChoice {
   Early m_early = Early::Making;
   cl_context m_earlyContext = nullptr;
   bool m_earlyHandedOut = false;
+  std::atomic<double> m_handOutWaitMs{0};
   std::atomic<Notify> m_programNotify{nullptr};  ///< the program's callback, once handed out
   std::atomic<void*> m_programNotifyData{nullptr};
   cl_context m_programContext = nullptr;  ///< the pinning context: the program's (or the early one)

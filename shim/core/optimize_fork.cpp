@@ -18,12 +18,13 @@
 
 namespace hetopt::shim {
 
-// The fork protocol's order (shim/core/lifecycle.cpp): preparation, context choice, pool, registry,
-// heap blocks, direct table, ledger. None of them is held while another is taken, nor across a wait
+// The fork protocol's order (shim/core/lifecycle.cpp): preparation, context choice, programs built
+// ahead, pool, registry, heap blocks, direct table, ledger. None of them is held while another is taken, nor across a wait
 // for another thread.
 void OptimizeInterceptor::forkPrepare() {
   m_prep.lockForFork();
   m_context.lockForFork();
+  m_ahead.lockForFork();
   m_pool.lockForFork();
   if (m_registry) m_registry->lockForFork();
   m_blocks.lockForFork();
@@ -52,6 +53,7 @@ void OptimizeInterceptor::unlockAfterFork() {
   m_blocks.unlockAfterFork();
   if (m_registry) m_registry->unlockAfterFork();
   m_pool.unlockAfterFork();
+  m_ahead.unlockAfterFork();
   m_context.unlockAfterFork();
   m_prep.unlockAfterFork();
 }
@@ -99,6 +101,7 @@ void OptimizeInterceptor::forkChild() {
   // keeps using (and freeing) the pool blocks it inherited and serves nothing new
   // (Preparation::forkChild).
   m_context.forkChild();
+  m_ahead.forkChild();
   if (m_direct) m_direct->forkChild();
   unlockAfterFork();
 }

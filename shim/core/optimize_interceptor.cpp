@@ -138,6 +138,8 @@ OptimizeInterceptor* OptimizeInterceptor::createFor(Plan plan, std::string planP
   const bool ownOnly = contextOption == "own";
   // The early context only where the driver thread will make it.
   self->m_context.configure(ownOnly, p.earlyContext && !p.directAllocation && !ownOnly);
+  if (p.earlyContext && !p.directAllocation && !ownOnly && !p.buildAheadRecipe.empty())
+    self->m_ahead.configure(p.buildAheadRecipe);
   self->m_conformance.expect(p);
   if (p.directAllocation) {
     // Room for what the conformance check lets live (4x the profiled peak) with a margin.
@@ -368,6 +370,12 @@ StatsFacts OptimizeInterceptor::statsFacts() {
   f.blocks = m_counters.inPlace.load(std::memory_order_relaxed) ? &m_blocks : nullptr;
   f.registry = m_registry;
   f.ledger = &m_ledger;
+  f.startup.context = m_prep.late()                ? "late"
+                      : m_context.earlyHandedOut() ? "early"
+                                                   : "program";
+  f.startup.contextWaitMs = m_context.handOutWaitMs();
+  f.startup.buildAhead = m_ahead.wanted();
+  f.startup.programs = m_ahead.counts();
   f.wallNs = m_clock.wallNs();
   f.pid = getpid();
   return f;
@@ -387,9 +395,13 @@ void OptimizeInterceptor::callBegin(CallRecord& call) {
   m_prep.noteProgramCall();
   // With a late driver the program's first call starts hetopt's driver thread.
   m_prep.awaitEnumeration([this] { std::thread([this] { prepare(false); }).detach(); });
-  if (HETOPT_UNLIKELY(m_plan.earlyContext) &&
-      (call.id == api::ApiId::clCreateContext || call.id == api::ApiId::clCreateContextFromType))
-    m_context.handOut(call);
+  if (HETOPT_UNLIKELY(m_plan.earlyContext)) {
+    if (call.id == api::ApiId::clCreateContext || call.id == api::ApiId::clCreateContextFromType)
+      m_context.handOut(call);
+    else
+      m_ahead.callBegin(call);
+    if (call.skip) return;
+  }
   const api::ApiInfo& info = api::apiInfo(call.id);
   if (info.hostRanges) return noteHostRanges(call, info);
   if (HETOPT_UNLIKELY(info.kind == api::ApiKind::SvmFree))

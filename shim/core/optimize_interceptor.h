@@ -26,6 +26,7 @@
 #include "shim/core/interceptor.h"
 #include "shim/core/optimize_stats.h"
 #include "shim/core/preparation.h"
+#include "shim/core/programs_ahead.h"
 #include "shim/core/site_ledger.h"
 #include "shim/core/svm_ranges.h"
 
@@ -75,11 +76,16 @@ class OptimizeInterceptor final : public Interceptor {
   void forkParent() override;
   void forkChild() override;
   void beforeFork() override { m_prep.beforeFork(); }
-  void beforeExit() override { m_prep.beforeExit(); }
+  void beforeExit() override {
+    m_prep.beforeExit();
+    m_ahead.beforeExit();
+  }
   void processExit() override;
 
   /// Tests: how far the driver thread got.
   const Preparation& preparation() const { return m_prep; }
+  /// Tests: the programs built ahead.
+  ProgramsAhead& programsAhead() { return m_ahead; }
 
  private:
   /// What the driver thread's steps share (optimize_interceptor.cpp).
@@ -157,6 +163,7 @@ class OptimizeInterceptor final : public Interceptor {
   OptimizeCounters m_counters;
   Preparation m_prep;
   ContextChoice m_context;
+  ProgramsAhead m_ahead;  ///< the program's kernels built ahead on the early context
   std::string
       m_forkMarker;  ///< forkMarkerPath(m_planPath): made by a forked copy's first OpenCL call
   std::atomic<bool> m_markAtFirstCall{false};  ///< in a forked child whose driver was started early

@@ -109,8 +109,10 @@ bool OptimizeInterceptor::enumerate(DriverRun& run) {
 // Plan `context early`: made now, handed to the program's matching clCreateContext[FromType].
 void OptimizeInterceptor::makeEarlyContext(DriverRun& run) {
   if (!m_context.earlyWanted()) return;
-  if (cl_context early = m_context.makeEarly(run.createContext))
+  if (cl_context early = m_context.makeEarly(run.createContext)) {
+    m_ahead.start(early, run.dev.device);  // the program's kernels, on a thread of their own
     m_blocks.start(policyEnvIn(early), m_maxAllocBytes);
+  }
 }
 
 // What needs no context is done while the program creates its own: a hybrid pool's pages and

@@ -91,6 +91,28 @@ const char* poolStateName(const PoolFacts& f) {
   return "?";
 }
 
+std::string startupText(const StartupFacts& s) {
+  char line[320];
+  int n = snprintf(line, sizeof line, "start-up: %s context", s.context);
+  if (s.contextWaitMs >= 0.05)
+    n += snprintf(line + n, sizeof line - n, " (the program waited %.1f ms for it)",
+                  s.contextWaitMs);
+  const ProgramsAhead::Counts& p = s.programs;
+  if (!s.buildAhead) {
+    snprintf(line + n, sizeof line - n, "; no programs built ahead");
+  } else if (!p.failure.empty()) {
+    snprintf(line + n, sizeof line - n, "; no programs built ahead (%s)", p.failure.c_str());
+  } else {
+    snprintf(line + n, sizeof line - n,
+             "; %u of %u programs built ahead, %u handed over (%u builds answered, %u built again "
+             "with other options), %u asked for before they were reached; the program waited "
+             "%.1f ms for builds",
+             p.builtAhead, p.recipe, p.handedOver, p.buildsAnswered, p.rebuilt, p.notReached,
+             p.waitMs);
+  }
+  return line;
+}
+
 std::string statsText(const StatsFacts& f, const OptimizeCounters& c) {
   const char* memory = f.direct ? "pinned direct memory" : "pinned pool memory";
   std::string full =
@@ -107,7 +129,7 @@ std::string statsText(const StatsFacts& f, const OptimizeCounters& c) {
                     text(c.pinned.d2h) + " d2h (" + mib(load(c.pinned.d2hBytes)) +
                     ")\n  transfers from other memory: " + text(c.other.h2d) + " h2d (" +
                     mib(load(c.other.h2dBytes)) + "), " + text(c.other.d2h) + " d2h (" +
-                    mib(load(c.other.d2hBytes)) + ")";
+                    mib(load(c.other.d2hBytes)) + ")\n  " + startupText(f.startup);
   if (f.blocks) out += "\n" + f.blocks->stats();
   if (f.registry) out += "\n" + f.registry->stats();
   return out;
@@ -141,6 +163,18 @@ std::string statsJson(const StatsFacts& f, const OptimizeCounters& c, const std:
   j.member("moved_out_by_realloc", load(c.movedOut));
   transfersJson(j, f.direct ? "transfers_pinned_direct" : "transfers_pinned_pool", c.pinned);
   transfersJson(j, "transfers_other", c.other);
+  const ProgramsAhead::Counts& ahead = f.startup.programs;
+  j.key("startup").beginObject().member("context", f.startup.context);
+  j.member("programs_in_recipe", static_cast<uint64_t>(ahead.recipe));
+  j.member("programs_built_ahead", static_cast<uint64_t>(ahead.builtAhead));
+  j.member("programs_handed_over", static_cast<uint64_t>(ahead.handedOver));
+  j.member("builds_answered", static_cast<uint64_t>(ahead.buildsAnswered));
+  j.member("programs_built_again", static_cast<uint64_t>(ahead.rebuilt));
+  j.member("programs_not_reached", static_cast<uint64_t>(ahead.notReached));
+  j.member("queues_handed_over", static_cast<uint64_t>(0));
+  if (!ahead.failure.empty()) j.member("build_ahead_failure", ahead.failure);
+  j.key("wait_ms").beginObject().member("context", f.startup.contextWaitMs);
+  j.member("programs", ahead.waitMs).member("queues", 0.0).endObject().endObject();
   if (f.blocks) {
     j.key("registered_blocks").beginObject();
     f.blocks->statsJson(j);

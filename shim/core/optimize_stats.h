@@ -16,6 +16,7 @@
 #include "contracts/plan.h"
 #include "shim/core/conformance.h"
 #include "shim/core/preparation.h"
+#include "shim/core/programs_ahead.h"
 
 namespace hetopt::shim {
 
@@ -74,6 +75,18 @@ std::string poolHeading(const PoolFacts& f);
 /// "failed".
 const char* poolStateName(const PoolFacts& f);
 
+/// The OpenCL start-up the run moved off the program's path.
+struct StartupFacts {
+  /// "early" (the program got the early context), "program" (it made its own), "late" (the driver
+  /// was left to the program's first call).
+  const char* context = "program";
+  double contextWaitMs = 0;  ///< the program's context creation waited for the early one
+  bool buildAhead = false;   ///< the plan builds programs ahead
+  ProgramsAhead::Counts programs;
+};
+/// "start-up: early context (waited 3 ms); 2 programs built ahead, 2 handed over, ..."
+std::string startupText(const StartupFacts& s);
+
 /// Everything the stats say besides the counters, as the other parts hold it at exit.
 struct StatsFacts {
   const Plan* plan = nullptr;
@@ -86,6 +99,7 @@ struct StatsFacts {
   const BlockRegistration* blocks = nullptr;  ///< when it registered blocks (its part follows)
   const InplaceRegistry* registry = nullptr;  ///< with in-place registrations (its part follows)
   const SiteLedger* ledger = nullptr;         ///< every transfer, per site
+  StartupFacts startup;
   uint64_t wallNs = 0;                        ///< since the run started (RunClock)
   int64_t pid = 0;
 };

@@ -3,6 +3,8 @@
  * Sections: creation, fork, calls, allocations; the hooks the call model and recorder use. */
 #include "shim/core/trace_interceptor.h"
 
+#include <sys/stat.h>
+
 #include <pthread.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -157,6 +159,7 @@ TraceInterceptor* TraceInterceptor::create() {
     setenv(optionInfo(Option::TRACE_FILE).envName, t->m_childPattern.c_str(), 1);
   }
   t->m_config.path = substitutePid(pattern, getpid());
+  t->m_path = t->m_config.path;
   t->m_pid.store(static_cast<int>(getpid()), std::memory_order_relaxed);
   t->m_measureSelf = debugEnabled();
   t->m_config.modules = moduleLookup;
@@ -303,9 +306,11 @@ void TraceInterceptor::forkPrepare() {
   m_labels.mutex().lock();
   m_stream.forkPrepare();
   m_blocksMutex.lock();
+  m_programs.lockForFork();
 }
 
 void TraceInterceptor::forkParent() {
+  m_programs.unlockAfterFork();
   m_blocksMutex.unlock();
   m_stream.forkParent();
   m_labels.mutex().unlock();
@@ -313,6 +318,8 @@ void TraceInterceptor::forkParent() {
 }
 
 void TraceInterceptor::forkChild() {
+  m_programs.forkChild();
+  m_programs.unlockAfterFork();
   m_blocksMutex.unlock();
   m_stream.forkChild();
   m_labels.mutex().unlock();
@@ -330,6 +337,7 @@ void TraceInterceptor::forkChild() {
   c.header.pid = static_cast<uint64_t>(getpid());
   c.header.parentPid = static_cast<uint64_t>(getppid());
   std::string error;
+  m_path = c.path;
   if (!m_recorder.restartInChild(c, &error)) {
     warn("trace mode: forked child: %s; the child runs untraced", error.c_str());
     m_active = false;
@@ -415,6 +423,11 @@ void TraceInterceptor::callEnd(CallRecord& call) {
       break;
     case ApiId::clGetEventProfilingInfo:
       m_queues.endProfilingInfo(call, st.queues);
+      break;
+    case ApiId::clCreateProgramWithSource:
+    case ApiId::clBuildProgram:
+    case ApiId::clCompileProgram:
+      m_programs.callEnd(call);
       break;
     default:
       break;
@@ -535,6 +548,9 @@ void TraceInterceptor::processExit() {
   // Records still being written by threads that saw tracing on: a moment for them.
   m_stream.drainLocked(1000000000ull);
   finish();
+  struct stat st {};
+  if (stat(m_path.c_str(), &st) == 0 && S_ISREG(st.st_mode))  // not beside /dev/null
+    m_programs.write(m_path + ".programs");
   if (optionFlag(Option::TIMINGS))
     warn(
         "timings: recording thread %.1f ms CPU; at exit %.1f ms (stopping it, the last records, "

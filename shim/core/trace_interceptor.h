@@ -14,6 +14,7 @@
 
 #include "shim/core/device_timing.h"
 #include "shim/core/interceptor.h"
+#include "shim/core/program_capture.h"
 #include "shim/core/record_stream.h"
 #include "shim/core/trace_records.h"
 #include "shim/core/twin_queues.h"
@@ -91,6 +92,8 @@ class TraceInterceptor final : public Interceptor, private DeviceTiming::Sink, p
   RecordStream m_stream;
   std::mutex m_timingMutex;  ///< the twin queues' maps and the device timings' lists
   TwinQueues m_queues;
+  ProgramCapture m_programs;  ///< what `hetopt run` builds ahead: `<trace>.programs`
+  std::string m_path;         ///< this process's trace file
   DeviceTiming m_timing;
   /// Starts of the tracked blocks alive, as the program's threads see them (free() asks it
   /// lock-free; updated at each tracked malloc and free, in program order, under m_blocksMutex).

@@ -139,7 +139,7 @@ TEST(CommandLine, UnknownAmbiguousAndMisusedOptionsAreNamed) {
   EXPECT_EQ(parse("run", {"run", "--bogus=1", "prog"}).error, "unknown option --bogus");
   EXPECT_EQ(parse("run", {"run", "-x", "prog"}).error, "unknown option -x");
   EXPECT_EQ(parse("run", {"run", "--no", "prog"}).error,
-            "ambiguous option --no (--no-pool, --no-early-context)");
+            "ambiguous option --no (--no-pool, --no-build-ahead, --no-early-context)");
   EXPECT_EQ(parse("run", {"run", "--force=yes", "prog"}).error, "--force takes no value");
   EXPECT_EQ(parse("report", {"report", "prog", "--last"}).ok, true);  // the program's own word
   EXPECT_EQ(parse("characterize", {"characterize", "--db"}).error, "--db needs a value (PATH)");

@@ -1,0 +1,99 @@
+// SPDX-License-Identifier: MIT
+/** @file Program recipes; see program_recipe.h. */
+#include "contracts/program_recipe.h"
+
+#include <unistd.h>
+
+#include <cinttypes>
+#include <cstdio>
+
+#include "common/paths.h"
+#include "contracts/run_record.h"
+
+namespace hetopt {
+
+uint64_t sourceHash(const char* data, size_t bytes, uint64_t h) {
+  for (size_t i = 0; i < bytes; ++i) {
+    h ^= static_cast<unsigned char>(data[i]);
+    h *= 1099511628211ull;
+  }
+  return h;
+}
+
+std::string ProgramRecipe::serialize() const {
+  std::string s = "hetopt-programs " + std::to_string(kProgramRecipeVersion) + "\n";
+  char line[128];
+  for (const RecipeProgram& p : programs) {
+    snprintf(line, sizeof line, "program %016" PRIx64 " %zu %zu %" PRIu32 "\n", p.hash,
+             p.source.size(), p.options.size(), p.namedDevices);
+    s += line;
+    s += p.source;
+    s += p.options;
+    s += '\n';
+  }
+  return s;
+}
+
+bool parseProgramRecipe(const std::string& text, ProgramRecipe* out, std::string* error) {
+  *out = ProgramRecipe{};
+  const std::string head = "hetopt-programs " + std::to_string(kProgramRecipeVersion) + "\n";
+  if (text.compare(0, head.size(), head) != 0) {
+    *error = "not a version " + std::to_string(kProgramRecipeVersion) + " program recipe";
+    return false;
+  }
+  size_t at = head.size();
+  while (at < text.size()) {
+    const size_t eol = text.find('\n', at);
+    if (eol == std::string::npos) return *error = "a program line without its end", false;
+    RecipeProgram p;
+    unsigned long long hash = 0, sourceBytes = 0, optionBytes = 0;
+    unsigned named = 0;
+    int used = 0;
+    const std::string line = text.substr(at, eol - at);
+    if (sscanf(line.c_str(), "program %16llx %llu %llu %u%n", &hash, &sourceBytes, &optionBytes,
+               &named, &used) != 4 ||
+        static_cast<size_t>(used) != line.size() || named > 1)
+      return *error = "a malformed program line: " + line.substr(0, 80), false;
+    at = eol + 1;
+    if (sourceBytes > text.size() - at || optionBytes > text.size() - at - sourceBytes ||
+        text.size() - at - sourceBytes - optionBytes < 1 ||
+        text[at + sourceBytes + optionBytes] != '\n')
+      return *error = "a program's source or options cut short", false;
+    p.source = text.substr(at, sourceBytes);
+    p.options = text.substr(at + sourceBytes, optionBytes);
+    p.hash = hash;
+    p.namedDevices = named;
+    if (sourceHash(p.source.data(), p.source.size()) != p.hash)
+      return *error = "a program's source does not match its hash", false;
+    at += sourceBytes + optionBytes + 1;
+    out->programs.push_back(std::move(p));
+  }
+  return true;
+}
+
+bool readProgramRecipeFile(const std::string& path, ProgramRecipe* out, std::string* error) {
+  std::string text;
+  if (!readOwnFile(path, kProgramRecipeMaxBytes, "a program recipe", &text, error)) return false;
+  if (parseProgramRecipe(text, out, error)) return true;
+  *error = path + ": " + *error;
+  return false;
+}
+
+bool writeProgramRecipeFile(const std::string& path, const ProgramRecipe& recipe,
+                            std::string* error) {
+  const std::string tmp = path + ".tmp";
+  if (!writePrivateFile(tmp, recipe.serialize(), error)) {
+    unlink(tmp.c_str());
+    return false;
+  }
+  if (rename(tmp.c_str(), path.c_str()) == 0) return true;
+  *error = "cannot rename " + tmp + " to " + path;
+  unlink(tmp.c_str());
+  return false;
+}
+
+std::string programRecipePath(const std::string& planPath) {
+  return runRecordPrefix(planPath) + "programs";
+}
+
+}  // namespace hetopt

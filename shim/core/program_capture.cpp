@@ -1,0 +1,97 @@
+// SPDX-License-Identifier: MIT
+/** @file The programs a traced run builds; see program_capture.h. */
+#include "shim/core/program_capture.h"
+
+#include <unistd.h>
+
+#include <cstring>
+
+#include "common/log.h"
+
+namespace hetopt::shim {
+
+void ProgramCapture::callEnd(const CallRecord& call) {
+  switch (call.id) {
+    case api::ApiId::clCreateProgramWithSource:
+      return created(call);
+    case api::ApiId::clBuildProgram:
+      return built(call, false);
+    case api::ApiId::clCompileProgram:
+      return built(call, true);
+    default:
+      return;
+  }
+}
+
+// clCreateProgramWithSource(context, count, strings, lengths, errcode_ret) returned a program.
+void ProgramCapture::created(const CallRecord& call) {
+  const auto program = reinterpret_cast<cl_program>(static_cast<uintptr_t>(call.result));
+  const auto count = static_cast<cl_uint>(call.args[1]);
+  const auto** strings = reinterpret_cast<const char**>(static_cast<uintptr_t>(call.args[2]));
+  const auto* lengths = reinterpret_cast<const size_t*>(static_cast<uintptr_t>(call.args[3]));
+  if (!program || !strings) return;
+  std::string source;
+  for (cl_uint i = 0; i < count; ++i) {
+    if (!strings[i]) return;
+    source.append(strings[i], lengths && lengths[i] ? lengths[i] : strlen(strings[i]));
+  }
+  std::lock_guard<std::mutex> lock(m_mutex);
+  if (m_bytes + source.size() > kProgramRecipeMaxBytes) return;
+  m_bytes += source.size();
+  // A handle the driver gives again belongs to a program released meanwhile.
+  for (Created& c : m_created)
+    if (c.program == program) {
+      m_bytes -= c.source.size();
+      c.source = std::move(source);
+      return;
+    }
+  m_created.push_back({program, std::move(source)});
+}
+
+// clBuildProgram(program, num_devices, device_list, options, ...) and clCompileProgram, however
+// they ended: a build that fails natively must fail the same way built ahead.
+void ProgramCapture::built(const CallRecord& call, bool compile) {
+  const auto program = reinterpret_cast<cl_program>(static_cast<uintptr_t>(call.args[0]));
+  const auto devices = static_cast<cl_uint>(call.args[1]);
+  const char* options = reinterpret_cast<const char*>(static_cast<uintptr_t>(call.args[3]));
+  std::lock_guard<std::mutex> lock(m_mutex);
+  for (size_t i = 0; i < m_created.size(); ++i) {
+    if (m_created[i].program != program) continue;
+    if (!compile && devices <= 1) {
+      RecipeProgram p;
+      p.source = std::move(m_created[i].source);
+      p.hash = sourceHash(p.source.data(), p.source.size());
+      p.options = options ? options : "";
+      p.namedDevices = devices;
+      m_recipe.programs.push_back(std::move(p));
+    } else {
+      m_bytes -= m_created[i].source.size();
+    }
+    m_created.erase(m_created.begin() + static_cast<std::ptrdiff_t>(i));
+    return;
+  }
+}
+
+ProgramRecipe ProgramCapture::recipe() {
+  std::lock_guard<std::mutex> lock(m_mutex);
+  return m_recipe;
+}
+
+void ProgramCapture::write(const std::string& path) {
+  const ProgramRecipe r = recipe();
+  std::string error;
+  if (r.programs.empty()) {
+    unlink(path.c_str());  // a recipe from an earlier trace to the same file is not this run's
+    return;
+  }
+  if (!writeProgramRecipeFile(path, r, &error))
+    warn("trace mode: the programs built from source were not kept: %s", error.c_str());
+}
+
+void ProgramCapture::forkChild() {
+  m_created.clear();
+  m_recipe.programs.clear();
+  m_bytes = 0;
+}
+
+}  // namespace hetopt::shim

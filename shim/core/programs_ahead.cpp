@@ -1,0 +1,280 @@
+// SPDX-License-Identifier: MIT
+/** @file Programs built ahead; see programs_ahead.h. */
+#include "shim/core/programs_ahead.h"
+
+#include <chrono>
+#include <cstring>
+
+#include "common/log.h"
+#include "shim/core/below.h"
+#include "shim/core/state.h"
+
+namespace hetopt::shim {
+namespace {
+
+// exit() waits this long for a build in progress (a cold NVIDIA build takes up to ~3 s).
+constexpr int kExitWaitMs = 5000;
+
+template <typename T>
+T arg(const CallRecord& call, unsigned i) {
+  if constexpr (std::is_pointer_v<T>)
+    return reinterpret_cast<T>(static_cast<uintptr_t>(call.args[i]));
+  else
+    return static_cast<T>(call.args[i]);
+}
+
+// clCreateProgramWithSource's strings as clCreateProgramWithSource reads them: a length of 0 (or
+// no lengths) means up to the string's NUL. False when the driver would refuse them.
+struct SourceParts {
+  cl_uint count;
+  const char** strings;
+  const size_t* lengths;
+  size_t length(cl_uint i) const {
+    return lengths && lengths[i] ? lengths[i] : strlen(strings[i]);
+  }
+  bool valid() const {
+    if (!count || !strings) return false;
+    for (cl_uint i = 0; i < count; ++i)
+      if (!strings[i]) return false;
+    return true;
+  }
+  uint64_t hash(size_t* bytes) const {
+    uint64_t h = sourceHash(nullptr, 0);
+    *bytes = 0;
+    for (cl_uint i = 0; i < count; ++i) {
+      h = sourceHash(strings[i], length(i), h);
+      *bytes += length(i);
+    }
+    return h;
+  }
+  bool equals(const std::string& source) const {
+    size_t at = 0;
+    for (cl_uint i = 0; i < count; ++i) {
+      const size_t n = length(i);
+      if (n > source.size() - at || memcmp(source.data() + at, strings[i], n) != 0) return false;
+      at += n;
+    }
+    return at == source.size();
+  }
+};
+
+double nowMs() {
+  using namespace std::chrono;
+  return duration<double, std::milli>(steady_clock::now().time_since_epoch()).count();
+}
+
+}  // namespace
+
+ProgramsAhead::~ProgramsAhead() {
+  {
+    std::lock_guard<std::mutex> lock(m_mutex);
+    m_stop = true;
+  }
+  if (m_builder.joinable()) m_builder.join();
+}
+
+void ProgramsAhead::start(cl_context context, cl_device_id device) {
+  if (!wanted() || m_started.exchange(true)) return;
+  m_context = context;
+  m_device = device;
+  m_builder = std::thread([this] { build(); });
+}
+
+void ProgramsAhead::build() {
+  ScopedInternal internal;  // the builder's calls and allocations are hetopt's own
+  ProgramRecipe recipe;
+  std::string error;
+  const bool read = readProgramRecipeFile(m_recipePath, &recipe, &error);
+  auto create =
+      realClFunction<decltype(&clCreateProgramWithSource)>(api::ApiId::clCreateProgramWithSource);
+  auto buildFn = realClFunction<decltype(&clBuildProgram)>(api::ApiId::clBuildProgram);
+  auto retain = realClFunction<decltype(&clRetainProgram)>(api::ApiId::clRetainProgram);
+  auto release = realClFunction<decltype(&clReleaseProgram)>(api::ApiId::clReleaseProgram);
+  {
+    std::lock_guard<std::mutex> lock(m_mutex);
+    if (!read) m_counts.failure = error;
+    if (read && !(create && buildFn && retain && release))
+      m_counts.failure = "the OpenCL loader lacks program functions";
+    if (m_counts.failure.empty())
+      for (RecipeProgram& p : recipe.programs) m_entries.push_back(Entry{std::move(p)});
+    m_counts.recipe = static_cast<unsigned>(m_entries.size());
+    m_loaded = true;
+  }
+  m_changed.notify_all();
+  if (!m_counts.failure.empty()) warn("kernels not built ahead: %s", m_counts.failure.c_str());
+  for (size_t i = 0;; ++i) {
+    std::unique_lock<std::mutex> lock(m_mutex);
+    if (m_stop || i >= m_entries.size()) break;
+    if (m_entries[i].state != State::Waiting) continue;
+    m_entries[i].state = State::Creating;
+    m_inDriver = true;
+    const RecipeProgram& r = m_entries[i].recipe;  // never changes once loaded
+    lock.unlock();
+    const char* text = r.source.data();
+    const size_t bytes = r.source.size();
+    cl_int err = CL_SUCCESS;
+    cl_program program = create(m_context, 1, &text, &bytes, &err);
+    // Held through the build: once handed over, the program may release its reference at once.
+    if (program && err == CL_SUCCESS && retain(program) != CL_SUCCESS) err = CL_INVALID_PROGRAM;
+    lock.lock();
+    Entry& e = m_entries[i];
+    if (!program || err != CL_SUCCESS) {
+      e.state = State::Failed;
+      m_inDriver = false;
+      lock.unlock();
+      m_changed.notify_all();
+      debug("program %zu not created ahead (OpenCL status %d)", i, err);
+      continue;
+    }
+    e.program = program;
+    e.state = State::Building;
+    lock.unlock();
+    m_changed.notify_all();
+    const cl_int status =
+        buildFn(program, r.namedDevices ? 1 : 0, r.namedDevices ? &m_device : nullptr,
+                r.options.c_str(), nullptr, nullptr);
+    release(program);
+    lock.lock();
+    e.status = status;
+    e.state = State::Built;
+    ++m_counts.builtAhead;
+    m_inDriver = false;
+    lock.unlock();
+    m_changed.notify_all();
+  }
+  {
+    std::lock_guard<std::mutex> lock(m_mutex);
+    m_done = true;
+    m_inDriver = false;
+  }
+  m_changed.notify_all();
+}
+
+void ProgramsAhead::callBegin(CallRecord& call) {
+  if (!m_started.load(std::memory_order_acquire)) return;
+  switch (call.id) {
+    case api::ApiId::clCreateProgramWithSource:
+      return handOver(call);
+    case api::ApiId::clBuildProgram:
+      return answerBuild(call, false);
+    case api::ApiId::clCompileProgram:
+      return answerBuild(call, true);
+    default:
+      return;
+  }
+}
+
+void ProgramsAhead::awaitState(std::unique_lock<std::mutex>& lock, Entry& e, bool built) {
+  auto settled = [&] {
+    return e.state != State::Creating && (!built || e.state != State::Building);
+  };
+  if (settled()) return;
+  const double start = nowMs();
+  m_changed.wait(lock, settled);
+  m_counts.waitMs += nowMs() - start;
+}
+
+// clCreateProgramWithSource(context, count, strings, lengths, errcode_ret).
+void ProgramsAhead::handOver(CallRecord& call) {
+  if (arg<cl_context>(call, 0) != m_context) return;
+  const SourceParts parts{arg<cl_uint>(call, 1), arg<const char**>(call, 2),
+                          arg<const size_t*>(call, 3)};
+  if (!parts.valid()) return;  // the driver's error, as natively
+  size_t bytes = 0;
+  const uint64_t hash = parts.hash(&bytes);
+  std::unique_lock<std::mutex> lock(m_mutex);
+  m_changed.wait(lock, [this] { return m_loaded || m_stop; });
+  for (Entry& e : m_entries) {
+    if (e.handed || e.recipe.hash != hash || e.recipe.source.size() != bytes ||
+        !parts.equals(e.recipe.source))
+      continue;
+    awaitState(lock, e, false);  // creation takes microseconds; the build is waited for later
+    if (e.state == State::Waiting) {
+      e.state = State::NotReached;  // the builder has not come to it: the driver makes it now
+      ++m_counts.notReached;
+      return;
+    }
+    if (e.state != State::Building && e.state != State::Built) continue;
+    e.handed = true;
+    ++m_counts.handedOver;
+    call.result = reinterpret_cast<uintptr_t>(e.program);
+    call.skip = true;
+    if (auto* err = arg<cl_int*>(call, 4)) *err = CL_SUCCESS;
+    return;
+  }
+}
+
+ProgramsAhead::Entry* ProgramsAhead::handedUnbuilt(cl_program program) {
+  for (Entry& e : m_entries)
+    if (e.handed && !e.answered && e.program == program) return &e;
+  return nullptr;
+}
+
+// clBuildProgram(program, num_devices, device_list, options, pfn_notify, user_data), and
+// clCompileProgram(program, num_devices, device_list, options, ...): a build already running
+// makes the driver refuse another, so both wait for it.
+void ProgramsAhead::answerBuild(CallRecord& call, bool compile) {
+  const auto program = arg<cl_program>(call, 0);
+  std::unique_lock<std::mutex> lock(m_mutex);
+  Entry* e = handedUnbuilt(program);
+  if (!e) return;
+  awaitState(lock, *e, true);
+  e->answered = true;
+  const auto devices = arg<cl_uint>(call, 1);
+  const auto* list = arg<const cl_device_id*>(call, 2);
+  const char* options = arg<const char*>(call, 3);
+  const bool sameDevices = (devices == 0 && !list) || (devices == 1 && list && *list == m_device);
+  if (compile || !sameDevices || e->recipe.options != (options ? options : "")) {
+    ++m_counts.rebuilt;  // the driver builds it again, the program's way
+    return;
+  }
+  ++m_counts.buildsAnswered;
+  const cl_int status = e->status;
+  lock.unlock();
+  using Notify = void(CL_CALLBACK*)(cl_program, void*);
+  if (auto notify = arg<Notify>(call, 4)) notify(program, arg<void*>(call, 5));
+  call.result = static_cast<uint64_t>(static_cast<int64_t>(status));
+  call.skip = true;
+}
+
+void ProgramsAhead::beforeExit() {
+  if (!m_started.load(std::memory_order_acquire)) return;
+  std::vector<cl_program> unused;
+  {
+    std::unique_lock<std::mutex> lock(m_mutex);
+    m_stop = true;
+    if (!m_changed.wait_for(lock, std::chrono::milliseconds(kExitWaitMs),
+                            [this] { return !m_inDriver; }))
+      debug("exit() went ahead with a kernel build ahead still in progress");
+    for (Entry& e : m_entries)
+      if (!e.handed && e.state == State::Built) {
+        unused.push_back(e.program);
+        e.handed = true;  // released below: never handed over, never released twice
+      }
+  }
+  auto release = realClFunction<decltype(&clReleaseProgram)>(api::ApiId::clReleaseProgram);
+  ScopedInternal internal;
+  for (cl_program p : unused)
+    if (release) release(p);
+}
+
+void ProgramsAhead::forkChild() {
+  // The child has none of the parent's threads (the mutex is held: lockForFork): the builder, if
+  // any, is gone, and the parent's programs are not the child's.
+  m_stop = true;
+  m_loaded = true;
+  m_inDriver = false;
+  m_entries.clear();
+}
+
+ProgramsAhead::Counts ProgramsAhead::counts() {
+  std::lock_guard<std::mutex> lock(m_mutex);
+  return m_counts;
+}
+
+void ProgramsAhead::awaitBuilder() {
+  std::unique_lock<std::mutex> lock(m_mutex);
+  m_changed.wait(lock, [this] { return m_done || !m_started; });
+}
+
+}  // namespace hetopt::shim
