@@ -513,6 +513,9 @@ std::string planSummary(const Plan& plan, const PlanDecision& decision) {
     what += std::string(what.empty() ? "" : ", ") + "untracked memory registered in place";
   s += what.empty() ? "nothing pinned" : what;
   if (plan.earlyContext) s += ", the context made early";
+  if (plan.earlyContext && plan.buildAheadPrograms)
+    s += " and " + std::to_string(plan.buildAheadPrograms) + " program" +
+         (plan.buildAheadPrograms == 1 ? "" : "s") + " built ahead";
   const double net = decision.netSavingNs();
   s += "; predicted saving ~" + formatDuration(net) + " (" + percent(net, decision.runNs) +
        " of the traced run); --stats shows what was done";

@@ -69,14 +69,14 @@ struct SiteDecision {
 
 struct PlanDecision {
   std::vector<SiteDecision>
-      sites;               ///< candidate sites (most valuable first), then untracked memory
-  double savingNs = 0;     ///< predicted saving of what is planned (pinning)
-  double startupNs = 0;    ///< predicted start-up saved beside it (startupSavingNs)
+      sites;                ///< candidate sites (most valuable first), then untracked memory
+  double savingNs = 0;      ///< predicted saving of what is planned (pinning)
+  double startupNs = 0;     ///< predicted start-up saved beside it (startupSavingNs)
   double buildAheadNs = 0;  ///< of which the programs built ahead (buildAheadSavingNs)
-  double overheadNs = 0;   ///< the shim's own predicted cost
-  double runNs = 0;        ///< the traced run's wall time
-  std::string gainSource;  ///< which curves, or the profile's stored predictions
-  std::string verdict;     ///< one line: optimized and how, or why not
+  double overheadNs = 0;    ///< the shim's own predicted cost
+  double runNs = 0;         ///< the traced run's wall time
+  std::string gainSource;   ///< which curves, or the profile's stored predictions
+  std::string verdict;      ///< one line: optimized and how, or why not
   /// Which driver start the plan uses and why: "early: ..." or "late: <why>; ..." (`driver late`).
   std::string driver;
   /// What the plan is predicted to save, net of the shim's own cost (never below 0).

@@ -34,6 +34,45 @@ std::string ProgramRecipe::serialize() const {
   return s;
 }
 
+namespace {
+
+// "program <16 hex> <n> <n> <n>" exactly as serialize() writes it (one blank apart, lower-case hex,
+// decimal without sign or leading zeros): a recipe reads back as the bytes it was.
+bool parseProgramLine(const std::string& line, uint64_t* hash, uint64_t* a, uint64_t* b,
+                      uint64_t* c) {
+  const std::string head = "program ";
+  if (line.compare(0, head.size(), head) != 0) return false;
+  std::vector<std::string> words;
+  for (size_t at = head.size(); at <= line.size();) {
+    size_t blank = line.find(' ', at);
+    if (blank == std::string::npos) blank = line.size();
+    words.push_back(line.substr(at, blank - at));
+    at = blank + 1;
+  }
+  if (words.size() != 4 || words[0].size() != 16) return false;
+  *hash = 0;
+  for (char ch : words[0]) {
+    const int digit = ch >= '0' && ch <= '9'   ? ch - '0'
+                      : ch >= 'a' && ch <= 'f' ? ch - 'a' + 10
+                                               : -1;
+    if (digit < 0) return false;
+    *hash = *hash << 4 | static_cast<uint64_t>(digit);
+  }
+  uint64_t* out[] = {a, b, c};
+  for (int i = 0; i < 3; ++i) {
+    const std::string& w = words[static_cast<size_t>(i) + 1];
+    if (w.empty() || w.size() > 12 || (w.size() > 1 && w[0] == '0')) return false;
+    *out[i] = 0;
+    for (char ch : w) {
+      if (ch < '0' || ch > '9') return false;
+      *out[i] = *out[i] * 10 + static_cast<uint64_t>(ch - '0');
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
 bool parseProgramRecipe(const std::string& text, ProgramRecipe* out, std::string* error) {
   *out = ProgramRecipe{};
   const std::string head = "hetopt-programs " + std::to_string(kProgramRecipeVersion) + "\n";
@@ -46,14 +85,11 @@ bool parseProgramRecipe(const std::string& text, ProgramRecipe* out, std::string
     const size_t eol = text.find('\n', at);
     if (eol == std::string::npos) return *error = "a program line without its end", false;
     RecipeProgram p;
-    unsigned long long hash = 0, sourceBytes = 0, optionBytes = 0;
-    unsigned named = 0;
-    int used = 0;
+    uint64_t sourceBytes = 0, optionBytes = 0, named = 0;
     const std::string line = text.substr(at, eol - at);
-    if (sscanf(line.c_str(), "program %16llx %llu %llu %u%n", &hash, &sourceBytes, &optionBytes,
-               &named, &used) != 4 ||
-        static_cast<size_t>(used) != line.size() || named > 1)
+    if (!parseProgramLine(line, &p.hash, &sourceBytes, &optionBytes, &named) || named > 1)
       return *error = "a malformed program line: " + line.substr(0, 80), false;
+    p.namedDevices = static_cast<uint32_t>(named);
     at = eol + 1;
     if (sourceBytes > text.size() - at || optionBytes > text.size() - at - sourceBytes ||
         text.size() - at - sourceBytes - optionBytes < 1 ||
@@ -61,8 +97,6 @@ bool parseProgramRecipe(const std::string& text, ProgramRecipe* out, std::string
       return *error = "a program's source or options cut short", false;
     p.source = text.substr(at, sourceBytes);
     p.options = text.substr(at + sourceBytes, optionBytes);
-    p.hash = hash;
-    p.namedDevices = named;
     if (sourceHash(p.source.data(), p.source.size()) != p.hash)
       return *error = "a program's source does not match its hash", false;
     at += sourceBytes + optionBytes + 1;

@@ -95,10 +95,10 @@ void ContextChoice::handOut(CallRecord& call) {
     if (m_early == Early::Making) {
       const auto start = std::chrono::steady_clock::now();
       m_changed.wait(lock, [this] { return m_early != Early::Making; });
-      m_handOutWaitMs.store(std::chrono::duration<double, std::milli>(
-                                std::chrono::steady_clock::now() - start)
-                                .count(),
-                            std::memory_order_relaxed);
+      m_handOutWaitMs.store(
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+              .count(),
+          std::memory_order_relaxed);
     }
     if (m_early != Early::Made) return;
   }

@@ -19,8 +19,8 @@
 namespace hetopt::shim {
 
 // The fork protocol's order (shim/core/lifecycle.cpp): preparation, context choice, programs built
-// ahead, pool, registry, heap blocks, direct table, ledger. None of them is held while another is taken, nor across a wait
-// for another thread.
+// ahead, pool, registry, heap blocks, direct table, ledger. None of them is held while another is
+// taken, nor across a wait for another thread.
 void OptimizeInterceptor::forkPrepare() {
   m_prep.lockForFork();
   m_context.lockForFork();

@@ -370,9 +370,7 @@ StatsFacts OptimizeInterceptor::statsFacts() {
   f.blocks = m_counters.inPlace.load(std::memory_order_relaxed) ? &m_blocks : nullptr;
   f.registry = m_registry;
   f.ledger = &m_ledger;
-  f.startup.context = m_prep.late()                ? "late"
-                      : m_context.earlyHandedOut() ? "early"
-                                                   : "program";
+  f.startup.context = m_prep.late() ? "late" : m_context.earlyHandedOut() ? "early" : "program";
   f.startup.contextWaitMs = m_context.handOutWaitMs();
   f.startup.buildAhead = m_ahead.wanted();
   f.startup.programs = m_ahead.counts();

@@ -93,7 +93,11 @@ const char* poolStateName(const PoolFacts& f) {
 
 std::string startupText(const StartupFacts& s) {
   char line[320];
-  int n = snprintf(line, sizeof line, "start-up: %s context", s.context);
+  const std::string context = s.context;
+  int n = snprintf(line, sizeof line, "start-up: %s",
+                   context == "early"  ? "the early context, made while the program started"
+                   : context == "late" ? "the program's own context, the driver left to it"
+                                       : "the program's own context");
   if (s.contextWaitMs >= 0.05)
     n += snprintf(line + n, sizeof line - n, " (the program waited %.1f ms for it)",
                   s.contextWaitMs);

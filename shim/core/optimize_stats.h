@@ -100,7 +100,7 @@ struct StatsFacts {
   const InplaceRegistry* registry = nullptr;  ///< with in-place registrations (its part follows)
   const SiteLedger* ledger = nullptr;         ///< every transfer, per site
   StartupFacts startup;
-  uint64_t wallNs = 0;                        ///< since the run started (RunClock)
+  uint64_t wallNs = 0;  ///< since the run started (RunClock)
   int64_t pid = 0;
 };
 /// HETOPT_STATS' lines: the heading, then one fact per line indented by two spaces, then the

@@ -29,9 +29,7 @@ struct SourceParts {
   cl_uint count;
   const char** strings;
   const size_t* lengths;
-  size_t length(cl_uint i) const {
-    return lengths && lengths[i] ? lengths[i] : strlen(strings[i]);
-  }
+  size_t length(cl_uint i) const { return lengths && lengths[i] ? lengths[i] : strlen(strings[i]); }
   bool valid() const {
     if (!count || !strings) return false;
     for (cl_uint i = 0; i < count; ++i)

@@ -28,14 +28,14 @@ class ProgramsAhead {
  public:
   /// What the run did, for the stats.
   struct Counts {
-    unsigned recipe = 0;        ///< programs in the recipe (once read)
-    unsigned builtAhead = 0;    ///< builds the builder finished
-    unsigned handedOver = 0;    ///< programs the program got from clCreateProgramWithSource
+    unsigned recipe = 0;          ///< programs in the recipe (once read)
+    unsigned builtAhead = 0;      ///< builds the builder finished
+    unsigned handedOver = 0;      ///< programs the program got from clCreateProgramWithSource
     unsigned buildsAnswered = 0;  ///< of those, clBuildProgram answered with the build ahead
-    unsigned rebuilt = 0;       ///< handed over, then built by the driver with other options
-    unsigned notReached = 0;    ///< asked for before the builder reached them: the driver's
-    double waitMs = 0;          ///< the program's threads waited for builds in progress
-    std::string failure;        ///< why nothing was built (an unreadable recipe), else empty
+    unsigned rebuilt = 0;         ///< handed over, then built by the driver with other options
+    unsigned notReached = 0;      ///< asked for before the builder reached them: the driver's
+    double waitMs = 0;            ///< the program's threads waited for builds in progress
+    std::string failure;          ///< why nothing was built (an unreadable recipe), else empty
   };
 
   ProgramsAhead() = default;

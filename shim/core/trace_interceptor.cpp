@@ -3,9 +3,8 @@
  * Sections: creation, fork, calls, allocations; the hooks the call model and recorder use. */
 #include "shim/core/trace_interceptor.h"
 
-#include <sys/stat.h>
-
 #include <pthread.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>

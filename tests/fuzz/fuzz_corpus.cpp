@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 /**
- * @file Writes the seed corpora of the plan and DB fuzz targets with hetopt's own writers:
- *   fuzz_corpus plan DIR   plans `hetopt run` makes (analyzer/planner + writePlanFile), and field
- * seeds fuzz_corpus db DIR     DBs written by storeRun/storeProfile, and row-edit seeds ('U')
+ * @file Writes the seed corpora of the plan, program recipe and DB fuzz targets with hetopt's own
+ * writers: `plan DIR` (plans `hetopt run` makes, and field seeds), `recipe DIR` (program recipes
+ * as the trace mode writes them), `db DIR` (DBs written by storeRun/storeProfile, row-edit seeds).
  */
 #include <unistd.h>
 
@@ -13,6 +13,7 @@
 
 #include "analyzer/planner.h"
 #include "common/paths.h"
+#include "contracts/program_recipe.h"
 #include "tests/fuzz/samples.h"
 
 using namespace hetopt;
@@ -37,6 +38,11 @@ bool planCorpus(const std::string& dir, std::string* error) {
   extra.key = plan.sites.back().key, extra.minBytes = 4096, extra.maxBytes = 1 << 20;
   plan.sites.push_back(extra);
   if (!writePlanFile(dir + "/blank.plan", plan, error)) return false;
+  plan.earlyContext = true;
+  plan.buildAheadRecipe = "/home/user/.cache/hetopt/plans/my solver.programs";
+  plan.buildAheadPrograms = 3;
+  plan.buildAheadNs = 12000000;
+  if (!writePlanFile(dir + "/build-ahead.plan", plan, error)) return false;
   // Field seed: 'S' path 0x01 key 0x01 device 0x01 policy, pool bytes, (key, min, shift, max)...
   std::string fields = "S" + plan.programPath + '\x01' + plan.programKey + '\x01' + plan.device +
                        '\x01' + plan.poolPolicy + '\x01';
@@ -48,6 +54,19 @@ bool planCorpus(const std::string& dir, std::string* error) {
     fields.append(reinterpret_cast<const char*>(&s.maxBytes), 8);
   }
   return writeRaw(dir + "/fields.seed", fields) || (*error = "cannot write " + dir, false);
+}
+
+bool recipeCorpus(const std::string& dir, std::string* error) {
+  ProgramRecipe recipe;
+  for (const char* source : {"__kernel void k(__global int* x) { x[0] = 1; }\n", "", "a\nb"}) {
+    RecipeProgram p;
+    p.source = source;
+    p.hash = sourceHash(p.source.data(), p.source.size());
+    p.options = recipe.programs.empty() ? "-DN=4 -cl-fast-relaxed-math" : "";
+    p.namedDevices = recipe.programs.size() % 2;
+    recipe.programs.push_back(p);
+  }
+  return writeProgramRecipeFile(dir + "/three.programs", recipe, error);
 }
 
 bool dbCorpus(const std::string& dir, std::string* error) {
@@ -71,14 +90,16 @@ bool dbCorpus(const std::string& dir, std::string* error) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 3 || (strcmp(argv[1], "plan") != 0 && strcmp(argv[1], "db") != 0)) {
-    fprintf(stderr, "usage: fuzz_corpus plan|db DIR\n");
+  const std::string what = argc == 3 ? argv[1] : "";
+  if (what != "plan" && what != "recipe" && what != "db") {
+    fprintf(stderr, "usage: fuzz_corpus plan|recipe|db DIR\n");
     return 2;
   }
   const std::string dir = argv[2];
   std::string error;
-  bool ok = makePrivateDirs(dir, &error) &&
-            (strcmp(argv[1], "plan") == 0 ? planCorpus(dir, &error) : dbCorpus(dir, &error));
+  bool ok = makePrivateDirs(dir, &error) && (what == "plan"     ? planCorpus(dir, &error)
+                                             : what == "recipe" ? recipeCorpus(dir, &error)
+                                                                : dbCorpus(dir, &error));
   if (!ok) {
     fprintf(stderr, "fuzz_corpus: %s\n", error.c_str());
     return 1;

@@ -26,6 +26,9 @@ bool samePlan(const Plan& a, const Plan& b) {
       a.poolPolicy != b.poolPolicy || a.poolBytes != b.poolBytes ||
       a.sites.size() != b.sites.size())
     return false;
+  if (a.buildAheadRecipe != b.buildAheadRecipe || a.buildAheadPrograms != b.buildAheadPrograms ||
+      a.buildAheadNs != b.buildAheadNs)
+    return false;
   if (a.directAllocation != b.directAllocation || a.hasProgramStamp != b.hasProgramStamp ||
       (a.hasProgramStamp && !(a.programStamp == b.programStamp)))
     return false;

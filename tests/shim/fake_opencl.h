@@ -10,9 +10,12 @@
 #include <CL/cl.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <string>
+#include <thread>
 
 #include "api_table.h"
 #include "shim/core/below.h"
@@ -48,6 +51,14 @@ class FakeOpenCL {
       nullptr};
   static inline std::atomic<void*> lastNotifyData{nullptr};
 
+  // Programs: made from source, built (taking buildMs, failing with failBuilds), retained and
+  // released; the options of the last build.
+  static inline std::atomic<int> programsMade{0}, programBuilds{0}, programRetains{0},
+      programReleases{0};
+  static inline std::atomic<int> buildMs{0};
+  static inline std::atomic<bool> failBuilds{false};
+  static inline std::string lastBuildOptions;  ///< under s_mutex
+
   /// A context handle as the program would have one from the driver.
   static cl_context programContext(int i) {
     return reinterpret_cast<cl_context>(&s_contexts[32 + i]);
@@ -55,6 +66,8 @@ class FakeOpenCL {
 
   static void reset() {
     contextsMade = retains = releases = queuesMade = 0;
+    programsMade = programBuilds = programRetains = programReleases = buildMs = 0;
+    failBuilds = false;
     failContexts = false;
     deviceType = CL_DEVICE_TYPE_GPU;
     lastNotify = nullptr;
@@ -190,6 +203,37 @@ class FakeOpenCL {
   }
   static cl_int CL_API_CALL finish(cl_command_queue) { return CL_SUCCESS; }
 
+  static cl_program CL_API_CALL createProgram(cl_context, cl_uint count, const char** strings,
+                                              const size_t*, cl_int* err) {
+    if (!count || !strings) {
+      if (err) *err = CL_INVALID_VALUE;
+      return nullptr;
+    }
+    const int i = programsMade.fetch_add(1);
+    if (err) *err = CL_SUCCESS;
+    return reinterpret_cast<cl_program>(&s_programs[i % 64]);
+  }
+  static cl_int CL_API_CALL buildProgram(cl_program, cl_uint, const cl_device_id*,
+                                         const char* options,
+                                         void(CL_CALLBACK* notify)(cl_program, void*), void*) {
+    if (const int ms = buildMs.load()) std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+    {
+      std::lock_guard<std::mutex> lock(s_mutex);
+      lastBuildOptions = options ? options : "";
+    }
+    ++programBuilds;
+    (void)notify;
+    return failBuilds ? CL_BUILD_PROGRAM_FAILURE : CL_SUCCESS;
+  }
+  static cl_int CL_API_CALL retainProgram(cl_program) {
+    ++programRetains;
+    return CL_SUCCESS;
+  }
+  static cl_int CL_API_CALL releaseProgram(cl_program) {
+    ++programReleases;
+    return CL_SUCCESS;
+  }
+
   static void* lookup(api::ApiId id) {
     using api::ApiId;
     switch (id) {
@@ -223,6 +267,14 @@ class FakeOpenCL {
         return reinterpret_cast<void*>(&unmap);
       case ApiId::clFinish:
         return reinterpret_cast<void*>(&finish);
+      case ApiId::clCreateProgramWithSource:
+        return reinterpret_cast<void*>(&createProgram);
+      case ApiId::clBuildProgram:
+        return reinterpret_cast<void*>(&buildProgram);
+      case ApiId::clRetainProgram:
+        return reinterpret_cast<void*>(&retainProgram);
+      case ApiId::clReleaseProgram:
+        return reinterpret_cast<void*>(&releaseProgram);
       default:
         return nullptr;
     }
@@ -230,6 +282,7 @@ class FakeOpenCL {
 
   static inline Below s_below{};
   static inline char s_contexts[64] = {};
+  static inline char s_programs[64] = {};
   static inline Buffer s_buffers[64] = {};
   static inline std::mutex s_mutex;
   const Below* m_saved = nullptr;

@@ -114,7 +114,26 @@ TEST(OptimizeStats, TheLinesSayOneFactEachUnderTheHeading) {
             "  fallbacks: 0 with no pool (not ready in time, or it failed)\n"
             "  fallbacks: 1 pool full, 0 moved out by realloc\n"
             "  transfers from pinned pool memory: 2 h2d (2.0 MiB), 1 d2h (1.0 MiB)\n"
-            "  transfers from other memory: 1 h2d (0.5 MiB), 0 d2h (0.0 MiB)");
+            "  transfers from other memory: 1 h2d (0.5 MiB), 0 d2h (0.0 MiB)\n"
+            "  start-up: the program's own context; no programs built ahead");
+  x.facts.startup.context = "early";
+  x.facts.startup.contextWaitMs = 12.5;
+  x.facts.startup.buildAhead = true;
+  x.facts.startup.programs.recipe = 3;
+  x.facts.startup.programs.builtAhead = 3;
+  x.facts.startup.programs.handedOver = 2;
+  x.facts.startup.programs.buildsAnswered = 1;
+  x.facts.startup.programs.rebuilt = 1;
+  x.facts.startup.programs.notReached = 1;
+  x.facts.startup.programs.waitMs = 4.25;
+  EXPECT_NE(statsText(x.facts, x.counters)
+                .find("\n  start-up: the early context, made while the program started (the "
+                      "program waited 12.5 ms for it); 3 of 3 programs built ahead, 2 handed over "
+                      "(1 builds answered, 1 built again with other options), 1 asked for before "
+                      "they were reached; the program waited 4.2 ms for builds"),
+            std::string::npos)
+      << statsText(x.facts, x.counters);
+  x.facts.startup = {};
   x.conformance.diverge("a block of %d bytes", 5);
   OptimizeCounters::bump(x.counters.afterDivergence, 4);
   x.facts.direct = true;
@@ -143,6 +162,9 @@ TEST(OptimizeStats, TheJsonHoldsTheSameCountsAndTheLines) {
         "\"pool_policy\":\"opencl\"",
         "\"pool_bytes\":12582912",
         "\"context\":\"the program's context\"",
+        "\"startup\":{\"context\":\"program\",\"programs_in_recipe\":0,"
+        "\"programs_built_ahead\":0,\"programs_handed_over\":0,",
+        "\"queues_handed_over\":0,\"wait_ms\":{\"context\":0,\"programs\":0,\"queues\":0}}",
         "\"pid\":77",
         "\"wall_ns\":123",
         "\"conformant\":true",
