@@ -251,8 +251,10 @@ int cmdTrace(int argc, char** argv) {
     unlink(output.c_str());
   }
   unlink((output + ".programs").c_str());  // the programs an earlier run of it built
-  for (const std::string& old : childTraces(output))
+  for (const std::string& old : childTraces(output)) {
     if (force || !holdsOtherData(old)) unlink(old.c_str());
+    unlink((old + ".programs").c_str());
+  }
 
   // A trace path that cannot be created: one line, exit 2, and the program is not run (a long run
   // without its trace is wasted). The probe has the shim writer's rules (openPrivateFile: no

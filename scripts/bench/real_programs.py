@@ -28,10 +28,12 @@ ALL_MEASURED = ALL_VARIANTS[1:]
 # Only when VARIANTS names it (table only, not the .dat): the program itself in the declined
 # variant's environment (its other HETOPT_DB path), to tell what hetopt's exec costs from what the
 # environment's layout does.
-OPTIONAL = ["native_env", "untouched"]
+OPTIONAL = ["native_env", "untouched", "noahead"]
 # ... and "untouched": `hetopt run --untouched` (the program with no shim, timed from hetopt's own
 # start and recorded beside the plan), so that `hetopt report` (runs/NAME/report.txt, its plot
 # under runs/NAME/plots) measures the saving against plain runs of the same rounds.
+# ... and "noahead": `hetopt run --no-build-ahead` (the plan without the program's kernels built
+# ahead on the early context), what start-up speculation adds on top of it.
 # Lines the tools under test add to a program's stderr: not the program's output.
 TOOL_LINE = re.compile(r"^(hetopt|register_first_transfer): ")
 
@@ -192,7 +194,8 @@ def main():
         argv_of = {"native": prog, "hetopt": [hetopt, "run"] + opts + ["--"] + prog,
                    "baseline": prog, "nopool": [hetopt, "run", "--no-pool"] + opts + ["--"] + prog,
                    "declined": [hetopt, "run", "--"] + prog, "native_env": prog,
-                   "untouched": [hetopt, "run", "--untouched", "--"] + prog}
+                   "untouched": [hetopt, "run", "--untouched", "--"] + prog,
+                   "noahead": [hetopt, "run", "--no-build-ahead"] + opts + ["--"] + prog}
         log(f"== {name}: {' '.join(shlex.quote(a) for a in c['command'])} (in {c['workdir']})")
         row = dict(c, status="ok")
 
@@ -347,6 +350,10 @@ def main():
         paired = {v: [n / x for n, x in zip(times["native"], times[v])] for v in MEASURED}
         row["paired"] = {v: statistics.median(paired[v]) for v in MEASURED}
         row["spread"] = {v: spread(paired[v]) for v in MEASURED}
+        if "hetopt" in times and "noahead" in times:  # what building ahead adds to the same plan
+            ahead = [a / h for a, h in zip(times["noahead"], times["hetopt"])]
+            log(f"   build-ahead: noahead/hetopt paired median {statistics.median(ahead):.3f} "
+                f"[{min(ahead):.3f}-{max(ahead):.3f}]")
         # Fastest against fastest: noise on these VMs only adds time (a host core shared with
         # others slowed a program's own CPU phases by up to 40% in one run), so the best runs agree
         # more closely than the medians.

@@ -45,7 +45,8 @@
 #                      --json`'s verdict: a second table puts it beside the rounds' hetopt paired ratio
 #   VARIANTS="..."     only native and these variants (also native_env: the program in the declined
 #                      variant's environment, and untouched: `hetopt run --untouched`, after whose
-#                      rounds `hetopt report` writes runs/NAME/report.txt and its plot; table only;
+#                      rounds `hetopt report` writes runs/NAME/report.txt and its plot; noahead:
+#                      `hetopt run --no-build-ahead`, the plan without kernels built ahead; table only;
 #                      the .dat keeps every column, NaN for the variants not run, and the chart
 #                      leaves their bars out)
 #   SEED, RUN_TIMEOUT (seconds per run, default 600), MANIFEST (default scripts/realprogs/programs.txt),

@@ -2,6 +2,7 @@
 /** @file The programs a traced run builds; see program_capture.h. */
 #include "shim/core/program_capture.h"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstring>
@@ -77,7 +78,10 @@ ProgramRecipe ProgramCapture::recipe() {
   return m_recipe;
 }
 
-void ProgramCapture::write(const std::string& path) {
+void ProgramCapture::write(const std::string& tracePath) {
+  struct stat st {};
+  if (stat(tracePath.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return;  // beside /dev/null: no
+  const std::string path = tracePath + ".programs";
   const ProgramRecipe r = recipe();
   std::string error;
   if (r.programs.empty()) {

@@ -25,8 +25,9 @@ class ProgramCapture {
  public:
   /// callEnd of any call: clCreateProgramWithSource, clBuildProgram and clCompileProgram are kept.
   void callEnd(const CallRecord& call);
-  /// At exit: writes `path` when a program was built from source (else removes a stale one).
-  void write(const std::string& path);
+  /// At exit: writes `<tracePath>.programs` beside a trace that is a regular file when a program
+  /// was built from source (else removes a stale one).
+  void write(const std::string& tracePath);
   ProgramRecipe recipe();
 
   void lockForFork() { m_mutex.lock(); }

@@ -4,7 +4,6 @@
 #include "shim/core/trace_interceptor.h"
 
 #include <pthread.h>
-#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -47,17 +46,10 @@ struct CallState {
   TwinQueues::CallState queues;
 };
 
-std::string substitutePid(const std::string& pattern, long pid) {
-  std::string out;
-  for (size_t i = 0; i < pattern.size(); ++i) {
-    if (pattern[i] == '%' && i + 1 < pattern.size() && pattern[i + 1] == 'p') {
-      out += std::to_string(pid);
-      ++i;
-    } else {
-      out += pattern[i];
-    }
-  }
-  return out;
+std::string substitutePid(std::string path, long pid) {
+  for (size_t at; (at = path.find("%p")) != std::string::npos;)
+    path.replace(at, 2, std::to_string(pid));
+  return path;
 }
 
 bool moduleLookup(uint64_t address, trace::ModuleRecord* out) {
@@ -423,12 +415,8 @@ void TraceInterceptor::callEnd(CallRecord& call) {
     case ApiId::clGetEventProfilingInfo:
       m_queues.endProfilingInfo(call, st.queues);
       break;
-    case ApiId::clCreateProgramWithSource:
-    case ApiId::clBuildProgram:
-    case ApiId::clCompileProgram:
-      m_programs.callEnd(call);
-      break;
     default:
+      m_programs.callEnd(call);  // the programs built from source (others it ignores)
       break;
   }
   if (st.queues.twin) m_queues.endTwin(call, st.queues, m_timing.commandEvent(call, st.timing));
@@ -547,9 +535,7 @@ void TraceInterceptor::processExit() {
   // Records still being written by threads that saw tracing on: a moment for them.
   m_stream.drainLocked(1000000000ull);
   finish();
-  struct stat st {};
-  if (stat(m_path.c_str(), &st) == 0 && S_ISREG(st.st_mode))  // not beside /dev/null
-    m_programs.write(m_path + ".programs");
+  m_programs.write(m_path);
   if (optionFlag(Option::TIMINGS))
     warn(
         "timings: recording thread %.1f ms CPU; at exit %.1f ms (stopping it, the last records, "
