@@ -24,7 +24,7 @@ namespace hetopt::cli {
 namespace {
 
 // The file, one entry per line, in this order:
-//   hetopt-decision 1
+//   hetopt-decision 2
 //   version <hetopt version>
 //   exe <stamp>
 //   db <stamp, or none>
@@ -35,11 +35,12 @@ namespace {
 //   command-plan <path>
 //   ledger <path>
 //   why <text>                   declined; or, per step of the chain:
+//   plan <stamp> <path>          per step, one per plan file: the file as this decision wrote it
 //   step <id-hex> <plan files>
 //   summary <text>
 //   end
 // A stamp is "dev inode size mtime-ns ctime-ns" (common/program_identity.h's FileStamp).
-constexpr const char* kMagic = "hetopt-decision 1";
+constexpr const char* kMagic = "hetopt-decision 2";
 
 // One file per command and option set: runs of one program with other options (--policy, say)
 // must not evict each other's decision.
@@ -95,11 +96,12 @@ bool loadCachedDecision(const std::string& key, const std::string& options,
       if (rest != stampText(dbPath)) return false;
     } else if (tag == "options") {
       if (rest != options) return false;
-    } else if (tag == "program" || tag == "mark") {
+    } else if (tag == "program" || tag == "mark" || tag == "plan") {
       // "<stamp> <path>" (five numbers) or "<0|1> <path>".
       std::istringstream words(rest);
       std::string stamp;
-      const int fields = tag == "program" ? 5 : 1;
+      const bool stamped = tag != "mark";
+      const int fields = stamped ? 5 : 1;
       for (int i = 0; i < fields; ++i) {
         std::string w;
         if (!(words >> w)) return false;
@@ -109,10 +111,11 @@ bool loadCachedDecision(const std::string& key, const std::string& options,
       std::getline(words, path);
       if (path.empty() || path[0] != ' ') return false;
       path.erase(0, 1);
-      if (tag == "program" ? stampText(path) != stamp
-                           : (access(path.c_str(), F_OK) == 0) != (stamp == "1"))
+      // A plan file another option set's decision rewrote since (they share the plan's path)
+      // is not this decision's plan any more.
+      if (stamped ? stampText(path) != stamp : (access(path.c_str(), F_OK) == 0) != (stamp == "1"))
         return false;
-      (tag == "program" ? out->programs : out->forkMarks).push_back(path);
+      if (tag != "plan") (tag == "program" ? out->programs : out->forkMarks).push_back(path);
     } else if (tag == "key") {
       out->programKey = rest;
     } else if (tag == "command-plan") {
@@ -168,6 +171,13 @@ void storeCachedDecision(const std::string& key, const std::string& options,
     char id[24];
     snprintf(id, sizeof id, "%016" PRIx64, s.id);
     ok = ok && noLineBreak(s.planFiles) && noLineBreak(s.summary);
+    for (size_t start = 0; start <= s.planFiles.size();) {
+      size_t end = s.planFiles.find(':', start);
+      if (end == std::string::npos) end = s.planFiles.size();
+      const std::string file = s.planFiles.substr(start, end - start);
+      text += "plan " + stampText(file) + " " + file + "\n";
+      start = end + 1;
+    }
     text += std::string("step ") + id + " " + s.planFiles + "\nsummary " + s.summary + "\n";
   }
   if (!ok) return;

@@ -65,4 +65,15 @@ grep -q "build failed: status -11" "$work/broken.run.out" || fail "broken: not C
 "$hetopt" run --no-build-ahead --stats="$work/off.json" --policy opencl -- "$app" --broken \
   >/dev/null 2>"$work/off.err"
 stats_expect "$work/off.json" "s['startup']['programs_in_recipe'] == 0" || fail "--no-build-ahead built ahead"
+# Runs with and without it alternate: each uses its own plan, though the two share the plan's path
+# (a cached decision of one must not run the plan the other wrote since).
+for round in 1 2; do
+  for opt in "" --no-build-ahead; do
+    # shellcheck disable=SC2086
+    "$hetopt" run $opt --stats="$work/alt.json" --policy opencl -- "$app" --broken >/dev/null 2>&1
+    want=1; [[ -n $opt ]] && want=0
+    stats_expect "$work/alt.json" "s['startup']['programs_in_recipe'] == $want" ||
+      fail "round $round: 'hetopt run ${opt:-(default)}' ran the other option set's plan"
+  done
+done
 echo "OK: built ahead and handed over only where the program asks for the same thing"
