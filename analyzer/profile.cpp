@@ -4,6 +4,9 @@
 #include "analyzer/profile.h"
 
 #include <algorithm>
+#include <cmath>
+
+#include "common/units.h"
 
 namespace hetopt::analyzer {
 
@@ -29,6 +32,11 @@ void TransferStats::finish() {
                                                   : a.bytes > b.bytes;
   });
   typicalBytes = sizes.empty() ? 0 : sizes.front().bytes;
+}
+
+std::string GainPrediction::savingText() const {
+  const double ns = savingNs();
+  return (ns < 0 ? "costs " : "saves ") + formatDuration(std::abs(ns));
 }
 
 const char* untrackedKindName(UntrackedMemory::Kind k) {

@@ -57,6 +57,8 @@ struct GainPrediction {
   bool measured = false;   ///< standardNs is the trace's measured time (above the curves)
   double tracedNs = 0;     ///< the transfers' device time as traced (0: not timed)
   double savingNs() const { return standardNs - optimizedNs; }
+  /// "saves 1.20 ms", or "costs 1.20 ms" when pinning is slower: never a negative saving.
+  std::string savingText() const;
   bool registers() const { return policy == "register"; }
   bool pools() const { return allocMode == "pool" && !policy.empty() && policy != "standard"; }
 };
