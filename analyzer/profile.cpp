@@ -39,6 +39,18 @@ std::string GainPrediction::savingText() const {
   return (ns < 0 ? "costs " : "saves ") + formatDuration(std::abs(ns));
 }
 
+void Breakdown::fitOverheads() {
+  const double device = h2dNs + d2hNs + launchNs;
+  if (device > totalNs && device > 0) {
+    const double scale = totalNs / device;
+    h2dNs *= scale;
+    d2hNs *= scale;
+    launchNs *= scale;
+  }
+  dispatchSyncNs =
+      std::clamp(dispatchSyncNs, 0.0, std::max(0.0, totalNs - h2dNs - d2hNs - launchNs));
+}
+
 const char* untrackedKindName(UntrackedMemory::Kind k) {
   switch (k) {
     case UntrackedMemory::Kind::Static:
