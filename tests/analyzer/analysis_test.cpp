@@ -777,6 +777,17 @@ TEST_F(Analysis, RealTimeTimelineKeepsTheFirstCallsAndAggregatesTheLoop) {
   for (const auto& [k, v] : info.facts)
     if (k.rfind("clock of queue", 0) == 0) saysClock = v.find("estimated") != std::string::npos;
   EXPECT_TRUE(saysClock);
+  // The note names the unit of the file's ts and dur: the trace-event format's microseconds.
+  std::string time;
+  for (const auto& [k, v] : info.facts)
+    if (k == "time") time = v;
+  EXPECT_NE(time.find("microseconds since tracing started"), std::string::npos) << time;
+  EXPECT_EQ(time.find("ns since"), std::string::npos) << time;
+  const std::string json = timelineJson(info, events);
+  const TimelineEvent& first = events.front();
+  char ts[64];
+  snprintf(ts, sizeof ts, "\"ts\":%.17g", first.startNs / 1e3);  // JsonWriter's form
+  EXPECT_NE(json.find(ts), std::string::npos) << ts;
 }
 
 // ---- the whole step, from a file ----
