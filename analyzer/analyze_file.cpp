@@ -152,6 +152,7 @@ bool analyzeTraceFile(const AnalyzeRequest& req, AnalyzeResult* r, std::string* 
     return false;
   }
   AppProfile& p = r->profile;
+  if (req.salvage && !err.empty()) r->notes.push_back("salvaged what precedes the damage: " + err);
   p.traceFile = req.tracePath;
   p.createdUtc = nowUtc();
   p.hetoptVersion = HETOPT_VERSION_STRING;
