@@ -161,6 +161,9 @@ struct Eligibility {
 /// The warning an analysis of an incomplete trace carries (a profile made from one may be replaced
 /// by any later analysis; one from a complete trace only by another complete one).
 inline constexpr const char* kIncompleteTraceWarning = "the trace is incomplete";
+/// The warning of an analysis of a run that failed (a non-zero exit): like an incomplete trace's,
+/// its profile gives way to any later one and does not replace one of a run that succeeded.
+inline constexpr const char* kFailedRunWarning = "the traced run failed";
 
 struct AppProfile {
   ProgramIdentity program;

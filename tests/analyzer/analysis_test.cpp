@@ -908,6 +908,58 @@ TEST_F(Analysis, AnIncompleteTraceNeverReplacesAProfileFromACompleteOne) {
   EXPECT_EQ(storedWrites(), killedAgain.profile.candidates[0].h2d.transfers);
 }
 
+// A run that failed (`hetopt trace` saw a non-zero exit) keeps the profile of one that went well,
+// and says so; its own profile, stored where there was none, gives way to any later one.
+TEST_F(Analysis, AFailedRunNeverReplacesAProfileOfOneThatSucceeded) {
+  AnalyzeRequest req;
+  req.tracePath = m_trace;
+  req.dbPath = m_dir + "/hetopt.db";
+  req.symbolize = false;
+  auto traced = [&](int iters, const std::string& failed, AnalyzeResult* r) {
+    {
+      App app(m_trace);
+      writeKernelRead(app, iters, 1000, 4000);  // complete traces, all of them
+    }
+    req.runFailed = failed;
+    std::string error;
+    ASSERT_TRUE(analyzeTraceFile(req, r, &error)) << error;
+  };
+  auto storedWrites = [&](const ProgramIdentity& program) {
+    std::string error;
+    std::unique_ptr<Db> db = Db::open(req.dbPath, Db::Mode::ReadOnly, &error);
+    AppProfile stored;
+    ProfileLookup lookup;
+    EXPECT_TRUE(db && loadProfile(*db, program, &stored, &lookup, &error)) << error;
+    return stored.candidates.empty() ? uint64_t{0} : stored.candidates[0].h2d.transfers;
+  };
+  AnalyzeResult good, failed, failedAgain, goodAgain;
+  traced(5, "", &good);
+  ASSERT_GT(good.profileId, 0);
+  traced(2, "exited with status 2", &failed);
+  EXPECT_EQ(failed.profileId, 0);
+  EXPECT_TRUE(failed.stored) << "the kept profile answers for the program";
+  EXPECT_FALSE(failed.storeFailed);
+  bool said = false;
+  for (const std::string& n : failed.notes)
+    said |= n.find(
+                "profile not stored: the traced run exited with status 2; kept the stored "
+                "one, analysed ") != std::string::npos;
+  EXPECT_TRUE(said) << ::testing::PrintToString(failed.notes);
+  EXPECT_EQ(storedWrites(good.profile.program), 5u);
+  // One that succeeds replaces it; a failed run's profile, once stored, gives way to the next.
+  traced(3, "", &goodAgain);
+  EXPECT_EQ(storedWrites(good.profile.program), 3u);
+  {
+    std::string error;
+    std::unique_ptr<Db> db = Db::open(req.dbPath, Db::Mode::ReadWriteCreate, &error);
+    ASSERT_TRUE(db) << error;
+    ASSERT_TRUE(storeProfile(*db, failed.profile, nullptr, &error)) << error;
+  }
+  traced(4, "was killed by signal 15 (Terminated)", &failedAgain);
+  EXPECT_GT(failedAgain.profileId, 0);
+  EXPECT_EQ(storedWrites(good.profile.program), 4u);
+}
+
 TEST_F(Analysis, StoredProfileOfTheCurrentBinaryWithStandardAndOptimizedBars) {
   ProgramIdentity self;
   std::string error;
