@@ -28,9 +28,12 @@ int main(int argc, char** argv) {
   std::string options = "-DSCALE=2";
   bool broken = false;
   for (int i = 1; i < argc; ++i) {
-    if (!strcmp(argv[i], "--variant") && i + 1 < argc) variant = atoi(argv[++i]);
-    else if (!strcmp(argv[i], "--options") && i + 1 < argc) options = argv[++i];
-    else if (!strcmp(argv[i], "--broken")) broken = true;
+    if (!strcmp(argv[i], "--variant") && i + 1 < argc)
+      variant = atoi(argv[++i]);
+    else if (!strcmp(argv[i], "--options") && i + 1 < argc)
+      options = argv[++i];
+    else if (!strcmp(argv[i], "--broken"))
+      broken = true;
     else {
       fprintf(stderr, "usage: %s [--variant N] [--options O] [--broken]\n", argv[0]);
       return 2;
@@ -76,8 +79,8 @@ int main(int argc, char** argv) {
   cl_kernel kernel = clCreateKernel(program, "scale", &err);
   if (err != CL_SUCCESS) die("clCreateKernel", err);
   clSetKernelArg(kernel, 0, sizeof buffer, &buffer);
-  if ((err = clEnqueueNDRangeKernel(queue, kernel, 1, nullptr, &n, nullptr, 0, nullptr,
-                                    nullptr)) != CL_SUCCESS)
+  if ((err = clEnqueueNDRangeKernel(queue, kernel, 1, nullptr, &n, nullptr, 0, nullptr, nullptr)) !=
+      CL_SUCCESS)
     die("clEnqueueNDRangeKernel", err);
   std::vector<float> out(n);
   err = clEnqueueReadBuffer(queue, buffer, CL_TRUE, 0, n * sizeof(float), out.data(), 0, nullptr,

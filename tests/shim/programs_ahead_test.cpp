@@ -63,9 +63,8 @@ struct BuildCall {
   uint64_t args[6];
   CallRecord call{};
   BuildCall(cl_program program, const char* options, cl_uint n = 0,
-            const cl_device_id* devices = nullptr, void(CL_CALLBACK* notify)(cl_program, void*) =
-                                                        nullptr,
-            void* data = nullptr) {
+            const cl_device_id* devices = nullptr,
+            void(CL_CALLBACK* notify)(cl_program, void*) = nullptr, void* data = nullptr) {
     args[0] = arg(program);
     args[1] = n;
     args[2] = arg(devices);
