@@ -336,18 +336,6 @@ int cmdTrace(int argc, char** argv) {
             incompleteWords(t.complete, status).c_str());
     if (anyCalls) printSummary(t);
   }
-  if (readable && !anyCalls) {
-    // Nothing to analyse: no profile (an all-zero one would stand for the program in the DB).
-    fprintf(stderr, "hetopt: %s made no OpenCL calls: nothing to optimize, no profile stored\n",
-            program[0].c_str());
-    reading.end();
-#ifdef HETOPT_HAVE_ANALYZER
-    warmup.reset();
-#endif
-    timing.print();
-    fflush(stderr);
-    exitLikeChild(status);
-  }
   for (size_t i = 1; i < processes.size(); ++i) {
     const ProcessTrace& c = processes[i];
     if (!c.readable) {
@@ -357,6 +345,18 @@ int cmdTrace(int argc, char** argv) {
     fprintf(stderr, "hetopt: child trace %s: pid %llu, %s, %llu OpenCL calls\n", c.file.c_str(),
             static_cast<unsigned long long>(c.t.header.pid), c.runs.c_str(),
             static_cast<unsigned long long>(c.calls));
+  }
+  if (readable && !anyCalls) {
+    // Nothing to analyse: no profile (an all-zero one would stand for the program in the DB).
+    fprintf(stderr, "hetopt: %s%s made no OpenCL calls: nothing to optimize, no profile stored\n",
+            program[0].c_str(), processes.size() > 1 ? " and the processes it started" : "");
+    reading.end();
+#ifdef HETOPT_HAVE_ANALYZER
+    warmup.reset();
+#endif
+    timing.print();
+    fflush(stderr);
+    exitLikeChild(status);
   }
   reading.end();
 #ifdef HETOPT_HAVE_ANALYZER
