@@ -328,8 +328,13 @@ int cmdTrace(int argc, char** argv) {
   std::vector<ProcessTrace> processes;
   processes.push_back(readProcessTrace(output));
   for (const std::string& child : childTraces(output)) processes.push_back(readProcessTrace(child));
-  bool anyCalls = false;
-  for (const ProcessTrace& p : processes) anyCalls |= p.readable && p.calls > 0;
+  // Whether the run made no OpenCL call for certain: every trace complete and without one (a
+  // trace cut short may have lost them).
+  bool anyCalls = false, allComplete = true;
+  for (const ProcessTrace& p : processes) {
+    anyCalls |= p.readable && p.calls > 0;
+    allComplete &= p.readable && p.t.complete;
+  }
   if (readable) {
     fprintf(stderr, "hetopt: trace %s (%llu bytes, %s)\n", output.c_str(),
             static_cast<unsigned long long>(t.fileBytes),
@@ -346,7 +351,7 @@ int cmdTrace(int argc, char** argv) {
             static_cast<unsigned long long>(c.t.header.pid), c.runs.c_str(),
             static_cast<unsigned long long>(c.calls));
   }
-  if (readable && !anyCalls) {
+  if (allComplete && !anyCalls) {
     // Nothing to analyse: no profile (an all-zero one would stand for the program in the DB).
     fprintf(stderr, "hetopt: %s%s made no OpenCL calls: nothing to optimize, no profile stored\n",
             program[0].c_str(), processes.size() > 1 ? " and the processes it started" : "");
