@@ -163,12 +163,20 @@ class Analyzer {
     for (const TraceNode& n : m_t.nodes) {
       if (!isCall(n)) continue;
       const api::ApiKind kind = callKind(n);
-      (isDispatch(kind) ? m_hostCallNs : m_setupHostNs) += static_cast<double>(n.host.total);
       m_deviceMissing += n.device.missing;
       m_deviceTimed += n.device.exec.count;
       m_deviceUnsampled += n.device.unsampled;
       // Sampled traces: the mean of a leaf's timed commands stands for its untimed ones.
       const double deviceNs = n.device.execNs();
+      // A transfer call's host time up to its command's device time is the transfer itself (a
+      // blocking call waits for it): its direction's overhead row has it, dispatch/sync does not.
+      const double hostNs = static_cast<double>(n.host.total);
+      if (!isDispatch(kind))
+        m_setupHostNs += hostNs;
+      else if (api::isCommunicationKind(kind))
+        m_hostCallNs += std::max(0.0, hostNs - deviceNs);
+      else
+        m_hostCallNs += hostNs;
       if (!n.device.commands()) m_deviceMissing += n.device.unsampled;  // nothing to extrapolate
       if (api::isCommunicationKind(kind)) {
         m_commDeviceNs += deviceNs;

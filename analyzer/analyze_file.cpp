@@ -99,8 +99,9 @@ void plotBreakdown(const AnalyzeRequest& req, Db* db, int64_t profileId, const A
     notes->push_back("breakdown plot data: " + out.data + " (" + out.note + ")");
 }
 
-/// Whether the stored profile of `fresh`'s program came from a complete trace (then an incomplete
-/// one does not replace it); *what says which profile that is.
+/// Whether the stored profile of `fresh`'s program came from a complete trace of a run that
+/// succeeded (then an incomplete trace, or a failed run, does not replace it); *what says which
+/// profile that is.
 bool keepsCompleteProfile(Db& db, const AppProfile& fresh, std::string* what) {
   AppProfile stored;
   ProfileLookup lookup;
@@ -108,8 +109,10 @@ bool keepsCompleteProfile(Db& db, const AppProfile& fresh, std::string* what) {
   if (!loadProfile(db, fresh.program, &stored, &lookup, &err) ||
       lookup.status != ProfileLookup::Status::Found)
     return false;
+  // Incomplete or failed too: the newer wins.
   for (const std::string& w : stored.warnings)
-    if (w.rfind(kIncompleteTraceWarning, 0) == 0) return false;  // incomplete too: the newer wins
+    if (w.rfind(kIncompleteTraceWarning, 0) == 0 || w.rfind(kFailedRunWarning, 0) == 0)
+      return false;
   *what = "analysed " + stored.createdUtc + " from a complete trace (" + stored.traceFile + ")";
   return true;
 }
@@ -152,6 +155,7 @@ bool analyzeTraceFile(const AnalyzeRequest& req, AnalyzeResult* r, std::string* 
     return false;
   }
   AppProfile& p = r->profile;
+  if (req.salvage && !err.empty()) r->notes.push_back("salvaged what precedes the damage: " + err);
   p.traceFile = req.tracePath;
   p.createdUtc = nowUtc();
   p.hetoptVersion = HETOPT_VERSION_STRING;
@@ -184,10 +188,16 @@ bool analyzeTraceFile(const AnalyzeRequest& req, AnalyzeResult* r, std::string* 
   }
   opening.end();
   analyzeTrace(t, opt, &p);
+  if (!req.runFailed.empty())
+    p.warnings.push_back(std::string(kFailedRunWarning) + " (it " + req.runFailed +
+                         "): the profile may not show the program's usual work");
 
-  if (db && !t.complete && keepsCompleteProfile(*db, p, &err)) {
-    // A crash or a kill must not cost the profile of an earlier run that went to its end.
-    r->notes.push_back("profile not stored: this trace is incomplete; kept the stored one, " + err);
+  if (db && (!t.complete || !req.runFailed.empty()) && keepsCompleteProfile(*db, p, &err)) {
+    // A crash, a kill or a failed run must not cost the profile of an earlier run that went well.
+    r->notes.push_back(
+        "profile not stored: " +
+        (t.complete ? "the traced run " + req.runFailed : std::string("this trace is incomplete")) +
+        "; kept the stored one, " + err);
     r->stored = true;  // the kept one answers for this program
     db.reset();
   }

@@ -26,6 +26,9 @@ struct AnalyzeRequest {
   std::string plotsDir;         ///< gnuplot breakdown plot; empty: none
   std::string profileName;      ///< `--profile NAME`: stored as "@NAME" (ProgramIdentity)
   uint64_t forkedChildren = 0;  ///< AppProfile::forkedChildren (from the other traces of the run)
+  /// How the traced run failed ("exited with status 2"; `hetopt trace` knows): its profile then
+  /// does not replace one of a run that succeeded. Empty: it succeeded, or it is not known.
+  std::string runFailed;
 };
 
 struct AnalyzeResult {

@@ -69,7 +69,7 @@ std::string numbersText(const GainPrediction& g, double hiddenNs = 0) {
          formatDuration(g.costNs) +
          (hiddenNs > 0 ? " (and ~" + formatDuration(hiddenNs) + " before the program needs it)"
                        : "") +
-         ": saves " + formatDuration(g.savingNs());
+         ": " + g.savingText();
 }
 
 /// Per MiB moved: what the transfers cost more pageable than pinned (the plan's `wait`).

@@ -4,6 +4,9 @@
 #include "analyzer/profile.h"
 
 #include <algorithm>
+#include <cmath>
+
+#include "common/units.h"
 
 namespace hetopt::analyzer {
 
@@ -29,6 +32,23 @@ void TransferStats::finish() {
                                                   : a.bytes > b.bytes;
   });
   typicalBytes = sizes.empty() ? 0 : sizes.front().bytes;
+}
+
+std::string GainPrediction::savingText() const {
+  const double ns = savingNs();
+  return (ns < 0 ? "costs " : "saves ") + formatDuration(std::abs(ns));
+}
+
+void Breakdown::fitOverheads() {
+  const double device = h2dNs + d2hNs + launchNs;
+  if (device > totalNs && device > 0) {
+    const double scale = totalNs / device;
+    h2dNs *= scale;
+    d2hNs *= scale;
+    launchNs *= scale;
+  }
+  dispatchSyncNs =
+      std::clamp(dispatchSyncNs, 0.0, std::max(0.0, totalNs - h2dNs - d2hNs - launchNs));
 }
 
 const char* untrackedKindName(UntrackedMemory::Kind k) {

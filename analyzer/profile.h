@@ -57,6 +57,8 @@ struct GainPrediction {
   bool measured = false;   ///< standardNs is the trace's measured time (above the curves)
   double tracedNs = 0;     ///< the transfers' device time as traced (0: not timed)
   double savingNs() const { return standardNs - optimizedNs; }
+  /// "saves 1.20 ms", or "costs 1.20 ms" when pinning is slower: never a negative saving.
+  std::string savingText() const;
   bool registers() const { return policy == "register"; }
   bool pools() const { return allocMode == "pool" && !policy.empty() && policy != "standard"; }
 };
@@ -109,16 +111,19 @@ const char* untrackedKindName(UntrackedMemory::Kind k);  ///< "static", "stack",
 
 /// Where the traced time went. The three parts sum to totalNs: kernel = time the device ran a
 /// kernel; communication = time a transfer ran and no kernel did; cpuSync = the rest (host work,
-/// API overhead, waiting). The overhead terms are sums over operations (they may overlap).
+/// API overhead, waiting). The overhead terms are sums over operations (they may overlap);
+/// fitOverheads() makes them shares of totalNs that do not, as the report shows them.
 struct Breakdown {
   double totalNs = 0;
   double kernelNs = 0;
   double communicationNs = 0;
   double cpuSyncNs = 0;
-  double h2dNs = 0;           ///< device time of host->device transfers
-  double d2hNs = 0;           ///< device time of device->host transfers
-  double launchNs = 0;        ///< kernel launch latency: submit -> start on the device
-  double dispatchSyncNs = 0;  ///< host time in OpenCL calls that enqueue work or wait for it
+  double h2dNs = 0;     ///< device time of host->device transfers
+  double d2hNs = 0;     ///< device time of device->host transfers
+  double launchNs = 0;  ///< kernel launch latency: submit -> start on the device
+  /// Host time in OpenCL calls that enqueue work or wait for it, less what a transfer call spent
+  /// on its own transfer (a blocking call waits for it; h2dNs/d2hNs have that time).
+  double dispatchSyncNs = 0;
   /// Host time in the other OpenCL calls (queries, context and program set-up, releases): part of
   /// cpu+sync, shown apart because it is start-up, not per-transfer overhead. Not stored in the DB.
   double setupNs = 0;
@@ -131,6 +136,11 @@ struct Breakdown {
   /// the device times above are extrapolated from the timed ones. Not stored in the DB.
   uint64_t deviceTimed = 0, deviceUnsampled = 0;
   double fraction(double ns) const { return totalNs > 0 ? ns / totalNs : 0; }
+  /// Makes the overhead terms shares of totalNs that sum to at most it. Device times of commands
+  /// that overlap (several queues; a kernel's launch latency while the commands before it run) are
+  /// scaled down together to the wall time; dispatch/sync is host time, and host time that waits
+  /// for those commands overlaps them: it gets at most what they leave.
+  void fitOverheads();
 };
 
 /// One bar of a breakdown plot (plots.h), stored beside the profile for later runs.
@@ -151,6 +161,9 @@ struct Eligibility {
 /// The warning an analysis of an incomplete trace carries (a profile made from one may be replaced
 /// by any later analysis; one from a complete trace only by another complete one).
 inline constexpr const char* kIncompleteTraceWarning = "the trace is incomplete";
+/// The warning of an analysis of a run that failed (a non-zero exit): like an incomplete trace's,
+/// its profile gives way to any later one and does not replace one of a run that succeeded.
+inline constexpr const char* kFailedRunWarning = "the traced run failed";
 
 struct AppProfile {
   ProgramIdentity program;

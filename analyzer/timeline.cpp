@@ -345,9 +345,12 @@ std::vector<TimelineEvent> timelineEvents(const trace::Trace& trace, TimelineInf
                      " keeps no timestamps, so each thread's calls are laid end to end"});
     return events;
   }
+  // The note names the unit of the file's own ts and dur (the format's microseconds, written by
+  // timelineJson), not the trace's nanoseconds they come from.
   info->facts.push_back({"time",
-                         "real: ns since tracing started; each call's first occurrences at their "
-                         "wall-clock time, loops also as one aggregated span each"});
+                         "real: ts and dur in microseconds since tracing started; each call's "
+                         "first occurrences at their wall-clock time, loops also as one "
+                         "aggregated span each"});
   for (const auto& [queue, c] : trace.clocks) {
     // check_timeline.py reads the uncertainty in microseconds: a fixed unit.
     info->facts.push_back({"clock of queue " + std::to_string(queue),

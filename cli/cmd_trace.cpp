@@ -6,6 +6,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -137,7 +138,7 @@ std::map<std::string, uint64_t> forkedCopiesCallingOpenCL(
 /// a launcher), or the profile is named, the DB links the command to their profiles.
 void analyzeProcesses(const std::vector<std::string>& program,
                       const std::vector<ProcessTrace>& processes, const std::string& dbPath,
-                      const std::string& profileName) {
+                      const std::string& profileName, const std::string& runFailed) {
   std::vector<const ProcessTrace*> chosen;
   std::map<std::string, uint64_t> pidOf;
   for (const ProcessTrace& p : processes) {
@@ -170,6 +171,7 @@ void analyzeProcesses(const std::vector<std::string>& program,
     request.dbPath = dbPath;
     request.salvage = !p.t.complete;
     request.forkedChildren = forkedCopies[p.identity];
+    request.runFailed = runFailed;
     if (!profileName.empty())
       request.profileName = i == 0 ? profileName : profileName + "." + std::to_string(i + 1);
     analyzer::AnalyzeResult result;
@@ -210,6 +212,25 @@ void analyzeProcesses(const std::vector<std::string>& program,
   fprintf(stderr, " where its profile says so\n");
 }
 #endif
+
+/// How the traced run failed, from its wait status: "exited with status 2", "was killed by
+/// signal 9 (Killed)"; empty when it exited 0.
+std::string failedRunWords(int status) {
+  if (WIFEXITED(status))
+    return WEXITSTATUS(status) ? "exited with status " + std::to_string(WEXITSTATUS(status)) : "";
+  if (WIFSIGNALED(status))
+    return "was killed by signal " + std::to_string(WTERMSIG(status)) + " (" +
+           strsignal(WTERMSIG(status)) + ")";
+  return "ended with wait status " + std::to_string(status);
+}
+
+/// The main trace's state for its summary line. The wait status says how the program ended: one
+/// that exited (whatever its status) is not said to have ended abnormally.
+std::string incompleteWords(bool complete, int status) {
+  if (complete) return "complete";
+  if (WIFSIGNALED(status)) return "incomplete: the program " + failedRunWords(status);
+  return "incomplete: the program exited, but the trace could not be written to its end";
+}
 
 /// Whether `path` holds something other than a hetopt trace (an empty file holds nothing).
 bool holdsOtherData(const std::string& path) {
@@ -289,43 +310,64 @@ int cmdTrace(int argc, char** argv) {
     if (analyze) warmup = std::make_unique<analyzer::AnalysisWarmup>();
 #endif
   };
-  int status = runProgram(launch, &error);
+  TimedRun run;
+  const bool ran = runTimed(launch, &run, &error);
   timing.programEnded();
-  if (status < 0) {
+  if (!ran) {
     warn("trace: %s", error.c_str());
     return 2;
   }
+  // It could not be executed: it said why, and there is no trace to read.
+  if (run.notStarted) return run.notStarted;
+  const int status = run.status;
   trace::Trace t;
   phases::Scope reading("read traces and summary");
-  if (!trace::readTraceFile(output, &t, &error)) {
-    warn("trace: no usable trace: %s", error.c_str());
-  } else {
-    fprintf(stderr, "hetopt: trace %s (%llu bytes, %s)\n", output.c_str(),
-            static_cast<unsigned long long>(t.fileBytes),
-            t.complete ? "complete"
-                       : "incomplete: the program did not exit normally or the trace could not be "
-                         "written to its end");
-    printSummary(t);
-  }
+  const bool readable = trace::readTraceFile(output, &t, &error);
+  if (!readable) warn("trace: no usable trace: %s", error.c_str());
   // Every process of the run: the main one, then its children by pid.
   std::vector<ProcessTrace> processes;
   processes.push_back(readProcessTrace(output));
-  for (const std::string& child : childTraces(output)) {
-    processes.push_back(readProcessTrace(child));
-    const ProcessTrace& c = processes.back();
+  for (const std::string& child : childTraces(output)) processes.push_back(readProcessTrace(child));
+  // Whether the run made no OpenCL call for certain: every trace complete and without one (a
+  // trace cut short may have lost them).
+  bool anyCalls = false, allComplete = true;
+  for (const ProcessTrace& p : processes) {
+    anyCalls |= p.readable && p.calls > 0;
+    allComplete &= p.readable && p.t.complete;
+  }
+  if (readable) {
+    fprintf(stderr, "hetopt: trace %s (%llu bytes, %s)\n", output.c_str(),
+            static_cast<unsigned long long>(t.fileBytes),
+            incompleteWords(t.complete, status).c_str());
+    if (anyCalls) printSummary(t);
+  }
+  for (size_t i = 1; i < processes.size(); ++i) {
+    const ProcessTrace& c = processes[i];
     if (!c.readable) {
-      fprintf(stderr, "hetopt: child trace %s (unreadable)\n", child.c_str());
+      fprintf(stderr, "hetopt: child trace %s (unreadable)\n", c.file.c_str());
       continue;
     }
-    fprintf(stderr, "hetopt: child trace %s: pid %llu, %s, %llu OpenCL calls\n", child.c_str(),
+    fprintf(stderr, "hetopt: child trace %s: pid %llu, %s, %llu OpenCL calls\n", c.file.c_str(),
             static_cast<unsigned long long>(c.t.header.pid), c.runs.c_str(),
             static_cast<unsigned long long>(c.calls));
+  }
+  if (allComplete && !anyCalls) {
+    // Nothing to analyse: no profile (an all-zero one would stand for the program in the DB).
+    fprintf(stderr, "hetopt: %s%s made no OpenCL calls: nothing to optimize, no profile stored\n",
+            program[0].c_str(), processes.size() > 1 ? " and the processes it started" : "");
+    reading.end();
+#ifdef HETOPT_HAVE_ANALYZER
+    warmup.reset();
+#endif
+    timing.print();
+    fflush(stderr);
+    exitLikeChild(status);
   }
   reading.end();
 #ifdef HETOPT_HAVE_ANALYZER
   if (analyze && t.fileBytes > 0) {
     phases::Scope timed("analysis");  // the parts above and the report
-    analyzeProcesses(program, processes, dbPath, profileName);
+    analyzeProcesses(program, processes, dbPath, profileName, failedRunWords(status));
   }
   warmup.reset();
 #endif

@@ -187,7 +187,10 @@ bool runTimed(const Launch& launch, TimedRun* out, std::string* error) {
   {
     Child child(launch, report[1], error);
     close(report[1]);
-    if (child.pid() >= 0) out->status = child.wait(error);
+    if (child.pid() >= 0) {
+      if (launch.started) launch.started();
+      out->status = child.wait(error);
+    }
     out->wallNs = clockNs(CLOCK_MONOTONIC) - start;
     out->pid = child.pid() > 0 ? static_cast<uint64_t>(child.pid()) : 0;
     out->interrupted = s_fromTerminal != 0;

@@ -17,8 +17,8 @@ struct Launch {
   std::vector<std::string> argv;                         ///< program and its arguments
   std::vector<std::pair<std::string, std::string>> env;  ///< variables to set for the program
   bool preloadShim = true;                               ///< LD_PRELOAD + OPENCL_LAYERS the shim
-  /// runProgram: called in hetopt once the program's process exists, before waiting for it (for
-  /// work that can overlap the program's run).
+  /// runProgram and runTimed: called in hetopt once the program's process exists, before waiting
+  /// for it (for work that can overlap the program's run).
   std::function<void()> started;
 };
 

@@ -551,11 +551,20 @@ bool parseTrace(const void* data, size_t size, Trace* out, std::string* error,
     ++index;
   }
   if (!ok) {
-    if (!options.salvage) return false;
+    if (!options.salvage) {
+      // The commands that read traces take --salvage; a torn last chunk is what a killed writer
+      // or a full disk leaves.
+      *error += "; --salvage reads what precedes it";
+      return false;
+    }
     out->complete = false;
   }
   parser.finishTail();
   lendSampledMeans(out);
+  if (!ok && out->nodes.empty()) {
+    *error = "nothing to salvage (no call or allocation precedes the damage): " + *error;
+    return false;
+  }
   return true;
 }
 

@@ -137,7 +137,9 @@ struct Trace {
 
 struct ReadOptions {
   /// Keep what was read before a torn or corrupt chunk instead of failing (the trace is then
-  /// marked incomplete). Default: reject the file.
+  /// marked incomplete, and *error says what was cut off). Default: reject the file, the error
+  /// ending with "--salvage reads what precedes it". Salvaging fails too when no call or
+  /// allocation precedes the damage: every command that salvages reads the same content.
   bool salvage = false;
 };
 

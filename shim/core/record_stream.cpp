@@ -207,6 +207,22 @@ bool RecordStream::flushFromSignal(uint64_t waitNs, bool finish) {
   return m_flushesDone.load(std::memory_order_acquire) >= request;
 }
 
+bool RecordStream::finishAtExit(uint64_t waitNs) {
+  if (flushFromSignal(waitNs, true)) return true;
+  // A process that made no OpenCL call (a shell that runs the program, a launcher) queues nothing
+  // and starts no thread; without this, every one that ends through _exit (dash does) would leave
+  // a trace that reads as if the program had been killed.
+  if (m_running.load(std::memory_order_acquire) || !m_ring.empty() || !m_lock.try_lock())
+    return false;
+  std::lock_guard<std::mutex> guard(m_lock, std::adopt_lock);
+  try {
+    m_sink.finish();
+  } catch (...) {  // out of memory: the last snapshot on disk stays
+    return false;
+  }
+  return true;
+}
+
 void RecordStream::stop(uint64_t waitNs) {
   std::lock_guard<std::mutex> guard(m_startMutex);
   if (!m_running.load(std::memory_order_acquire) || m_threadless.load(std::memory_order_relaxed))

@@ -60,6 +60,11 @@ class RecordStream {
   /// may be a signal handler. `finish`: finish the trace (the process ends) instead of a
   /// snapshot; the recording thread then ends.
   bool flushFromSignal(uint64_t waitNs, bool finish = false);
+  /// At _exit: flushFromSignal(waitNs, true); and when no recording thread ever ran here (nothing
+  /// was queued: the trace on disk holds everything but its end), this thread finishes the trace
+  /// itself, if the recorder's lock is free at once (never waited for: it may be a signal
+  /// handler). False when the trace stays at its last checkpoint.
+  bool finishAtExit(uint64_t waitNs);
 
   /// The shim's fork protocol: forkPrepare closes the ring's gate, takes the recorder's lock and
   /// drains every record claimed before it (the child's object model must have them; the child

@@ -566,9 +566,9 @@ void TraceInterceptor::quickExit() {
   if (getpid() != m_pid.load(std::memory_order_relaxed) ||
       m_signalled.load(std::memory_order_relaxed) || !m_active.load(std::memory_order_relaxed))
     return;
-  // Nothing queued without a recording thread (it starts at the first record): then the trace
-  // stays as it is, at its last checkpoint.
-  m_stream.flushFromSignal(2000000000ull, true);
+  // Without a recording thread (it starts at the first record) nothing was queued: this thread
+  // writes the trace's end, when it can at once.
+  m_stream.finishAtExit(2000000000ull);
 }
 
 bool TraceInterceptor::unmapping(void*, size_t, bool discard) {

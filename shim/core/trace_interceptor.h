@@ -44,8 +44,8 @@ class TraceInterceptor final : public Interceptor, private DeviceTiming::Sink, p
   void freeing(void* ptr) override;
   void processExit() override;
   /// _exit/_Exit: the recording thread finishes the trace (this thread only waits, ~2 s at most:
-  /// it may be a signal handler); not after a fatal signal's snapshot (that trace stays
-  /// incomplete, as the program was killed).
+  /// it may be a signal handler), or this thread when none ever ran (RecordStream::finishAtExit);
+  /// not after a fatal signal's snapshot (that trace stays incomplete, as the program was killed).
   void quickExit() override;
   /// Every tracked allocation and free; and unmapping, only to record what is queued first: an
   /// untracked region is classified (/proc/self/maps) while its mapping is still there.

@@ -88,6 +88,10 @@ class App {
     l.refs.push_back(
         m_synth.ref(mem, 1, access == HostAccess::Read ? trace::kRefWrite : trace::kRefRead));
     l.refs.push_back(m_synth.hostRef(ptr, bytes, 5, access));
+    if (m_transferHostNs) {
+      l.host = {};
+      l.host.add(m_transferHostNs);
+    }
     timed(&l, execNs, trace::TimeSampler::combine(static_cast<uint64_t>(id), mem));
     rec().append(m_thread, std::move(l));
   }
@@ -158,6 +162,8 @@ class App {
  public:
   /// Later commands are all sampled out (what a short loop late in a long run can get).
   bool m_skipTiming = false;
+  /// Nonzero: later transfer calls take this long on the host (a blocking call waits for its copy).
+  uint64_t m_transferHostNs = 0;
   trace::testing::Synth m_synth;
   std::string m_path;
   uint32_t m_thread = 0;
@@ -312,6 +318,61 @@ TEST_F(Analysis, EligibleWhenCommunicationIsATenthOfComputation) {
   // A stricter threshold turns the same trace down.
   AppProfile strict = analyze(app.read(), 0.6);
   EXPECT_FALSE(strict.eligibility.eligible);
+}
+
+// Blocking transfers and a clFinish after each kernel, one thread, nothing else: the wall time is
+// the calls' host time laid end to end. The overhead rows share it without counting a transfer
+// twice (its device time and the host time its blocking call waited for it).
+TEST_F(Analysis, OffloadOverheadRowsNeverSumOverTheTotal) {
+  App app(m_trace);
+  app.m_transferHostNs = 1200;  // 1000 ns of device transfer, 200 ns of the call's own work
+  const uint64_t n = 256 << 10;
+  ObjectId dev = app.buffer(0x7000, n);
+  app.malloc(0x10000000, n, kSiteA);
+  for (int i = 0; i < 5; ++i) {
+    app.write(dev, 0x10000000, n, 1000);
+    app.kernel(dev, 4000);  // 1000 ns on the host
+    app.hostCall(ApiId::clFinish, 4100);
+    app.read(dev, 0x10000000, n, 1000);
+  }
+  app.finish();
+  trace::Trace t = app.read();
+  t.durationNs = 5 * (1200 + 1000 + 4100 + 1200);
+  const AppProfile p = analyze(t);
+  Breakdown b = p.breakdown;
+  EXPECT_DOUBLE_EQ(b.h2dNs, 5000);
+  EXPECT_DOUBLE_EQ(b.d2hNs, 5000);
+  // What is not a transfer's own time stays: the enqueues' work, the kernel calls, the waits.
+  EXPECT_DOUBLE_EQ(b.dispatchSyncNs, 5 * (200 + 1000 + 4100 + 200));
+  b.fitOverheads();
+  const double sum = b.h2dNs + b.d2hNs + b.launchNs + b.dispatchSyncNs;
+  EXPECT_LE(sum, b.totalNs) << "h2d " << b.h2dNs << " d2h " << b.d2hNs << " launch " << b.launchNs
+                            << " dispatch/sync " << b.dispatchSyncNs;
+  EXPECT_GE(b.dispatchSyncNs, 5 * (200 + 1000 + 4100 + 200) - 35);
+  // The report's rows, as printed: at most 100% together.
+  const std::string r = formatReport(p);
+  size_t at = r.find("Offload overhead");
+  ASSERT_NE(at, std::string::npos) << r;
+  double percents = 0;
+  for (const char* row : {"host-to-device", "kernel launch", "device-to-host", "dispatch/sync"}) {
+    at = r.find(row, at);
+    ASSERT_NE(at, std::string::npos) << row << "\n" << r;
+    const size_t end = r.find('%', at);
+    const size_t start = r.rfind(' ', end) + 1;
+    percents += std::stod(r.substr(start, end - start));
+  }
+  EXPECT_LE(percents, 100.0 + 0.2) << r;  // each row rounded to 0.1%
+  // Overlapping device times (several queues) are scaled down together to the wall time.
+  Breakdown over;
+  over.totalNs = 100;
+  over.h2dNs = 80;
+  over.d2hNs = 60;
+  over.launchNs = 20;
+  over.dispatchSyncNs = 90;
+  over.fitOverheads();
+  EXPECT_NEAR(over.h2dNs + over.d2hNs + over.launchNs + over.dispatchSyncNs, 100, 1e-9);
+  EXPECT_NEAR(over.h2dNs, 50, 1e-9);
+  EXPECT_EQ(over.dispatchSyncNs, 0);
 }
 
 TEST_F(Analysis, ComputeBoundIsIneligibleWithItsRatio) {
@@ -716,6 +777,17 @@ TEST_F(Analysis, RealTimeTimelineKeepsTheFirstCallsAndAggregatesTheLoop) {
   for (const auto& [k, v] : info.facts)
     if (k.rfind("clock of queue", 0) == 0) saysClock = v.find("estimated") != std::string::npos;
   EXPECT_TRUE(saysClock);
+  // The note names the unit of the file's ts and dur: the trace-event format's microseconds.
+  std::string time;
+  for (const auto& [k, v] : info.facts)
+    if (k == "time") time = v;
+  EXPECT_NE(time.find("microseconds since tracing started"), std::string::npos) << time;
+  EXPECT_EQ(time.find("ns since"), std::string::npos) << time;
+  const std::string json = timelineJson(info, events);
+  const TimelineEvent& first = events.front();
+  char ts[64];
+  snprintf(ts, sizeof ts, "\"ts\":%.17g", first.startNs / 1e3);  // JsonWriter's form
+  EXPECT_NE(json.find(ts), std::string::npos) << ts;
 }
 
 // ---- the whole step, from a file ----
@@ -834,6 +906,58 @@ TEST_F(Analysis, AnIncompleteTraceNeverReplacesAProfileFromACompleteOne) {
   EXPECT_GT(killedAgain.profileId, 0);
   ASSERT_EQ(killedAgain.profile.candidates.size(), 1u);
   EXPECT_EQ(storedWrites(), killedAgain.profile.candidates[0].h2d.transfers);
+}
+
+// A run that failed (`hetopt trace` saw a non-zero exit) keeps the profile of one that went well,
+// and says so; its own profile, stored where there was none, gives way to any later one.
+TEST_F(Analysis, AFailedRunNeverReplacesAProfileOfOneThatSucceeded) {
+  AnalyzeRequest req;
+  req.tracePath = m_trace;
+  req.dbPath = m_dir + "/hetopt.db";
+  req.symbolize = false;
+  auto traced = [&](int iters, const std::string& failed, AnalyzeResult* r) {
+    {
+      App app(m_trace);
+      writeKernelRead(app, iters, 1000, 4000);  // complete traces, all of them
+    }
+    req.runFailed = failed;
+    std::string error;
+    ASSERT_TRUE(analyzeTraceFile(req, r, &error)) << error;
+  };
+  auto storedWrites = [&](const ProgramIdentity& program) {
+    std::string error;
+    std::unique_ptr<Db> db = Db::open(req.dbPath, Db::Mode::ReadOnly, &error);
+    AppProfile stored;
+    ProfileLookup lookup;
+    EXPECT_TRUE(db && loadProfile(*db, program, &stored, &lookup, &error)) << error;
+    return stored.candidates.empty() ? uint64_t{0} : stored.candidates[0].h2d.transfers;
+  };
+  AnalyzeResult good, failed, failedAgain, goodAgain;
+  traced(5, "", &good);
+  ASSERT_GT(good.profileId, 0);
+  traced(2, "exited with status 2", &failed);
+  EXPECT_EQ(failed.profileId, 0);
+  EXPECT_TRUE(failed.stored) << "the kept profile answers for the program";
+  EXPECT_FALSE(failed.storeFailed);
+  bool said = false;
+  for (const std::string& n : failed.notes)
+    said |= n.find(
+                "profile not stored: the traced run exited with status 2; kept the stored "
+                "one, analysed ") != std::string::npos;
+  EXPECT_TRUE(said) << ::testing::PrintToString(failed.notes);
+  EXPECT_EQ(storedWrites(good.profile.program), 5u);
+  // One that succeeds replaces it; a failed run's profile, once stored, gives way to the next.
+  traced(3, "", &goodAgain);
+  EXPECT_EQ(storedWrites(good.profile.program), 3u);
+  {
+    std::string error;
+    std::unique_ptr<Db> db = Db::open(req.dbPath, Db::Mode::ReadWriteCreate, &error);
+    ASSERT_TRUE(db) << error;
+    ASSERT_TRUE(storeProfile(*db, failed.profile, nullptr, &error)) << error;
+  }
+  traced(4, "was killed by signal 15 (Terminated)", &failedAgain);
+  EXPECT_GT(failedAgain.profileId, 0);
+  EXPECT_EQ(storedWrites(good.profile.program), 4u);
 }
 
 TEST_F(Analysis, StoredProfileOfTheCurrentBinaryWithStandardAndOptimizedBars) {

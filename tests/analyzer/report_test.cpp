@@ -39,6 +39,17 @@ TEST(Report, SaysWhyWithNumbersAndSourceLines) {
   EXPECT_TRUE(contains(r, "trace ended early")) << r;
 }
 
+// Pinning that is slower than the transfers it serves is a cost, in words, not a negative saving.
+TEST(Report, ANegativeSavingReadsAsACost) {
+  AppProfile p = sampleProfile();
+  p.candidates[0].gain.optimizedNs = p.candidates[0].gain.standardNs + 12.19e6;
+  p.untracked[0].gain = {true, "characterized", "register", "direct", 2e6, 3.5e6};
+  const std::string r = formatReport(p);
+  EXPECT_TRUE(contains(r, "hybrid (pool) costs 12.19 ms of 7.00 ms")) << r;
+  EXPECT_TRUE(contains(r, "registering it in place costs 1.50 ms of 2.00 ms")) << r;
+  EXPECT_FALSE(contains(r, "saves -")) << r;
+}
+
 TEST(Report, PredictedBreakdownScalesTheCandidatesTransferTime) {
   AppProfile p = sampleProfile();
   Breakdown b;

@@ -200,7 +200,8 @@ first=$(grep -obUa CHNK "$work/main.c" | head -n 1 | cut -d: -f1)
 head -c $((first + 10)) "$work/main.c" >"$work/nothing.trace"
 "$hetopt" show --salvage "$work/nothing.trace" >"$work/salvage.out" 2>"$work/salvage.err"
 rc=$?
-if [[ $rc -eq 2 ]] && grep -q 'nothing to salvage in .*nothing.trace: truncated' "$work/salvage.err"; then
+if [[ $rc -eq 2 ]] &&
+   grep -q 'nothing.trace: nothing to salvage (.*): truncated' "$work/salvage.err"; then
   echo "ok: show_salvage_nothing: $(cat "$work/salvage.err")"
 else
   echo "FAIL: show_salvage_nothing: exit $rc"; cat "$work/salvage.err"; failed=1

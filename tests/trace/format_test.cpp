@@ -264,11 +264,19 @@ TEST(TraceFormat, SalvageKeepsWhatPrecedesACorruptChunk) {
   Trace t;
   EXPECT_FALSE(parseTrace(bad.data(), bad.size(), &t, &error));
   EXPECT_NE(error.find("truncated"), std::string::npos) << error;
+  EXPECT_NE(error.find("--salvage reads what precedes it"), std::string::npos) << error;
   ReadOptions salvage;
   salvage.salvage = true;
+  error.clear();
   ASSERT_TRUE(parseTrace(bad.data(), bad.size(), &t, &error, salvage)) << error;
   EXPECT_FALSE(t.complete);
   EXPECT_EQ(callCount(t, "clEnqueueWriteBuffer"), 21u);
+  EXPECT_NE(error.find("truncated"), std::string::npos) << "what was cut off: " << error;
+  // Cut in its first chunk: nothing precedes the damage, for every command that salvages.
+  const std::string nothing = data.substr(0, data.find("CHNK") + 10);
+  Trace none;
+  EXPECT_FALSE(parseTrace(nothing.data(), nothing.size(), &none, &error, salvage));
+  EXPECT_NE(error.find("nothing to salvage"), std::string::npos) << error;
 }
 
 TEST(TraceFormat, OtherVersionsAreRejectedNamingBoth) {
