@@ -215,12 +215,21 @@ bool RecordStream::finishAtExit(uint64_t waitNs) {
   if (m_running.load(std::memory_order_acquire) || !m_ring.empty() || !m_lock.try_lock())
     return false;
   std::lock_guard<std::mutex> guard(m_lock, std::adopt_lock);
+  // _exit may come from a signal handler that interrupted malloc: what finishing allocates comes
+  // from the shim's static reserve, as for a fatal signal's snapshot.
+  ++t_depth;
+  t_inSignalSnapshot = true;
+  if (hetopt_shim_signal_allocations) hetopt_shim_signal_allocations(true);
+  bool done = true;
   try {
     m_sink.finish();
-  } catch (...) {  // out of memory: the last snapshot on disk stays
-    return false;
+  } catch (...) {  // the reserve ran out: the last snapshot on disk stays
+    done = false;
   }
-  return true;
+  if (hetopt_shim_signal_allocations) hetopt_shim_signal_allocations(false);
+  t_inSignalSnapshot = false;
+  --t_depth;
+  return done;
 }
 
 void RecordStream::stop(uint64_t waitNs) {
