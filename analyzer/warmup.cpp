@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-/** @file The analysis's warm-up while a traced program runs; see warmup.h. */
+/** @file The analysis's warm-up while a traced program runs; see warmup.h.
+ * Loads the symbolizer on a thread of its own while the program runs, off the analysis's path. */
 #include "analyzer/warmup.h"
 
 #include <pthread.h>

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-/** @file Linux host facts from /proc/cpuinfo and uname(2). */
+/** @file Linux host facts from /proc/cpuinfo and uname(2).
+ * What the characterization records about the host, so that a DB names its machine. */
 #include <sys/utsname.h>
 #include <unistd.h>
 

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-/** @file `hetopt devices`: what OpenCL sees, what hetopt would pick, and what is misconfigured. */
+/** @file `hetopt devices`: what OpenCL sees, what hetopt would pick, and what is misconfigured.
+ * Exits 1 when hetopt would pick no device (the reason on stderr), else 0. */
 #include <cstdio>
 #include <cstring>
 #include <string>

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-/** @file Starting a program under the shim, with its exit status and signals passed through. */
+/** @file Starting a program under the shim, with its exit status and signals passed through.
+ * fork/exec with the shim's environment; the child's ending (status or signal) comes back whole. */
 #pragma once
 #include <cstdint>
 #include <functional>

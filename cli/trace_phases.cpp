@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-/** @file `hetopt trace`'s own phases; see trace_phases.h. */
+/** @file `hetopt trace`'s own phases; see trace_phases.h.
+ * Before, during and after the program, from hetopt's own clocks and the analysis's phases. */
 #include "cli/trace_phases.h"
 
 #include <sys/resource.h>

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-/** @file A clock's reading in nanoseconds (clock_gettime): allocation-free, for the shim too. */
+/** @file A clock's reading in nanoseconds (clock_gettime): allocation-free, for the shim too.
+ * Header-only; the caller picks the clock: monotonic for durations, realtime for records. */
 #pragma once
 #include <time.h>
 

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-/** @file Rendering the gnuplot scripts hetopt writes (characterize, analyze). Tools only. */
+/** @file Rendering the gnuplot scripts hetopt writes (characterize, analyze). Tools only.
+ * Finds gnuplot on PATH and runs it on a script beside its data; plots are optional. */
 #pragma once
 #include <string>
 #include <vector>

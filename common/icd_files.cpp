@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: MIT
-/** @file The libraries an ICD loader loads; see icd_files.h. */
+/** @file The libraries an ICD loader loads; see icd_files.h.
+ * The vendor files ocl-icd reads (OCL_ICD_VENDORS, else /etc/OpenCL/vendors), or the names given.
+ */
 #include "common/icd_files.h"
 
 #include <dirent.h>

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-/** @file Allocation-free stderr diagnostics. */
+/** @file Allocation-free stderr diagnostics.
+ * Formatted into a stack buffer and written with one write(2): safe inside other processes. */
 #include "common/log.h"
 
 #include <unistd.h>

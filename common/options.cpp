@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-/** @file The HETOPT_* environment table. */
+/** @file The HETOPT_* environment table.
+ * Each option's name, default and meaning come from options.def, which README's table mirrors. */
 #include "common/options.h"
 
 #include <cerrno>

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-/** @file Phase timing for HETOPT_TIMINGS; see phase_times.h. */
+/** @file Phase timing for HETOPT_TIMINGS; see phase_times.h.
+ * Named phases and their wall and CPU time, printed on one line when asked for. */
 #include "common/phase_times.h"
 
 #include <cstdio>

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-/** @file Safe creation of hetopt's output files; see private_file.h. */
+/** @file Safe creation of hetopt's output files; see private_file.h.
+ * No symbolic link followed, another user's file refused, new files 0600: libc only. */
 #include "common/private_file.h"
 
 #include <fcntl.h>

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-/** @file Program recipes; see program_recipe.h. */
+/** @file Program recipes; see program_recipe.h.
+ * Strict line parsing: a recipe reads back as the very bytes it was (the fuzzer checks it). */
 #include "contracts/program_recipe.h"
 
 #include <unistd.h>

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-/** @file ForkCopies (fork_copies.h): mappings only, no allocation. */
+/** @file ForkCopies (fork_copies.h): mappings only, no allocation.
+ * Copies made before fork() are placed over the shared pages in the child, or dropped. */
 #include "policies/fork_copies.h"
 
 #include <cstring>

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-/** @file glibc's own functions, what g_below names until the shim's entry points publish theirs. */
+/** @file glibc's own functions, what g_below names until the shim's entry points publish theirs.
+ * Filled first, before any interceptor runs, so nothing below the shim is looked up twice. */
 #include "shim/core/below.h"
 
 #include <malloc.h>

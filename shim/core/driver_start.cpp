@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-/** @file When hetopt's thread may start the OpenCL driver; see driver_start.h. */
+/** @file When hetopt's thread may start the OpenCL driver; see driver_start.h.
+ * Plain state under Preparation's mutex: the decision at start-up and what fork() changes. */
 #include "shim/core/driver_start.h"
 
 #include <dlfcn.h>

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-/** @file The programs a traced run builds; see program_capture.h. */
+/** @file The programs a traced run builds; see program_capture.h.
+ * Sources copied at creation, kept at the first build; written at the shim's exit. */
 #include "shim/core/program_capture.h"
 
 #include <sys/stat.h>

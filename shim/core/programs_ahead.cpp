@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-/** @file Programs built ahead; see programs_ahead.h. */
+/** @file Programs built ahead; see programs_ahead.h.
+ * One mutex and condition variable; no OpenCL call is made while the mutex is held. */
 #include "shim/core/programs_ahead.h"
 
 #include <chrono>

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-/** @file See site_ledger.h. */
+/** @file See site_ledger.h.
+ * The run's transfers per plan site: relaxed counters on the program's threads, read at exit. */
 #include "shim/core/site_ledger.h"
 
 #include <initializer_list>

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-/** @file The shim's shared state; see state.h. */
+/** @file The shim's shared state; see state.h.
+ * The globals every mode and entry point reads: constinit, so no constructor order matters. */
 #include "shim/core/state.h"
 
 namespace hetopt::shim {
