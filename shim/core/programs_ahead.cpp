@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <cstring>
+#include <system_error>
 
 #include "common/log.h"
 #include "shim/core/below.h"
@@ -76,7 +77,13 @@ void ProgramsAhead::start(cl_context context, cl_device_id device) {
   if (!wanted() || m_started.exchange(true)) return;
   m_context = context;
   m_device = device;
-  m_builder = std::thread([this] { build(); });
+  try {
+    m_builder = std::thread([this] { build(); });
+  } catch (const std::system_error&) {  // no thread to be had: the driver builds, as natively
+    std::lock_guard<std::mutex> lock(m_mutex);
+    m_counts.failure = "no thread for the builder";
+    m_loaded = m_done = true;
+  }
 }
 
 void ProgramsAhead::build() {
