@@ -74,7 +74,9 @@ ProgramsAhead::~ProgramsAhead() {
 }
 
 void ProgramsAhead::start(cl_context context, cl_device_id device) {
-  if (!wanted() || m_started.exchange(true)) return;
+  // Called once, by the driver thread; the program's threads read the context and device only
+  // after seeing m_started, which is published last.
+  if (!wanted() || m_started.load(std::memory_order_relaxed)) return;
   m_context = context;
   m_device = device;
   try {
@@ -84,6 +86,7 @@ void ProgramsAhead::start(cl_context context, cl_device_id device) {
     m_counts.failure = "no thread for the builder";
     m_loaded = m_done = true;
   }
+  m_started.store(true, std::memory_order_release);
 }
 
 void ProgramsAhead::build() {
