@@ -14,4 +14,7 @@ inline uint64_t clockNs(clockid_t clock) {
   return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
 }
 
+/// CLOCK_MONOTONIC in milliseconds: how long a step took or waited, for stats and debug lines.
+inline double monotonicMs() { return static_cast<double>(clockNs(CLOCK_MONOTONIC)) / 1e6; }
+
 }  // namespace hetopt

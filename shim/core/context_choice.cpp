@@ -3,8 +3,7 @@
  * The early context and its hand-out, the program's context offered, the choice awaited. */
 #include "shim/core/context_choice.h"
 
-#include <chrono>
-
+#include "common/clock.h"
 #include "common/log.h"
 
 namespace hetopt::shim {
@@ -93,12 +92,9 @@ void ContextChoice::handOut(CallRecord& call) {
     std::unique_lock<std::mutex> lock(m_mutex);
     if (m_earlyHandedOut) return;
     if (m_early == Early::Making) {
-      const auto start = std::chrono::steady_clock::now();
+      const double start = monotonicMs();
       m_changed.wait(lock, [this] { return m_early != Early::Making; });
-      m_handOutWaitMs.store(
-          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
-              .count(),
-          std::memory_order_relaxed);
+      m_handOutWaitMs.store(monotonicMs() - start, std::memory_order_relaxed);
     }
     if (m_early != Early::Made) return;
   }

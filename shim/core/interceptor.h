@@ -33,6 +33,15 @@ struct CallRecord {
   /// starts: a mode keeps one trivial struct of its own here, through callState<T>().
   alignas(8) unsigned char state[48] = {};
 
+  /// Argument `i` as its API type (a pointer or an integer).
+  template <typename T>
+  T arg(unsigned i) const {
+    if constexpr (std::is_pointer_v<T>)
+      return reinterpret_cast<T>(static_cast<uintptr_t>(args[i]));
+    else
+      return static_cast<T>(args[i]);
+  }
+
   template <typename T>
   T& callState() {
     static_assert(std::is_trivial_v<T> && sizeof(T) <= sizeof(state) && alignof(T) <= 8,

@@ -8,13 +8,13 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <string>
 #include <thread>
 
 #include "common/cl_select.h"
+#include "common/clock.h"
 #include "common/elf_imports.h"
 #include "common/log.h"
 #include "common/options.h"
@@ -45,11 +45,6 @@ struct TransferState {
   Moved moved[api::kMaxHostRanges];
   uint8_t count;
 };
-
-double nowMs() {
-  using namespace std::chrono;
-  return duration<double, std::milli>(steady_clock::now().time_since_epoch()).count();
-}
 
 // HETOPT_PLAN_FILE names one plan, or several separated by ':' (a launcher's descendants: one
 // plan each). Each names the program it was made for; the launcher, other children and wrapper
@@ -157,11 +152,11 @@ OptimizeInterceptor* OptimizeInterceptor::createFor(Plan plan, std::string planP
   // Prepared off the critical path; the thread ends when the pool is ready (or failed). In a
   // process that may fork it starts at the program's first OpenCL call (callBegin), and only the
   // driver's libraries are loaded now (driver_start.h).
-  const double checkStart = nowMs();
+  const double checkStart = monotonicMs();
   self->m_prep.decide(p.driverLate,
                       p.driverLate ? std::string() : loadedModuleImporting(kForkFunctions));
   debug("driver start: %s (decided in %.0f us)", self->m_prep.describeDriver().c_str(),
-        (nowMs() - checkStart) * 1e3);
+        (monotonicMs() - checkStart) * 1e3);
   if (!self->m_prep.late())
     std::thread([self] { self->prepare(true); }).detach();
   else if (optionFlag(Option::DRIVER_PRELOAD))

@@ -8,27 +8,18 @@
  */
 #include <CL/cl.h>
 
-#include <chrono>
 #include <cstdio>
 #include <memory>
 #include <string>
 
 #include "common/cl_select.h"
+#include "common/clock.h"
 #include "common/log.h"
 #include "shim/core/optimize_interceptor.h"
 #include "shim/core/state.h"
 #include "shim/core/stats_text.h"
 
 namespace hetopt::shim {
-namespace {
-
-double nowMs() {
-  using namespace std::chrono;
-  return duration<double, std::milli>(steady_clock::now().time_since_epoch()).count();
-}
-
-}  // namespace
-
 struct OptimizeInterceptor::DriverRun {
   double startMs = 0;
   ClQueryFunctions query{};
@@ -51,7 +42,7 @@ void OptimizeInterceptor::prepare(bool early) {
     ~LeaveDriver() { prep.setInDriver(false); }
   } leave{m_prep};
   DriverRun run;
-  run.startMs = nowMs();
+  run.startMs = monotonicMs();
   if (!findOpenCL(run)) return failPool("no OpenCL loader in this process");
   if (!enumerate(run)) return;
   makeEarlyContext(run);
@@ -197,11 +188,11 @@ void OptimizeInterceptor::makePool(DriverRun& run) {
 void OptimizeInterceptor::loadDriverLibraries() {
   ScopedInternal internal;  // what the libraries' constructors allocate is not the program's
   if (!m_prep.beginLoading()) return;
-  const double start = nowMs();
+  const double start = monotonicMs();
   const unsigned loaded = loadVendorLibraries();
   m_prep.endLoading();
   debug("%u OpenCL implementation(s) loaded early in %.0f ms, none called", loaded,
-        nowMs() - start);
+        monotonicMs() - start);
 }
 
 }  // namespace hetopt::shim

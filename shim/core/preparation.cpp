@@ -7,17 +7,11 @@
 #include <cstdio>
 #include <utility>
 
+#include "common/clock.h"
 #include "common/log.h"
 #include "common/options.h"
 
 namespace hetopt::shim {
-namespace {
-double nowMs() {
-  using namespace std::chrono;
-  return duration<double, std::milli>(steady_clock::now().time_since_epoch()).count();
-}
-}  // namespace
-
 void Preparation::decide(bool planLate, std::string forkImporter) {
   std::lock_guard<std::mutex> lock(m_mutex);
   m_driver.decide(planLate, std::move(forkImporter));
@@ -73,7 +67,7 @@ void Preparation::markEnumerated() {
 }
 
 void Preparation::markReady(double startMs) {
-  m_readyAfterMs = nowMs() - startMs;
+  m_readyAfterMs = monotonicMs() - startMs;
   {
     std::lock_guard<std::mutex> lock(m_mutex);
     m_pool.store(static_cast<int>(Pool::Ready), std::memory_order_release);

@@ -6,9 +6,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <cstring>
-
 #include "common/log.h"
+#include "shim/core/program_source.h"
 
 namespace hetopt::shim {
 
@@ -28,15 +27,9 @@ void ProgramCapture::callEnd(const CallRecord& call) {
 // clCreateProgramWithSource(context, count, strings, lengths, errcode_ret) returned a program.
 void ProgramCapture::created(const CallRecord& call) {
   const auto program = reinterpret_cast<cl_program>(static_cast<uintptr_t>(call.result));
-  const auto count = static_cast<cl_uint>(call.args[1]);
-  const auto** strings = reinterpret_cast<const char**>(static_cast<uintptr_t>(call.args[2]));
-  const auto* lengths = reinterpret_cast<const size_t*>(static_cast<uintptr_t>(call.args[3]));
-  if (!program || !strings) return;
-  std::string source;
-  for (cl_uint i = 0; i < count; ++i) {
-    if (!strings[i]) return;
-    source.append(strings[i], lengths && lengths[i] ? lengths[i] : strlen(strings[i]));
-  }
+  const SourceStrings strings = SourceStrings::of(call);
+  if (!program || !strings.valid()) return;
+  std::string source = strings.joined();
   std::lock_guard<std::mutex> lock(m_mutex);
   if (m_bytes + source.size() > kProgramRecipeMaxBytes) return;
   m_bytes += source.size();
@@ -53,9 +46,9 @@ void ProgramCapture::created(const CallRecord& call) {
 // clBuildProgram(program, num_devices, device_list, options, ...) and clCompileProgram, however
 // they ended: a build that fails natively must fail the same way built ahead.
 void ProgramCapture::built(const CallRecord& call, bool compile) {
-  const auto program = reinterpret_cast<cl_program>(static_cast<uintptr_t>(call.args[0]));
-  const auto devices = static_cast<cl_uint>(call.args[1]);
-  const char* options = reinterpret_cast<const char*>(static_cast<uintptr_t>(call.args[3]));
+  const auto program = call.arg<cl_program>(0);
+  const auto devices = call.arg<cl_uint>(1);
+  const char* options = call.arg<const char*>(3);
   std::lock_guard<std::mutex> lock(m_mutex);
   for (size_t i = 0; i < m_created.size(); ++i) {
     if (m_created[i].program != program) continue;

@@ -4,11 +4,12 @@
 #include "shim/core/programs_ahead.h"
 
 #include <chrono>
-#include <cstring>
 #include <system_error>
 
+#include "common/clock.h"
 #include "common/log.h"
 #include "shim/core/below.h"
+#include "shim/core/program_source.h"
 #include "shim/core/state.h"
 
 namespace hetopt::shim {
@@ -16,52 +17,6 @@ namespace {
 
 // exit() waits this long for a build in progress (a cold NVIDIA build takes up to ~3 s).
 constexpr int kExitWaitMs = 5000;
-
-template <typename T>
-T arg(const CallRecord& call, unsigned i) {
-  if constexpr (std::is_pointer_v<T>)
-    return reinterpret_cast<T>(static_cast<uintptr_t>(call.args[i]));
-  else
-    return static_cast<T>(call.args[i]);
-}
-
-// clCreateProgramWithSource's strings as clCreateProgramWithSource reads them: a length of 0 (or
-// no lengths) means up to the string's NUL. False when the driver would refuse them.
-struct SourceParts {
-  cl_uint count;
-  const char** strings;
-  const size_t* lengths;
-  size_t length(cl_uint i) const { return lengths && lengths[i] ? lengths[i] : strlen(strings[i]); }
-  bool valid() const {
-    if (!count || !strings) return false;
-    for (cl_uint i = 0; i < count; ++i)
-      if (!strings[i]) return false;
-    return true;
-  }
-  uint64_t hash(size_t* bytes) const {
-    uint64_t h = sourceHash(nullptr, 0);
-    *bytes = 0;
-    for (cl_uint i = 0; i < count; ++i) {
-      h = sourceHash(strings[i], length(i), h);
-      *bytes += length(i);
-    }
-    return h;
-  }
-  bool equals(const std::string& source) const {
-    size_t at = 0;
-    for (cl_uint i = 0; i < count; ++i) {
-      const size_t n = length(i);
-      if (n > source.size() - at || memcmp(source.data() + at, strings[i], n) != 0) return false;
-      at += n;
-    }
-    return at == source.size();
-  }
-};
-
-double nowMs() {
-  using namespace std::chrono;
-  return duration<double, std::milli>(steady_clock::now().time_since_epoch()).count();
-}
 
 }  // namespace
 
@@ -178,16 +133,15 @@ void ProgramsAhead::awaitState(std::unique_lock<std::mutex>& lock, Entry& e, boo
     return e.state != State::Creating && (!built || e.state != State::Building);
   };
   if (settled()) return;
-  const double start = nowMs();
+  const double start = monotonicMs();
   m_changed.wait(lock, settled);
-  m_counts.waitMs += nowMs() - start;
+  m_counts.waitMs += monotonicMs() - start;
 }
 
 // clCreateProgramWithSource(context, count, strings, lengths, errcode_ret).
 void ProgramsAhead::handOver(CallRecord& call) {
-  if (arg<cl_context>(call, 0) != m_context) return;
-  const SourceParts parts{arg<cl_uint>(call, 1), arg<const char**>(call, 2),
-                          arg<const size_t*>(call, 3)};
+  if (call.arg<cl_context>(0) != m_context) return;
+  const SourceStrings parts = SourceStrings::of(call);
   if (!parts.valid()) return;  // the driver's error, as natively
   size_t bytes = 0;
   const uint64_t hash = parts.hash(&bytes);
@@ -208,7 +162,7 @@ void ProgramsAhead::handOver(CallRecord& call) {
     ++m_counts.handedOver;
     call.result = reinterpret_cast<uintptr_t>(e.program);
     call.skip = true;
-    if (auto* err = arg<cl_int*>(call, 4)) *err = CL_SUCCESS;
+    if (auto* err = call.arg<cl_int*>(4)) *err = CL_SUCCESS;
     return;
   }
 }
@@ -223,15 +177,15 @@ ProgramsAhead::Entry* ProgramsAhead::handedUnbuilt(cl_program program) {
 // clCompileProgram(program, num_devices, device_list, options, ...): a build already running
 // makes the driver refuse another, so both wait for it.
 void ProgramsAhead::answerBuild(CallRecord& call, bool compile) {
-  const auto program = arg<cl_program>(call, 0);
+  const auto program = call.arg<cl_program>(0);
   std::unique_lock<std::mutex> lock(m_mutex);
   Entry* e = handedUnbuilt(program);
   if (!e) return;
   awaitState(lock, *e, true);
   e->answered = true;
-  const auto devices = arg<cl_uint>(call, 1);
-  const auto* list = arg<const cl_device_id*>(call, 2);
-  const char* options = arg<const char*>(call, 3);
+  const auto devices = call.arg<cl_uint>(1);
+  const auto* list = call.arg<const cl_device_id*>(2);
+  const char* options = call.arg<const char*>(3);
   const bool sameDevices = (devices == 0 && !list) || (devices == 1 && list && *list == m_device);
   if (compile || !sameDevices || e->recipe.options != (options ? options : "")) {
     ++m_counts.rebuilt;  // the driver builds it again, the program's way
@@ -241,7 +195,7 @@ void ProgramsAhead::answerBuild(CallRecord& call, bool compile) {
   const cl_int status = e->status;
   lock.unlock();
   using Notify = void(CL_CALLBACK*)(cl_program, void*);
-  if (auto notify = arg<Notify>(call, 4)) notify(program, arg<void*>(call, 5));
+  if (auto notify = call.arg<Notify>(4)) notify(program, call.arg<void*>(5));
   call.result = static_cast<uint64_t>(static_cast<int64_t>(status));
   call.skip = true;
 }
