@@ -7,6 +7,7 @@
  * no allocation and no lock per decision.
  */
 #pragma once
+#include <algorithm>
 #include <cstdint>
 
 namespace hetopt::trace {
@@ -17,8 +18,8 @@ namespace hetopt::trace {
 /// it, ~15 us per timed command and nothing on the others. Hence the default period, 64: the most
 /// call-bound loop measured (bench/queue_cost: blocking 4 KiB write -> kernel -> read, 9.2 us per
 /// command on the H100) then pays 15 / 64 / 9.2 = 2.5% (loop_wkr 4K, 17 us per command: 1.4%),
-/// where 16 cost 10% and 5.5%. A long loop still has hundreds of timed commands per key (20,000
-/// iterations: 32 + 312), and a short one its 32-command census plus one per 64 after.
+/// where 16 cost 10% and 5.5%. A short loop has its 32-command census plus one per 64 after; a
+/// long one's period grows (20,000 iterations: 32 + 158 timed per key instead of 32 + 312).
 class TimeSampler {
  public:
   static constexpr unsigned kWays = 4;  ///< keys kept per set
@@ -27,6 +28,12 @@ class TimeSampler {
       kWays * kSets;                       ///< distinct (call, objects) keys kept per thread
   static constexpr uint64_t kCensus = 32;  ///< commands of a key timed before sampling starts
   static constexpr uint64_t kDefaultPeriod = 64;  ///< keep common/options.def's default equal
+  /// Blocks a key is sampled in at one period before its period doubles, up to kMaxGrowth times
+  /// the base: a long loop's later commands are timed more sparsely (each timed command costs the
+  /// driver ~12-15 us on an H100; a 20,000-iteration loop went from 312 to 158 per key) while its
+  /// estimate rests on more than a hundred samples.
+  static constexpr uint64_t kBlocksPerStep = 64;
+  static constexpr uint64_t kMaxGrowth = 16;
 
   /// `period` <= 1 times every command.
   explicit TimeSampler(uint64_t period = kDefaultPeriod, uint64_t seed = 0x9e3779b97f4a7c15ull)
@@ -35,13 +42,14 @@ class TimeSampler {
   uint64_t period() const { return m_period; }
 
   /// Whether the next command of `key` is to be timed, as its sampling weight (the inverse of
-  /// the probability it had): 0 not timed, 1 timed in the census, period() timed as the sample
-  /// of its block. The caller computes the key from what the compressor folds on (the function
+  /// the probability it had): 0 not timed, 1 timed in the census, its block's length timed as the sample
+  /// of its block (the block's length). The caller computes the key from what the compressor folds on (the function
   /// and the OpenCL objects it names) and, for a buffer transfer, its size class (a factor of 4:
   /// shim/core/device_timing.cpp). Each key's first kCensus commands are all timed (short runs
   /// and one-off commands stay exact); after that its commands are cut into blocks of `period`
-  /// and exactly one per block is timed, at a random position drawn when the block starts. Every
-  /// later command is so timed with probability 1/period whatever the loop's shape: a fixed
+  /// (doubling every kBlocksPerStep blocks, up to kMaxGrowth x period) and exactly one per block
+  /// is timed, at a random position drawn when the block starts. Every later command is so timed
+  /// with probability 1/(its block's length) whatever the loop's shape: a fixed
   /// stride would alias with loop bodies that repeat a key with a period sharing a factor with it
   /// (ping-pong buffers, every other iteration of size X) and time only one phase of them. The
   /// analysis extrapolates: a leaf's device time = weighted mean of its timed commands x its
@@ -57,11 +65,32 @@ class TimeSampler {
     // The command's place in its block, counted rather than divided (a division per command
     // was a third of the sampler's cost).
     const uint64_t pos = s.phase;
-    s.phase = pos + 1 == m_period ? 0 : pos + 1;
-    if (pos == 0) s.pick = next() % m_period;
-    return pos == s.pick ? m_period : 0;
+    if (pos == 0) {
+      if (s.blocks == kBlocksPerStep && s.period < m_period * kMaxGrowth) {
+        s.period *= 2;
+        s.blocks = 0;
+      }
+      ++s.blocks;
+      s.pick = next() % s.period;
+    }
+    s.phase = pos + 1 == s.period ? 0 : pos + 1;
+    return pos == s.pick ? s.period : 0;
   }
   bool shouldTime(uint64_t key) { return weight(key) != 0; }
+
+  /// The schedule above: of `commands` commands of one key, how many are timed, counting the
+  /// census and every whole block; a last block cut short adds one more or none.
+  static uint64_t timedInWholeBlocks(uint64_t period, uint64_t commands) {
+    if (period <= 1 || commands <= kCensus) return commands;
+    uint64_t left = commands - kCensus, timed = kCensus;
+    for (uint64_t length = period;; length *= 2) {
+      const bool last = length >= period * kMaxGrowth;
+      const uint64_t blocks = last ? left / length : std::min(left / length, kBlocksPerStep);
+      timed += blocks;
+      left -= blocks * length;
+      if (last || blocks < kBlocksPerStep) return timed;
+    }
+  }
 
   /// The set `key` is kept in (public for the tests that make keys collide).
   static unsigned setOf(uint64_t key) { return static_cast<unsigned>(mix(key) & (kSets - 1)); }
@@ -78,6 +107,8 @@ class TimeSampler {
     uint64_t pick = 0;   ///< position timed in the current block
     uint64_t phase = 0;  ///< after the census: the next command's position in its block
     uint64_t used = 0;   ///< m_tick at the key's last command (least recently used goes first)
+    uint64_t period = 0;  ///< after the census: the length of the current block
+    uint64_t blocks = 0;  ///< blocks started at that length
   };
   /// The key's slot: its own if kept, else an empty or the least recently used one of its set,
   /// started afresh. 4-way set-associative: a loop's keys (a handful) land in 64 sets, and a
@@ -96,7 +127,7 @@ class TimeSampler {
       }
       if (s.used < victim->used) victim = &s;
     }
-    *victim = Slot{key, 0, 0, 0, m_tick};
+    *victim = Slot{key, 0, 0, 0, m_tick, m_period, 0};
     return *victim;
   }
   static uint64_t mix(uint64_t h) {  // splitmix64 finalizer

@@ -82,7 +82,7 @@ uint64_t DeviceTiming::sample(const CallRecord& call, CallState& state) {
 
 void DeviceTiming::timeCommand(CallRecord& call, CallState& state, uint64_t weight) {
   state.timed = true;
-  state.sampled = weight > 1;
+  state.weight = static_cast<uint32_t>(std::min<uint64_t>(weight, UINT32_MAX));
   const int eventArg = api::apiInfo(call.id).eventArg;
   if (call.args[eventArg] == 0) {
     state.injected = nullptr;
@@ -122,7 +122,7 @@ cl_event DeviceTiming::take(CallRecord& call, const CallState& state, bool ok) {
 
 size_t DeviceTiming::addPending(cl_event event, uint64_t timingId, const CallState& state,
                                 uint64_t queue, uint64_t hostStart, uint64_t hostEnd) {
-  const uint64_t weight = state.sampled ? m_period : 1;
+  const uint64_t weight = state.weight ? state.weight : 1;
   std::lock_guard<std::mutex> lock(m_mutex);
   m_pending.push_back(Pending{event, timingId, m_generation, static_cast<uint32_t>(weight), queue,
                               hostStart, hostEnd});

@@ -39,7 +39,7 @@ class DeviceTiming {
     bool injectedEvent;  ///< `injected` is ours
     bool timeable;       ///< an enqueue on a queue we time: a device command we could time
     bool timed;          ///< ... chosen by the sampler: its timestamps are read
-    bool sampled;        ///< ... as the sample of its block (weight: the period), not in the census
+    uint32_t weight;     ///< ... its sampling weight: 1 in the census, its block's length after
   };
 
   /// Where timings and clocks go: records of the trace's stream, after the record of the call

@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <set>
 #include <string>
 #include <vector>
@@ -26,55 +28,94 @@ TEST(TimeSampler, PeriodOneTimesEveryCommand) {
   EXPECT_EQ(timedOf(s, 7, 10000), 10000u);
 }
 
-TEST(TimeSampler, CensusThenExactlyOnePerBlock) {
+// After the census, exactly one command per block is timed, with the block's length as its
+// weight; a period holds for kBlocksPerStep blocks, then doubles, up to kMaxGrowth x the base.
+TEST(TimeSampler, CensusThenExactlyOnePerGrowingBlock) {
   for (uint64_t period : {2u, 3u, 16u, 64u, 100u}) {
     TimeSampler s(period, 12345);
-    for (uint64_t i = 0; i < kCensus; ++i) EXPECT_TRUE(s.shouldTime(42)) << i;
-    std::set<uint64_t> positions;
-    for (int block = 0; block < 400; ++block) {
+    for (uint64_t i = 0; i < kCensus; ++i) EXPECT_EQ(s.weight(42), 1u) << i;
+    std::set<uint64_t> firstPositions;
+    uint64_t length = period;
+    for (int block = 0; block < 300; ++block) {
+      if (block > 0 && block % TimeSampler::kBlocksPerStep == 0 &&
+          length < period * TimeSampler::kMaxGrowth)
+        length *= 2;
       uint64_t timed = 0, where = 0;
-      for (uint64_t p = 0; p < period; ++p)
-        if (s.shouldTime(42)) ++timed, where = p;
+      for (uint64_t p = 0; p < length; ++p)
+        if (const uint64_t w = s.weight(42)) {
+          EXPECT_EQ(w, length) << "period " << period << " block " << block;
+          ++timed, where = p;
+        }
       EXPECT_EQ(timed, 1u) << "period " << period << " block " << block;
-      positions.insert(where);
+      if (block < static_cast<int>(TimeSampler::kBlocksPerStep)) firstPositions.insert(where);
     }
-    // The position is drawn anew for every block: over 400 blocks each position shows up.
-    if (period <= 16) {
-      EXPECT_EQ(positions.size(), period) << "period " << period;
+    EXPECT_EQ(length, period * TimeSampler::kMaxGrowth) << "period " << period;
+    // The position is drawn anew for every block: over 64 blocks of 2 or 3 each one shows up.
+    if (period <= 3) {
+      EXPECT_EQ(firstPositions.size(), period) << "period " << period;
     }
   }
+}
+
+TEST(TimeSampler, TimedInWholeBlocksFollowsTheSchedule) {
+  for (uint64_t period : {2u, 16u, 64u})
+    for (uint64_t commands : {10u, 32u, 33u, 1000u, 5000u, 20000u, 200000u}) {
+      TimeSampler s(period, 3);
+      const uint64_t timed = timedOf(s, 8, commands);
+      const uint64_t whole = TimeSampler::timedInWholeBlocks(period, commands);
+      EXPECT_GE(timed, whole) << period << " " << commands;
+      EXPECT_LE(timed, whole + 1) << period << " " << commands;
+    }
+  // loop_wkr's 20,000 iterations at the default: 32 + 158 timed per key, not 32 + 312.
+  EXPECT_EQ(TimeSampler::timedInWholeBlocks(64, 20000), kCensus + 64 + 64 + 30);
 }
 
 TEST(TimeSampler, WeightsAreInverseProbabilities) {
   TimeSampler s(16, 4);
   for (uint64_t i = 0; i < kCensus; ++i) EXPECT_EQ(s.weight(9), 1u);
   uint64_t sum = 0;
-  for (uint64_t i = 0; i < 16 * 50; ++i) {
+  // 64 blocks of 16, then 64 of 32: whole blocks only.
+  const uint64_t commands = 16 * 64 + 32 * 64;
+  for (uint64_t i = 0; i < commands; ++i) {
     const uint64_t w = s.weight(9);
-    EXPECT_TRUE(w == 0 || w == 16) << w;
+    EXPECT_TRUE(w == 0 || w == (i < 16 * 64 ? 16u : 32u)) << i << " " << w;
     sum += w;
   }
-  EXPECT_EQ(sum, 16u * 50);  // the timed commands' weights add up to the commands they stand for
+  EXPECT_EQ(sum, commands);  // the timed commands' weights add up to the commands they stand for
 }
 
 // The default period on a loop shaped like loop_wkr's (three keys; slow first iterations, then
-// times that alternate with the iteration's parity and drift): the weighted estimate of each key's
-// total stays within 2% of the truth over 20,000 iterations, and the timed share is ~1/64.
+// times that alternate with the iteration's parity and drift: a spread of +-25%, wider than real
+// loops'): over 200 seeds, the weighted estimate of the worst key's total is within 3.5% of the
+// truth in the median run, 6% at the 90th percentile and 10% at worst (measured: 2.9%, 4.7%, 8.4%;
+// timing one in 64 for good, 312 commands a key against 158, gave 1.7%, 3.1%, 4.6%), with the
+// schedule's timed count.
 TEST(TimeSampler, DefaultPeriodEstimatesLongLoops) {
-  TimeSampler s(TimeSampler::kDefaultPeriod, 77);
-  double truth[3] = {}, estimate[3] = {};
-  uint64_t timed = 0;
   const int iters = 20000;
-  for (int i = 0; i < iters; ++i)
-    for (int k = 0; k < 3; ++k) {
-      const double ns =
-          (i < 10 ? 50000.0 : 4000.0 + 1000.0 * k) * (i % 2 ? 1.3 : 0.8) * (1.0 + i * 1e-5);
-      truth[k] += ns;
-      const uint64_t w = s.weight(100 + k);
-      if (w) ++timed, estimate[k] += ns * static_cast<double>(w);
-    }
-  for (int k = 0; k < 3; ++k) EXPECT_NEAR(estimate[k] / truth[k], 1.0, 0.02) << "key " << k;
-  EXPECT_NEAR(static_cast<double>(timed), 3 * (kCensus + (iters - kCensus) / 64.0), 3.0);
+  std::vector<double> worstKey;
+  for (uint64_t seed = 1; seed <= 200; ++seed) {
+    TimeSampler s(TimeSampler::kDefaultPeriod, seed * 7919);
+    double truth[3] = {}, estimate[3] = {};
+    uint64_t timed = 0;
+    for (int i = 0; i < iters; ++i)
+      for (int k = 0; k < 3; ++k) {
+        const double ns =
+            (i < 10 ? 50000.0 : 4000.0 + 1000.0 * k) * (i % 2 ? 1.3 : 0.8) * (1.0 + i * 1e-5);
+        truth[k] += ns;
+        const uint64_t w = s.weight(100 + k);
+        if (w) ++timed, estimate[k] += ns * static_cast<double>(w);
+      }
+    double worst = 0;
+    for (int k = 0; k < 3; ++k) worst = std::max(worst, std::fabs(estimate[k] / truth[k] - 1.0));
+    worstKey.push_back(worst);
+    const uint64_t whole = TimeSampler::timedInWholeBlocks(TimeSampler::kDefaultPeriod, iters);
+    EXPECT_GE(timed, 3 * whole) << "seed " << seed;
+    EXPECT_LE(timed, 3 * whole + 3) << "seed " << seed;
+  }
+  std::sort(worstKey.begin(), worstKey.end());
+  EXPECT_LT(worstKey[worstKey.size() / 2], 0.035);
+  EXPECT_LT(worstKey[worstKey.size() * 9 / 10], 0.06);
+  EXPECT_LT(worstKey.back(), 0.10);
 }
 
 // The shim reads HETOPT_TIME_SAMPLE with options.def's default; the sampler's own must agree.
@@ -91,8 +132,11 @@ TEST(TimeSampler, KeysAreCountedApart) {
     a += s.shouldTime(TimeSampler::combine(1, 0x1000));
     b += s.shouldTime(TimeSampler::combine(1, 0x2000));
   }
-  EXPECT_EQ(a, kCensus + 100);
-  EXPECT_EQ(b, kCensus + 100);
+  const uint64_t whole = TimeSampler::timedInWholeBlocks(16, 32 + 16 * 100);
+  EXPECT_GE(a, whole);
+  EXPECT_LE(a, whole + 1);
+  EXPECT_GE(b, whole);
+  EXPECT_LE(b, whole + 1);
 }
 
 // Keys of one set (object handles differ every run, so a loop's keys share one now and then):
@@ -107,7 +151,11 @@ TEST(TimeSampler, KeysOfOneSetAreCountedApart) {
   std::vector<uint64_t> timed(keys.size());
   for (int i = 0; i < 32 + 16 * 100; ++i)
     for (size_t k = 0; k < keys.size(); ++k) timed[k] += s.shouldTime(keys[k]);
-  for (size_t k = 0; k < keys.size(); ++k) EXPECT_EQ(timed[k], kCensus + 100) << "key " << keys[k];
+  const uint64_t whole = TimeSampler::timedInWholeBlocks(16, 32 + 16 * 100);
+  for (size_t k = 0; k < keys.size(); ++k) {
+    EXPECT_GE(timed[k], whole) << "key " << keys[k];
+    EXPECT_LE(timed[k], whole + 1) << "key " << keys[k];
+  }
 }
 
 TEST(TimeSampler, EveryKeySlotCollisionOnlyAddsTimings) {
@@ -128,9 +176,11 @@ TEST(TimeSampler, PeriodicPatternsAreNotAliased) {
   TimeSampler s(16, 99);
   uint64_t timed[2] = {};
   for (uint64_t i = 0; i < 32000; ++i) timed[i % 2] += s.shouldTime(5);
-  EXPECT_EQ(timed[0] + timed[1], kCensus + (32000 - kCensus) / 16);
-  EXPECT_GT(timed[0], 800u);
-  EXPECT_GT(timed[1], 800u);
+  const uint64_t whole = TimeSampler::timedInWholeBlocks(16, 32000);
+  EXPECT_GE(timed[0] + timed[1], whole);
+  EXPECT_LE(timed[0] + timed[1], whole + 1);
+  EXPECT_GT(timed[0], whole / 3);
+  EXPECT_GT(timed[1], whole / 3);
 }
 
 TEST(TimeSampler, CombineSeparatesFunctionsAndObjects) {
