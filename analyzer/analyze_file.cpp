@@ -136,9 +136,13 @@ void keepProgramRecipe(const std::string& tracePath, const std::string& programK
     notes->push_back("the programs it builds will not be built ahead: " + error);
     return;
   }
-  notes->push_back(std::to_string(recipe.programs.size()) + " program" +
-                   (recipe.programs.size() == 1 ? "" : "s") +
-                   " built from source kept for `hetopt run` to build ahead");
+  size_t fromSource = 0;
+  for (const RecipeProgram& p : recipe.programs) fromSource += p.form == ProgramForm::Source;
+  const size_t others = recipe.programs.size() - fromSource;
+  std::string what;
+  if (fromSource) what = std::to_string(fromSource) + " built from source";
+  if (others) what += (what.empty() ? "" : ", ") + std::to_string(others) + " from binaries or IL";
+  notes->push_back("programs kept for `hetopt run` to build ahead: " + what);
 }
 
 }  // namespace

@@ -21,14 +21,25 @@ uint64_t sourceHash(const char* data, size_t bytes, uint64_t h) {
   return h;
 }
 
+const char* programFormName(ProgramForm form) {
+  switch (form) {
+    case ProgramForm::Binary:
+      return "binary";
+    case ProgramForm::IL:
+      return "il";
+    default:
+      return "source";
+  }
+}
+
 std::string ProgramRecipe::serialize() const {
   std::string s = "hetopt-programs " + std::to_string(kProgramRecipeVersion) + "\n";
   char line[128];
   for (const RecipeProgram& p : programs) {
-    snprintf(line, sizeof line, "program %016" PRIx64 " %zu %zu %" PRIu32 "\n", p.hash,
-             p.source.size(), p.options.size(), p.namedDevices);
+    snprintf(line, sizeof line, "program %016" PRIx64 " %s %zu %zu %" PRIu32 "\n", p.hash,
+             programFormName(p.form), p.code.size(), p.options.size(), p.namedDevices);
     s += line;
-    s += p.source;
+    s += p.code;
     s += p.options;
     s += '\n';
   }
@@ -37,10 +48,11 @@ std::string ProgramRecipe::serialize() const {
 
 namespace {
 
-// "program <16 hex> <n> <n> <n>" exactly as serialize() writes it (one blank apart, lower-case hex,
-// decimal without sign or leading zeros): a recipe reads back as the bytes it was.
-bool parseProgramLine(const std::string& line, uint64_t* hash, uint64_t* a, uint64_t* b,
-                      uint64_t* c) {
+// "program <16 hex> <form> <n> <n> <n>" exactly as serialize() writes it (one blank apart,
+// lower-case hex, decimal without sign or leading zeros; version 1 has no form): a recipe reads
+// back as the bytes it was.
+bool parseProgramLine(const std::string& line, int version, uint64_t* hash, ProgramForm* form,
+                      uint64_t* a, uint64_t* b, uint64_t* c) {
   const std::string head = "program ";
   if (line.compare(0, head.size(), head) != 0) return false;
   std::vector<std::string> words;
@@ -49,6 +61,16 @@ bool parseProgramLine(const std::string& line, uint64_t* hash, uint64_t* a, uint
     if (blank == std::string::npos) blank = line.size();
     words.push_back(line.substr(at, blank - at));
     at = blank + 1;
+  }
+  *form = ProgramForm::Source;
+  if (version >= 2) {
+    if (words.size() < 2) return false;
+    const ProgramForm forms[] = {ProgramForm::Source, ProgramForm::Binary, ProgramForm::IL};
+    bool known = false;
+    for (ProgramForm f : forms)
+      if (words[1] == programFormName(f)) *form = f, known = true;
+    if (!known) return false;
+    words.erase(words.begin() + 1);
   }
   if (words.size() != 4 || words[0].size() != 16) return false;
   *hash = 0;
@@ -76,31 +98,36 @@ bool parseProgramLine(const std::string& line, uint64_t* hash, uint64_t* a, uint
 
 bool parseProgramRecipe(const std::string& text, ProgramRecipe* out, std::string* error) {
   *out = ProgramRecipe{};
-  const std::string head = "hetopt-programs " + std::to_string(kProgramRecipeVersion) + "\n";
-  if (text.compare(0, head.size(), head) != 0) {
-    *error = "not a version " + std::to_string(kProgramRecipeVersion) + " program recipe";
+  int version = 0;
+  for (int v = 1; v <= kProgramRecipeVersion; ++v) {
+    const std::string head = "hetopt-programs " + std::to_string(v) + "\n";
+    if (text.compare(0, head.size(), head) == 0) version = v;
+  }
+  if (!version) {
+    *error = "not a version 1-" + std::to_string(kProgramRecipeVersion) + " program recipe";
     return false;
   }
-  size_t at = head.size();
+  size_t at = text.find('\n') + 1;
   while (at < text.size()) {
     const size_t eol = text.find('\n', at);
     if (eol == std::string::npos) return *error = "a program line without its end", false;
     RecipeProgram p;
-    uint64_t sourceBytes = 0, optionBytes = 0, named = 0;
+    uint64_t codeBytes = 0, optionBytes = 0, named = 0;
     const std::string line = text.substr(at, eol - at);
-    if (!parseProgramLine(line, &p.hash, &sourceBytes, &optionBytes, &named) || named > 1)
+    if (!parseProgramLine(line, version, &p.hash, &p.form, &codeBytes, &optionBytes, &named) ||
+        named > 1)
       return *error = "a malformed program line: " + line.substr(0, 80), false;
     p.namedDevices = static_cast<uint32_t>(named);
     at = eol + 1;
-    if (sourceBytes > text.size() - at || optionBytes > text.size() - at - sourceBytes ||
-        text.size() - at - sourceBytes - optionBytes < 1 ||
-        text[at + sourceBytes + optionBytes] != '\n')
-      return *error = "a program's source or options cut short", false;
-    p.source = text.substr(at, sourceBytes);
-    p.options = text.substr(at + sourceBytes, optionBytes);
-    if (sourceHash(p.source.data(), p.source.size()) != p.hash)
-      return *error = "a program's source does not match its hash", false;
-    at += sourceBytes + optionBytes + 1;
+    if (codeBytes > text.size() - at || optionBytes > text.size() - at - codeBytes ||
+        text.size() - at - codeBytes - optionBytes < 1 ||
+        text[at + codeBytes + optionBytes] != '\n')
+      return *error = "a program's code or options cut short", false;
+    p.code = text.substr(at, codeBytes);
+    p.options = text.substr(at + codeBytes, optionBytes);
+    if (sourceHash(p.code.data(), p.code.size()) != p.hash)
+      return *error = "a program's code does not match its hash", false;
+    at += codeBytes + optionBytes + 1;
     out->programs.push_back(std::move(p));
   }
   return true;

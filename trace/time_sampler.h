@@ -42,14 +42,14 @@ class TimeSampler {
   uint64_t period() const { return m_period; }
 
   /// Whether the next command of `key` is to be timed, as its sampling weight (the inverse of
-  /// the probability it had): 0 not timed, 1 timed in the census, its block's length timed as the sample
-  /// of its block (the block's length). The caller computes the key from what the compressor folds on (the function
-  /// and the OpenCL objects it names) and, for a buffer transfer, its size class (a factor of 4:
-  /// shim/core/device_timing.cpp). Each key's first kCensus commands are all timed (short runs
-  /// and one-off commands stay exact); after that its commands are cut into blocks of `period`
-  /// (doubling every kBlocksPerStep blocks, up to kMaxGrowth x period) and exactly one per block
-  /// is timed, at a random position drawn when the block starts. Every later command is so timed
-  /// with probability 1/(its block's length) whatever the loop's shape: a fixed
+  /// the probability it had): 0 not timed, 1 timed in the census, its block's length timed as the
+  /// sample of its block (the block's length). The caller computes the key from what the compressor
+  /// folds on (the function and the OpenCL objects it names) and, for a buffer transfer, its size
+  /// class (a factor of 4: shim/core/device_timing.cpp). Each key's first kCensus commands are all
+  /// timed (short runs and one-off commands stay exact); after that its commands are cut into
+  /// blocks of `period` (doubling every kBlocksPerStep blocks, up to kMaxGrowth x period) and
+  /// exactly one per block is timed, at a random position drawn when the block starts. Every later
+  /// command is so timed with probability 1/(its block's length) whatever the loop's shape: a fixed
   /// stride would alias with loop bodies that repeat a key with a period sharing a factor with it
   /// (ping-pong buffers, every other iteration of size X) and time only one phase of them. The
   /// analysis extrapolates: a leaf's device time = weighted mean of its timed commands x its
@@ -103,10 +103,10 @@ class TimeSampler {
  private:
   struct Slot {
     uint64_t key = 0;
-    uint64_t seen = 0;   ///< commands of `key` in its census so far (0: slot empty)
-    uint64_t pick = 0;   ///< position timed in the current block
-    uint64_t phase = 0;  ///< after the census: the next command's position in its block
-    uint64_t used = 0;   ///< m_tick at the key's last command (least recently used goes first)
+    uint64_t seen = 0;    ///< commands of `key` in its census so far (0: slot empty)
+    uint64_t pick = 0;    ///< position timed in the current block
+    uint64_t phase = 0;   ///< after the census: the next command's position in its block
+    uint64_t used = 0;    ///< m_tick at the key's last command (least recently used goes first)
     uint64_t period = 0;  ///< after the census: the length of the current block
     uint64_t blocks = 0;  ///< blocks started at that length
   };

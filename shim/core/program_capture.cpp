@@ -1,19 +1,21 @@
 // SPDX-License-Identifier: MIT
 /** @file The programs a traced run builds; see program_capture.h.
- * Sources copied at creation, kept at the first build; written at the shim's exit. */
+ * The code copied at creation, kept at the first build; written at the shim's exit. */
 #include "shim/core/program_capture.h"
 
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "common/log.h"
-#include "shim/core/program_source.h"
+#include "shim/core/program_code.h"
 
 namespace hetopt::shim {
 
 void ProgramCapture::callEnd(const CallRecord& call) {
   switch (call.id) {
     case api::ApiId::clCreateProgramWithSource:
+    case api::ApiId::clCreateProgramWithBinary:
+    case api::ApiId::clCreateProgramWithIL:
       return created(call);
     case api::ApiId::clBuildProgram:
       return built(call, false);
@@ -24,23 +26,24 @@ void ProgramCapture::callEnd(const CallRecord& call) {
   }
 }
 
-// clCreateProgramWithSource(context, count, strings, lengths, errcode_ret) returned a program.
+// A creation from source, binary or IL returned a program.
 void ProgramCapture::created(const CallRecord& call) {
   const auto program = reinterpret_cast<cl_program>(static_cast<uintptr_t>(call.result));
-  const SourceStrings strings = SourceStrings::of(call);
-  if (!program || !strings.valid()) return;
-  std::string source = strings.joined();
+  ProgramCode code;
+  if (!program || !ProgramCode::of(call, &code)) return;
+  std::string bytes = code.joined();
   std::lock_guard<std::mutex> lock(m_mutex);
-  if (m_bytes + source.size() > kProgramRecipeMaxBytes) return;
-  m_bytes += source.size();
+  if (m_bytes + bytes.size() > kProgramRecipeMaxBytes) return;
+  m_bytes += bytes.size();
   // A handle the driver gives again belongs to a program released meanwhile.
   for (Created& c : m_created)
     if (c.program == program) {
-      m_bytes -= c.source.size();
-      c.source = std::move(source);
+      m_bytes -= c.code.size();
+      c.form = code.form;
+      c.code = std::move(bytes);
       return;
     }
-  m_created.push_back({program, std::move(source)});
+  m_created.push_back({program, code.form, std::move(bytes)});
 }
 
 // clBuildProgram(program, num_devices, device_list, options, ...) and clCompileProgram, however
@@ -54,13 +57,14 @@ void ProgramCapture::built(const CallRecord& call, bool compile) {
     if (m_created[i].program != program) continue;
     if (!compile && devices <= 1) {
       RecipeProgram p;
-      p.source = std::move(m_created[i].source);
-      p.hash = sourceHash(p.source.data(), p.source.size());
+      p.form = m_created[i].form;
+      p.code = std::move(m_created[i].code);
+      p.hash = sourceHash(p.code.data(), p.code.size());
       p.options = options ? options : "";
       p.namedDevices = devices;
       m_recipe.programs.push_back(std::move(p));
     } else {
-      m_bytes -= m_created[i].source.size();
+      m_bytes -= m_created[i].code.size();
     }
     m_created.erase(m_created.begin() + static_cast<std::ptrdiff_t>(i));
     return;
@@ -83,7 +87,7 @@ void ProgramCapture::write(const std::string& tracePath) {
     return;
   }
   if (!writeProgramRecipeFile(path, r, &error))
-    warn("trace mode: the programs built from source were not kept: %s", error.c_str());
+    warn("trace mode: the programs built were not kept: %s", error.c_str());
 }
 
 void ProgramCapture::forkChild() {

@@ -9,7 +9,7 @@
 #include "common/clock.h"
 #include "common/log.h"
 #include "shim/core/below.h"
-#include "shim/core/program_source.h"
+#include "shim/core/program_code.h"
 #include "shim/core/state.h"
 
 namespace hetopt::shim {
@@ -49,15 +49,13 @@ void ProgramsAhead::build() {
   ProgramRecipe recipe;
   std::string error;
   const bool read = readProgramRecipeFile(m_recipePath, &recipe, &error);
-  auto create =
-      realClFunction<decltype(&clCreateProgramWithSource)>(api::ApiId::clCreateProgramWithSource);
   auto buildFn = realClFunction<decltype(&clBuildProgram)>(api::ApiId::clBuildProgram);
   auto retain = realClFunction<decltype(&clRetainProgram)>(api::ApiId::clRetainProgram);
   auto release = realClFunction<decltype(&clReleaseProgram)>(api::ApiId::clReleaseProgram);
   {
     std::lock_guard<std::mutex> lock(m_mutex);
     if (!read) m_counts.failure = error;
-    if (read && !(create && buildFn && retain && release))
+    if (read && !(buildFn && retain && release))
       m_counts.failure = "the OpenCL loader lacks program functions";
     if (m_counts.failure.empty())
       for (RecipeProgram& p : recipe.programs) m_entries.push_back(Entry{std::move(p)});
@@ -74,10 +72,8 @@ void ProgramsAhead::build() {
     m_inDriver = true;
     const RecipeProgram& r = m_entries[i].recipe;  // never changes once loaded
     lock.unlock();
-    const char* text = r.source.data();
-    const size_t bytes = r.source.size();
     cl_int err = CL_SUCCESS;
-    cl_program program = create(m_context, 1, &text, &bytes, &err);
+    cl_program program = create(r, &err);
     // Held through the build: once handed over, the program may release its reference at once.
     if (program && err == CL_SUCCESS && retain(program) != CL_SUCCESS) err = CL_INVALID_PROGRAM;
     lock.lock();
@@ -114,10 +110,33 @@ void ProgramsAhead::build() {
   m_changed.notify_all();
 }
 
+cl_program ProgramsAhead::create(const RecipeProgram& r, cl_int* err) {
+  using api::ApiId;
+  const size_t bytes = r.code.size();
+  if (r.form == ProgramForm::Binary) {
+    auto fn =
+        realClFunction<decltype(&clCreateProgramWithBinary)>(ApiId::clCreateProgramWithBinary);
+    const auto* binary = reinterpret_cast<const unsigned char*>(r.code.data());
+    cl_int binaryStatus = CL_SUCCESS;
+    return fn ? fn(m_context, 1, &m_device, &bytes, &binary, &binaryStatus, err) : nullptr;
+  }
+  if (r.form == ProgramForm::IL) {
+    // OpenCL 2.1; a driver without it (NVIDIA's) refuses, and the program's own call gets the
+    // same answer from it.
+    auto fn = realClFunction<decltype(&clCreateProgramWithIL)>(ApiId::clCreateProgramWithIL);
+    return fn ? fn(m_context, r.code.data(), bytes, err) : nullptr;
+  }
+  auto fn = realClFunction<decltype(&clCreateProgramWithSource)>(ApiId::clCreateProgramWithSource);
+  const char* text = r.code.data();
+  return fn ? fn(m_context, 1, &text, &bytes, err) : nullptr;
+}
+
 void ProgramsAhead::callBegin(CallRecord& call) {
   if (!m_started.load(std::memory_order_acquire)) return;
   switch (call.id) {
     case api::ApiId::clCreateProgramWithSource:
+    case api::ApiId::clCreateProgramWithBinary:
+    case api::ApiId::clCreateProgramWithIL:
       return handOver(call);
     case api::ApiId::clBuildProgram:
       return answerBuild(call, false);
@@ -138,18 +157,19 @@ void ProgramsAhead::awaitState(std::unique_lock<std::mutex>& lock, Entry& e, boo
   m_counts.waitMs += monotonicMs() - start;
 }
 
-// clCreateProgramWithSource(context, count, strings, lengths, errcode_ret).
+// A creation from source, one device's binary or IL, in the early context.
 void ProgramsAhead::handOver(CallRecord& call) {
-  if (call.arg<cl_context>(0) != m_context) return;
-  const SourceStrings parts = SourceStrings::of(call);
-  if (!parts.valid()) return;  // the driver's error, as natively
+  ProgramCode code;
+  // Invalid arguments get the driver's error, as natively.
+  if (!ProgramCode::of(call, &code) || code.context != m_context) return;
+  if (code.form == ProgramForm::Binary && code.device != m_device) return;
   size_t bytes = 0;
-  const uint64_t hash = parts.hash(&bytes);
+  const uint64_t hash = code.hash(&bytes);
   std::unique_lock<std::mutex> lock(m_mutex);
   m_changed.wait(lock, [this] { return m_loaded || m_stop; });
   for (Entry& e : m_entries) {
-    if (e.handed || e.recipe.hash != hash || e.recipe.source.size() != bytes ||
-        !parts.equals(e.recipe.source))
+    if (e.handed || e.recipe.form != code.form || e.recipe.hash != hash ||
+        e.recipe.code.size() != bytes || !code.equals(e.recipe.code))
       continue;
     awaitState(lock, e, false);  // creation takes microseconds; the build is waited for later
     if (e.state == State::Waiting) {
@@ -162,7 +182,9 @@ void ProgramsAhead::handOver(CallRecord& call) {
     ++m_counts.handedOver;
     call.result = reinterpret_cast<uintptr_t>(e.program);
     call.skip = true;
-    if (auto* err = call.arg<cl_int*>(4)) *err = CL_SUCCESS;
+    if (auto* err = call.arg<cl_int*>(ProgramCode::errorArg(code.form))) *err = CL_SUCCESS;
+    if (code.form == ProgramForm::Binary)
+      if (auto* binaryStatus = call.arg<cl_int*>(5)) *binaryStatus = CL_SUCCESS;
     return;
   }
 }

@@ -2,8 +2,8 @@
 /**
  * @file Optimize mode: the program's kernels built ahead. With an early context, a thread of
  * hetopt's creates and builds each program of the recipe (contracts/program_recipe.h) in it, in
- * the traced order, while the program still reads and computes its input. The program's
- * clCreateProgramWithSource of the same bytes in that context gets the program built ahead; its
+ * the traced order, while the program still reads and computes its input. The program's creation
+ * of the same bytes (source, binary or IL) in that context gets the program built ahead; its
  * clBuildProgram waits only for the build that is running and returns that build's status
  * (calling its callback), or with other options or devices goes to the driver, which builds again.
  * Anything else, and every program the builder has not reached yet, is the driver's as usual.
@@ -30,7 +30,7 @@ class ProgramsAhead {
   struct Counts {
     unsigned recipe = 0;          ///< programs in the recipe (once read)
     unsigned builtAhead = 0;      ///< builds the builder finished
-    unsigned handedOver = 0;      ///< programs the program got from clCreateProgramWithSource
+    unsigned handedOver = 0;      ///< programs the program got from its creation call
     unsigned buildsAnswered = 0;  ///< of those, clBuildProgram answered with the build ahead
     unsigned rebuilt = 0;         ///< handed over, then built by the driver with other options
     unsigned notReached = 0;      ///< asked for before the builder reached them: the driver's
@@ -50,7 +50,7 @@ class ProgramsAhead {
   /// The early context exists: the builder starts, in `context` for `device`. Once.
   void start(cl_context context, cl_device_id device);
 
-  /// callBegin of clCreateProgramWithSource, clBuildProgram and clCompileProgram (others are
+  /// callBegin of the program creations, clBuildProgram and clCompileProgram (others are
   /// ignored). May answer the call (CallRecord::skip).
   void callBegin(CallRecord& call);
 
@@ -81,6 +81,8 @@ class ProgramsAhead {
   };
 
   void build();
+  /// Builder: creates the recipe's program in the early context (null when the driver refuses).
+  cl_program create(const RecipeProgram& r, cl_int* err);
   void handOver(CallRecord& call);
   void answerBuild(CallRecord& call, bool compile);
   /// The entry handed over as `program` whose build the program has not asked for yet, or null.

@@ -6,30 +6,42 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
 
 namespace hetopt {
 namespace {
 
-RecipeProgram program(std::string source, std::string options, uint32_t named) {
+RecipeProgram program(std::string code, std::string options, uint32_t named,
+                      ProgramForm form = ProgramForm::Source) {
   RecipeProgram p;
-  p.hash = sourceHash(source.data(), source.size());
-  p.source = std::move(source);
+  p.hash = sourceHash(code.data(), code.size());
+  p.form = form;
+  p.code = std::move(code);
   p.options = std::move(options);
   p.namedDevices = named;
   return p;
 }
 
-TEST(ProgramRecipe, RoundTripsSourcesHoldingAnyByte) {
+TEST(ProgramRecipe, RoundTripsCodeHoldingAnyByteInEveryForm) {
   ProgramRecipe in, out;
   in.programs.push_back(program("__kernel void k(__global int* a) { a[0] = 1; }\n", "-DN=4", 1));
   in.programs.push_back(program(std::string("a\0b\nprogram 0 0 0 0\n", 20), "", 0));
   in.programs.push_back(program("", "-cl-fast-relaxed-math", 0));
+  in.programs.push_back(program(std::string("\x7f"
+                                            "ELF\0\0\n",
+                                            7),
+                                "", 1, ProgramForm::Binary));
+  in.programs.push_back(program(std::string("\x03\x02\x23\x07\0\n", 6), "-DX", 0, ProgramForm::IL));
   std::string error;
-  ASSERT_TRUE(parseProgramRecipe(in.serialize(), &out, &error)) << error;
-  ASSERT_EQ(out.programs.size(), 3u);
-  for (size_t i = 0; i < 3; ++i) {
-    EXPECT_EQ(out.programs[i].source, in.programs[i].source);
+  const std::string text = in.serialize();
+  EXPECT_EQ(text.compare(0, 18, "hetopt-programs 2\n"), 0);
+  EXPECT_NE(text.find(" binary 7 0 1\n"), std::string::npos) << text;
+  ASSERT_TRUE(parseProgramRecipe(text, &out, &error)) << error;
+  ASSERT_EQ(out.programs.size(), 5u);
+  for (size_t i = 0; i < 5; ++i) {
+    EXPECT_EQ(out.programs[i].form, in.programs[i].form);
+    EXPECT_EQ(out.programs[i].code, in.programs[i].code);
     EXPECT_EQ(out.programs[i].options, in.programs[i].options);
     EXPECT_EQ(out.programs[i].namedDevices, in.programs[i].namedDevices);
     EXPECT_EQ(out.programs[i].hash, in.programs[i].hash);
@@ -56,11 +68,33 @@ TEST(ProgramRecipe, RefusesWhatWasNotWrittenWhole) {
   tampered[tampered.find("void")] = 'V';  // the source changed under its hash
   EXPECT_FALSE(parseProgramRecipe(tampered, &out, &error));
   EXPECT_NE(error.find("hash"), std::string::npos) << error;
-  EXPECT_FALSE(parseProgramRecipe("hetopt-programs 2\n", &out, &error));
+  EXPECT_FALSE(parseProgramRecipe("hetopt-programs 3\n", &out, &error));
   EXPECT_FALSE(parseProgramRecipe("hetopt-programs 1\nprogram zz 1 0 0\nx\n", &out, &error));
   EXPECT_FALSE(parseProgramRecipe("hetopt-programs 1\nprogram 0 1 0 2\nx\n", &out, &error));
+  const std::string x = "program " + std::string(15, '0') + "0";
+  EXPECT_FALSE(parseProgramRecipe("hetopt-programs 2\n" + x + " elf 1 0 0\nx\n", &out, &error));
+  EXPECT_FALSE(parseProgramRecipe("hetopt-programs 2\n" + x + " 1 0 0\nx\n", &out, &error));
+  EXPECT_FALSE(parseProgramRecipe("hetopt-programs 1\n" + x + " source 1 0 0\nx\n", &out, &error));
   EXPECT_TRUE(parseProgramRecipe("hetopt-programs 1\n", &out, &error)) << error;
   EXPECT_TRUE(out.programs.empty());
+}
+
+// Recipes kept beside plans before binaries and IL were (version 1: sources, no form word).
+TEST(ProgramRecipe, ReadsVersionOneAsSources) {
+  ProgramRecipe out;
+  std::string error;
+  const std::string code = "__kernel void k() {}";
+  char line[96];
+  snprintf(line, sizeof line, "program %016llx %zu 3 1\n",
+           static_cast<unsigned long long>(sourceHash(code.data(), code.size())), code.size());
+  ASSERT_TRUE(
+      parseProgramRecipe("hetopt-programs 1\n" + std::string(line) + code + "-DX\n", &out, &error))
+      << error;
+  ASSERT_EQ(out.programs.size(), 1u);
+  EXPECT_EQ(out.programs[0].form, ProgramForm::Source);
+  EXPECT_EQ(out.programs[0].code, code);
+  EXPECT_EQ(out.programs[0].options, "-DX");
+  EXPECT_EQ(out.programs[0].namedDevices, 1u);
 }
 
 TEST(ProgramRecipe, FileIsPrivateAndBesideThePlan) {

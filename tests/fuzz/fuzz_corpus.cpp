@@ -60,8 +60,9 @@ bool recipeCorpus(const std::string& dir, std::string* error) {
   ProgramRecipe recipe;
   for (const char* source : {"__kernel void k(__global int* x) { x[0] = 1; }\n", "", "a\nb"}) {
     RecipeProgram p;
-    p.source = source;
-    p.hash = sourceHash(p.source.data(), p.source.size());
+    p.code = source;
+    p.hash = sourceHash(p.code.data(), p.code.size());
+    p.form = static_cast<ProgramForm>(recipe.programs.size());  // source, binary, IL
     p.options = recipe.programs.empty() ? "-DN=4 -cl-fast-relaxed-math" : "";
     p.namedDevices = recipe.programs.size() % 2;
     recipe.programs.push_back(p);

@@ -2,7 +2,8 @@
 /**
  * @file libFuzzer target for the program recipe (contracts/program_recipe.h), which the shim reads
  * inside other people's processes to build their kernels ahead. Any bytes must be accepted or
- * rejected with a message, never crash; an accepted recipe writes back as the same bytes.
+ * rejected with a message, never crash; an accepted recipe writes back as the same bytes (one of
+ * version 1 as version 2, which reads back as the same recipe).
  */
 #include <cstddef>
 #include <cstdint>
@@ -18,6 +19,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (error.empty()) __builtin_trap();  // a rejection must say why
     return 0;
   }
-  if (recipe.serialize() != text) __builtin_trap();
+  const std::string written = recipe.serialize();
+  if (text.compare(0, 18, "hetopt-programs 1\n") == 0) {
+    hetopt::ProgramRecipe again;
+    if (!hetopt::parseProgramRecipe(written, &again, &error) || again.serialize() != written)
+      __builtin_trap();
+    return 0;
+  }
+  if (written != text) __builtin_trap();
   return 0;
 }

@@ -4,7 +4,8 @@
 # `hetopt trace` keeps the programs the run built from source, and a forced `hetopt run` builds
 # them while the program fills its input, hands them over and answers the build (stdout identical
 # to native); a run with other options gets the driver's build again, one with another source the
-# driver's own; a source that fails to build fails the same way, with the same status and log.
+# driver's own; a source that fails to build fails the same way, with the same status and log; a
+# program created from a binary (as PyOpenCL's cache does) is built ahead and handed over too.
 #   build_ahead.sh HETOPT APP
 set -u
 source "$(dirname "${BASH_SOURCE[0]}")/stats_lib.sh"
@@ -29,7 +30,7 @@ run_case() {
     # shellcheck disable=SC2086
     "$hetopt" trace -o "$work/app.trace" -- "$app" $traced_args >"$work/trace.out" 2>"$work/trace.err"
     grep -q "profile stored" "$work/trace.err" || fail "$name: hetopt trace stored no profile"
-    grep -q "built from source kept" "$work/trace.err" || fail "$name: no programs kept"
+    grep -q "programs kept for .hetopt run. to build ahead" "$work/trace.err" || fail "$name: no programs kept"
     ls "$XDG_CACHE_HOME"/hetopt/plans/*.programs >/dev/null 2>&1 || fail "$name: no recipe by the plans"
     traced=$traced_args
   fi
@@ -79,4 +80,13 @@ for round in 1 2; do
       fail "round $round: 'hetopt run ${opt:-(default)}' ran the other option set's plan"
   done
 done
+# From a binary: a native run writes the one the driver built from source, and the runs after it
+# (the traced one included) create their program from it.
+rm -rf "$HETOPT_DB" "$XDG_CACHE_HOME"
+traced=none
+"$app" --binary "$work/scale.bin" >/dev/null 2>&1 && [[ -s $work/scale.bin ]] || fail "no binary written"
+run_case binary "--binary $work/scale.bin" "--binary $work/scale.bin" 0 \
+  "s['startup']['programs_built_ahead'] == 1" "s['startup']['programs_handed_over'] == 1" \
+  "s['startup']['builds_answered'] == 1"
+grep -q "1 from binaries or IL" "$work/trace.err" || fail "binary: the trace did not keep it as a binary"
 echo "OK: built ahead and handed over only where the program asks for the same thing"

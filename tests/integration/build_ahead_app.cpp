@@ -3,8 +3,9 @@
  * @file A program as real ones start: it fills its input, then makes one context, builds its
  * kernel from source and scales the input on the device, checking every result. Its source and
  * build options come from the command line (`--variant N` changes the source, `--options O` the
- * options, `--broken` makes a source that fails to build: it prints the status and log, exits 3),
- * so that runs can differ from the traced one (integration/build_ahead.sh).
+ * options, `--broken` makes a source that fails to build: it prints the status and log, exits 3;
+ * `--binary F` creates it from the binary in F, or builds from source and writes its binary to F,
+ * as PyOpenCL's cache does), so that runs can differ from the traced one (build_ahead.sh).
  */
 #include <CL/cl.h>
 
@@ -12,6 +13,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <iterator>
 #include <string>
 #include <thread>
 #include <vector>
@@ -29,6 +32,7 @@ int main(int argc, char** argv) {
   int variant = 0;
   std::string options = "-DSCALE=2";
   bool broken = false;
+  std::string binaryFile;
   for (int i = 1; i < argc; ++i) {
     if (!strcmp(argv[i], "--variant") && i + 1 < argc)
       variant = atoi(argv[++i]);
@@ -36,8 +40,10 @@ int main(int argc, char** argv) {
       options = argv[++i];
     else if (!strcmp(argv[i], "--broken"))
       broken = true;
+    else if (!strcmp(argv[i], "--binary") && i + 1 < argc)
+      binaryFile = argv[++i];
     else {
-      fprintf(stderr, "usage: %s [--variant N] [--options O] [--broken]\n", argv[0]);
+      fprintf(stderr, "usage: %s [--variant N] [--options O] [--broken] [--binary F]\n", argv[0]);
       return 2;
     }
   }
@@ -68,9 +74,34 @@ int main(int argc, char** argv) {
   const std::string body = "  x[get_global_id(0)] *= SCALE + " + std::to_string(variant) +
                            (broken ? " +\n" : ";\n") + "}\n";
   const char* strings[] = {"__kernel void scale(__global float* x) {\n", body.c_str()};
-  cl_program program = clCreateProgramWithSource(context, 2, strings, nullptr, &err);
-  if (err != CL_SUCCESS) die("clCreateProgramWithSource", err);
+  std::string binary;
+  if (!binaryFile.empty()) {
+    std::ifstream in(binaryFile, std::ios::binary);
+    binary.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  cl_program program;
+  if (!binary.empty()) {
+    const auto* bytes = reinterpret_cast<const unsigned char*>(binary.data());
+    const size_t length = binary.size();
+    cl_int binaryStatus = CL_INVALID_VALUE;
+    program = clCreateProgramWithBinary(context, 1, &device, &length, &bytes, &binaryStatus, &err);
+    if (err != CL_SUCCESS || binaryStatus != CL_SUCCESS) die("clCreateProgramWithBinary", err);
+  } else {
+    program = clCreateProgramWithSource(context, 2, strings, nullptr, &err);
+    if (err != CL_SUCCESS) die("clCreateProgramWithSource", err);
+  }
   err = clBuildProgram(program, 1, &device, options.c_str(), nullptr, nullptr);
+  if (err == CL_SUCCESS && !binaryFile.empty() && binary.empty()) {
+    size_t bytes = 0;
+    clGetProgramInfo(program, CL_PROGRAM_BINARY_SIZES, sizeof bytes, &bytes, nullptr);
+    std::string built(bytes, '\0');
+    auto* at = reinterpret_cast<unsigned char*>(built.data());
+    if (!bytes ||
+        clGetProgramInfo(program, CL_PROGRAM_BINARIES, sizeof at, &at, nullptr) != CL_SUCCESS)
+      die("clGetProgramInfo(CL_PROGRAM_BINARIES)", CL_INVALID_VALUE);
+    std::ofstream(binaryFile, std::ios::binary)
+        .write(built.data(), static_cast<std::streamsize>(bytes));
+  }
   cl_build_status status = CL_BUILD_NONE;
   clGetProgramBuildInfo(program, device, CL_PROGRAM_BUILD_STATUS, sizeof status, &status, nullptr);
   if (err != CL_SUCCESS) {

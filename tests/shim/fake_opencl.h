@@ -51,8 +51,8 @@ class FakeOpenCL {
       nullptr};
   static inline std::atomic<void*> lastNotifyData{nullptr};
 
-  // Programs: made from source, built (taking buildMs, failing with failBuilds), retained and
-  // released; the options of the last build.
+  // Programs: made from source or a binary, built (taking buildMs, failing with failBuilds),
+  // retained and released; the options of the last build.
   static inline std::atomic<int> programsMade{0}, programBuilds{0}, programRetains{0},
       programReleases{0};
   static inline std::atomic<int> buildMs{0};
@@ -213,6 +213,19 @@ class FakeOpenCL {
     if (err) *err = CL_SUCCESS;
     return reinterpret_cast<cl_program>(&s_programs[i % 64]);
   }
+  static cl_program CL_API_CALL createProgramWithBinary(cl_context, cl_uint n, const cl_device_id*,
+                                                        const size_t* lengths,
+                                                        const unsigned char** binaries,
+                                                        cl_int* status, cl_int* err) {
+    if (n != 1 || !lengths || !binaries || !binaries[0] || !lengths[0]) {
+      if (err) *err = CL_INVALID_VALUE;
+      return nullptr;
+    }
+    if (status) *status = CL_SUCCESS;
+    const int i = programsMade.fetch_add(1);
+    if (err) *err = CL_SUCCESS;
+    return reinterpret_cast<cl_program>(&s_programs[i % 64]);
+  }
   static cl_int CL_API_CALL buildProgram(cl_program, cl_uint, const cl_device_id*,
                                          const char* options,
                                          void(CL_CALLBACK* notify)(cl_program, void*), void*) {
@@ -269,6 +282,8 @@ class FakeOpenCL {
         return reinterpret_cast<void*>(&finish);
       case ApiId::clCreateProgramWithSource:
         return reinterpret_cast<void*>(&createProgram);
+      case ApiId::clCreateProgramWithBinary:
+        return reinterpret_cast<void*>(&createProgramWithBinary);
       case ApiId::clBuildProgram:
         return reinterpret_cast<void*>(&buildProgram);
       case ApiId::clRetainProgram:

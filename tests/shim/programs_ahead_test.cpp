@@ -1,15 +1,17 @@
 // SPDX-License-Identifier: MIT
 /**
  * @file The program's kernels built ahead (shim/core/programs_ahead.h), against a fake OpenCL
- * (fake_opencl.h): a program of the same bytes in the same context is handed over and its build
- * answered with the build ahead; other bytes, another context, other options and a program not
- * reached yet go to the driver; a failed build fails the same way; the unused are released.
+ * (fake_opencl.h): a program of the same bytes (source or binary) in the same context is handed
+ * over and its build answered with the build ahead; other bytes, another context or device, other
+ * options and a program not reached yet go to the driver; a failed build fails the same way; the
+ * unused are released.
  */
 #include "shim/core/programs_ahead.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <string>
 
@@ -55,6 +57,29 @@ struct CreateCall {
   cl_program program() const { return reinterpret_cast<cl_program>(call.result); }
 };
 
+/// clCreateProgramWithBinary(context, 1, &device, lengths, binaries, status, &err).
+struct CreateFromBinaryCall {
+  std::string binary;
+  const unsigned char* binaries[1];
+  size_t lengths[1];
+  cl_device_id device;
+  uint64_t args[7];
+  CallRecord call{};
+  cl_int status = -1, err = -1;
+  CreateFromBinaryCall(cl_context context, cl_device_id d, std::string b)
+      : binary(std::move(b)), device(d) {
+    binaries[0] = reinterpret_cast<const unsigned char*>(binary.data());
+    lengths[0] = binary.size();
+    const uint64_t values[7] = {arg(context), 1,        arg(&device), arg(lengths), arg(binaries),
+                                arg(&status), arg(&err)};
+    std::copy(values, values + 7, args);
+    call.id = api::ApiId::clCreateProgramWithBinary;
+    call.numArgs = 7;
+    call.args = args;
+  }
+  cl_program program() const { return reinterpret_cast<cl_program>(call.result); }
+};
+
 int notified = 0;
 void CL_CALLBACK onBuilt(cl_program, void* data) { notified += *static_cast<int*>(data); }
 
@@ -90,12 +115,14 @@ class ProgramsAheadTest : public ::testing::Test {
     unlink(m_recipe.c_str());
     rmdir(m_dir.c_str());
   }
-  void writeRecipe(std::vector<std::pair<std::string, std::string>> programs) {
+  void writeRecipe(std::vector<std::pair<std::string, std::string>> programs,
+                   ProgramForm form = ProgramForm::Source) {
     ProgramRecipe r;
-    for (auto& [source, options] : programs) {
+    for (auto& [code, options] : programs) {
       RecipeProgram p;
-      p.source = source;
-      p.hash = sourceHash(source.data(), source.size());
+      p.form = form;
+      p.code = code;
+      p.hash = sourceHash(code.data(), code.size());
       p.options = options;
       r.programs.push_back(p);
     }
@@ -143,6 +170,39 @@ TEST_F(ProgramsAheadTest, HandsOverTheSameSourceAndAnswersItsBuild) {
   EXPECT_EQ(c.buildsAnswered, 1u);
   ahead.beforeExit();
   EXPECT_EQ(FakeOpenCL::programReleases, 1) << "only the builder's own reference";
+}
+
+// A program built from a binary (PyOpenCL's cache, programs that ship binaries): the same bytes
+// for the same device are handed over, with its binary status; another device's, or the same
+// bytes given as source, go to the driver.
+TEST_F(ProgramsAheadTest, HandsOverTheSameBinaryForTheSameDevice) {
+  const std::string binary(
+      "\x7f"
+      "ELF\0\x01 kernel a",
+      16);
+  writeRecipe({{binary, "-DN=4"}}, ProgramForm::Binary);
+  ProgramsAhead ahead;
+  start(ahead);
+  ahead.awaitBuilder();
+  EXPECT_EQ(FakeOpenCL::programsMade, 1);
+  CreateFromBinaryCall otherDevice(kContext, FakeOpenCL::kOtherDevice, binary);
+  ahead.callBegin(otherDevice.call);
+  EXPECT_FALSE(otherDevice.call.skip);
+  CreateCall asSource(kContext, {binary});
+  ahead.callBegin(asSource.call);
+  EXPECT_FALSE(asSource.call.skip);
+  CreateFromBinaryCall create(kContext, FakeOpenCL::kDevice, binary);
+  ahead.callBegin(create.call);
+  ASSERT_TRUE(create.call.skip);
+  EXPECT_EQ(create.err, CL_SUCCESS);
+  EXPECT_EQ(create.status, CL_SUCCESS);
+  BuildCall build(create.program(), "-DN=4");
+  ahead.callBegin(build.call);
+  EXPECT_TRUE(build.call.skip);
+  EXPECT_EQ(build.status(), CL_SUCCESS);
+  EXPECT_EQ(FakeOpenCL::programBuilds, 1);
+  EXPECT_EQ(ahead.counts().handedOver, 1u);
+  EXPECT_EQ(ahead.counts().buildsAnswered, 1u);
 }
 
 TEST_F(ProgramsAheadTest, OtherBytesOrAnotherContextGoToTheDriver) {
