@@ -91,6 +91,19 @@ void printRun(const CharacterizationRun& run) {
     printf("  fits: %zu curves; largest RMS relative error %.1f%% (%s %s x%d)\n", run.fits.size(),
            worst->fn.rmsRelErr * 100, measureName(worst->kind), policyName(worst->policy),
            worst->concurrency);
+  // A median far from the sizes on both sides of it is set aside, not fitted: said, so that the
+  // errors are read as the others'.
+  int outliers = 0, curves = 0, points = 0;
+  for (const Fit& f : run.fits) {
+    outliers += f.fn.outliers;
+    curves += f.fn.outliers > 0;
+    points += f.fn.points;
+  }
+  if (outliers)
+    printf(
+        "  fits: %d of %d medians set aside as outliers (in %d curves), each over %.1fx off the "
+        "sizes on both sides of it\n",
+        outliers, points, curves, FitOptions{}.outlierRatio);
   // Farther than this from its own medians, a fit prices the sizes between them by a curve that
   // is not theirs: said, with the way to measure again.
   constexpr double kRoughFit = 0.2;

@@ -155,8 +155,8 @@ TEST(CharacterizeCli, QuickRunFillsDbPrintsDecisionsWritesPlots) {
     auto rw = Db::open(db, Db::Mode::ReadWriteCreate, &error);
     ASSERT_TRUE(rw) << error;
     ASSERT_TRUE(rw->exec(
-        "UPDATE char_fits SET rms_rel_err = 0.45, max_rel_err = 0.8 WHERE measure = 'h2d' AND "
-        "policy = 'standard' AND concurrency = 1",
+        "UPDATE char_fits SET rms_rel_err = 0.45, max_rel_err = 0.8, outliers = 2 WHERE measure "
+        "= 'h2d' AND policy = 'standard' AND concurrency = 1",
         &error))
         << error;
   }
@@ -164,6 +164,10 @@ TEST(CharacterizeCli, QuickRunFillsDbPrintsDecisionsWritesPlots) {
   ASSERT_EQ(rough.status, 0) << rough.out << rough.err;
   EXPECT_TRUE(contains(
       rough.out, "  warning: the h2d standard x1 fit misses its medians by 45% RMS (80% at worst)"))
+      << rough.out;
+  // So are the medians a fit set aside.
+  EXPECT_TRUE(contains(rough.out, " medians set aside as outliers (in ")) << rough.out;
+  EXPECT_TRUE(contains(rough.out, " curves), each over 1.5x off the sizes on both sides of it"))
       << rough.out;
 }
 
