@@ -40,6 +40,7 @@ struct Args {
   bool noPlots = false;
   bool plotsGiven = false;
   uint64_t maxSize = 0;
+  uint64_t maxMemory = 0;
   std::string db;
   std::string plots = "hetopt-plots";
   PlotFormat format = PlotFormat::Png;
@@ -57,6 +58,7 @@ int readArgs(int argc, char** argv, Args* a) {
   a->json = args.flag("json");
   a->noPlots = args.flag("no-plots");
   a->maxSize = args.size("max-size", 0);
+  a->maxMemory = args.size("max-memory", 0);
   a->db = args.value("db", defaultDbPath());
   a->plotsGiven = args.given("plots");
   a->plots = args.value("plots", a->plots);
@@ -245,6 +247,7 @@ int cmdCharacterize(int argc, char** argv) {
       BenchConfig config;
       config.quick = args.quick;
       config.maxSize = args.maxSize;
+      config.memoryBudget = args.maxMemory;
       if (!runBenchmarks(dev, config, &progress, &run, &error)) {
         warn("characterize: %s: %s", dev.describe().c_str(), error.c_str());
         ++failures;
