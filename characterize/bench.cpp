@@ -21,8 +21,6 @@
 namespace hetopt::characterize {
 namespace {
 
-constexpr uint64_t kKiB = 1024;
-constexpr uint64_t kMiB = kKiB * kKiB;
 constexpr size_t kChunk = 64 * 1024;
 
 /// Ends the device's run: an OpenCL failure or a wrong transfer result.
@@ -44,26 +42,6 @@ std::string reasonText(const PolicyStatus& st) {
   std::string r = st.reason;
   if (st.clStatus != CL_SUCCESS) r += std::string(" = ") + clErrorName(st.clStatus);
   return r;
-}
-
-// Progress weights: roughly proportional to time on a discrete GPU (pinned allocation costs about
-// 25x more per byte than a pinned transfer).
-double allocWeight(uint64_t size) { return 1.0 + static_cast<double>(size) / (2 * kMiB); }
-double transferWeight(uint64_t size, int concurrency) {
-  return 1.0 + static_cast<double>(size) * concurrency / (16 * kMiB);
-}
-double transferSizeWeight(uint64_t size, int maxConcurrency) {
-  double w = 0;
-  for (int c = 1; c <= maxConcurrency; ++c) w += 2 * transferWeight(size, c);
-  return w;
-}
-
-// Doubling from 1 KiB: enough points per octave for the fit to find regime changes.
-std::vector<uint64_t> sizeSeries(uint64_t max) {
-  std::vector<uint64_t> out;
-  for (uint64_t s = kKiB; s <= max; s *= 2) out.push_back(s);
-  if (out.empty() || out.back() < max) out.push_back(max);
-  return out;
 }
 
 uint32_t blockSeed(PolicyKind p, size_t block, uint64_t size) {
@@ -88,13 +66,12 @@ void stampChunk(uint8_t* p, size_t avail, uint32_t seed, uint64_t index) {
   memcpy(p, &stamp, std::min<size_t>(avail, 8));
 }
 
-/// The device's context, queues and transfer buffers (one set per policy: policies are measured
-/// interleaved, and each must read back its own data), released in the destructor.
+/// The device's context and queues, released in the destructor.
 class ClSession {
  public:
-  ClSession(const ClDevice& dev, int queues, uint64_t bufferBytes) {
+  ClSession(const ClDevice& dev, int queues) {
     try {
-      create(dev, queues, bufferBytes);
+      create(dev, queues);
     } catch (...) {
       release();
       throw;
@@ -105,13 +82,9 @@ class ClSession {
   ClSession& operator=(const ClSession&) = delete;
   cl_context context() const { return m_context; }
   cl_command_queue queue(int i) const { return m_queues[i]; }
-  /// Device buffer `i` (one per queue) of `policy`.
-  cl_mem buffer(PolicyKind policy, int i) const {
-    return m_buffers[static_cast<size_t>(policy) * m_queueCount + i];
-  }
 
  private:
-  void create(const ClDevice& dev, int queues, uint64_t bufferBytes) {
+  void create(const ClDevice& dev, int queues) {
     cl_int st = CL_SUCCESS;
     cl_context_properties props[] = {CL_CONTEXT_PLATFORM,
                                      reinterpret_cast<cl_context_properties>(dev.platform), 0};
@@ -122,12 +95,6 @@ class ClSession {
       clCheck(st, "clCreateCommandQueue");
       m_queues.push_back(q);
     }
-    for (int i = 0; i < queues * kPolicyCount; ++i) {
-      cl_mem b = clCreateBuffer(m_context, CL_MEM_READ_WRITE, bufferBytes, nullptr, &st);
-      clCheck(st, "clCreateBuffer (device buffer)");
-      m_buffers.push_back(b);
-    }
-    m_queueCount = queues;
   }
   // Failures here can no longer change a result: they are reported, not thrown.
   void release() {
@@ -135,18 +102,14 @@ class ClSession {
       if (st != CL_SUCCESS) warn("characterize: %s failed: %s", what, clErrorName(st));
     };
     for (cl_command_queue q : m_queues) report(clFinish(q), "clFinish");
-    for (cl_mem b : m_buffers) report(clReleaseMemObject(b), "clReleaseMemObject");
     for (cl_command_queue q : m_queues) report(clReleaseCommandQueue(q), "clReleaseCommandQueue");
     if (m_context) report(clReleaseContext(m_context), "clReleaseContext");
-    m_buffers.clear();
     m_queues.clear();
     m_context = nullptr;
   }
 
   cl_context m_context = nullptr;
   std::vector<cl_command_queue> m_queues;
-  std::vector<cl_mem> m_buffers;
-  int m_queueCount = 0;
 };
 
 /// Availability of one policy, from what its allocations did at each size.
@@ -193,19 +156,28 @@ class Tracker {
 /// (and recorded why); `record` is false for warm-up runs.
 using Op = std::function<double(bool record)>;
 
+struct Repeated {
+  std::vector<bool> ok;  ///< per op, whether it succeeded
+  int runs = 0;          ///< ops run in all, warm-up included
+};
+
 /// Runs every op per the plan, interleaved: each round runs each unfinished op once, starting at a
 /// rotating position. Time-correlated noise (a neighbour on the CPU, a vCPU waking up, the driver's
 /// worker thread going to sleep) then hits every policy alike instead of whole points of one
-/// policy. Returns, per op, whether it succeeded.
-std::vector<bool> repeatInterleaved(const RepPlan& plan, const std::vector<Op>& ops) {
+/// policy.
+Repeated repeatInterleaved(const RepPlan& plan, const std::vector<Op>& ops) {
   const size_t n = ops.size();
-  std::vector<bool> ok(n, true), done(n, false);
+  Repeated out;
+  std::vector<bool>& ok = out.ok;
+  ok.assign(n, true);
+  std::vector<bool> done(n, false);
   std::vector<double> slowest(n, 0), total(n, 0);
   std::vector<int> reps(n, 0);
   for (int w = 0; w < plan.warmup; ++w) {
     for (size_t i = 0; i < n; ++i) {
       if (!ok[i]) continue;
       double t = ops[i](false);
+      ++out.runs;
       if (t < 0) ok[i] = false;
       slowest[i] = std::max(slowest[i], t);
     }
@@ -217,6 +189,7 @@ std::vector<bool> repeatInterleaved(const RepPlan& plan, const std::vector<Op>& 
       size_t i = (round + k) % n;
       if (done[i]) continue;
       double t = ops[i](true);
+      ++out.runs;
       if (t < 0) {
         ok[i] = false;
         done[i] = true;
@@ -230,25 +203,33 @@ std::vector<bool> repeatInterleaved(const RepPlan& plan, const std::vector<Op>& 
     }
     if (!any) break;
   }
-  return ok;
+  return out;
 }
 
-/// Host blocks of one policy for one size, released (and checked) when the size is done.
+/// Host blocks of one policy for one size and the device buffers they transfer to (one per
+/// queue: each policy reads back its own data), released (and checked) when the size's group is
+/// done.
 struct Blocks {
   AllocationPolicy* policy = nullptr;
   std::vector<Allocation> allocs;
   std::vector<void*> owned;  // register: the "application's" memory under each allocation
+  std::vector<cl_mem> buffers;
   Blocks() = default;
   Blocks(const Blocks&) = delete;
   Blocks& operator=(const Blocks&) = delete;
   Blocks(Blocks&& o) noexcept
-      : policy(o.policy), allocs(std::move(o.allocs)), owned(std::move(o.owned)) {
+      : policy(o.policy),
+        allocs(std::move(o.allocs)),
+        owned(std::move(o.owned)),
+        buffers(std::move(o.buffers)) {
     o.allocs.clear();
     o.owned.clear();
+    o.buffers.clear();
   }
-  ~Blocks() {
-    for (Allocation& a : allocs) policy->release(&a);  // error path only; see releaseAll()
+  ~Blocks() {  // error path only; see releaseAll()
+    for (Allocation& a : allocs) policy->release(&a);
     for (void* p : owned) free(p);
+    for (cl_mem b : buffers) clReleaseMemObject(b);
   }
   void releaseAll() {
     for (Allocation& a : allocs) {
@@ -260,16 +241,26 @@ struct Blocks {
     allocs.clear();
     for (void* p : owned) free(p);
     owned.clear();
+    // Taken out first: a failure throws, and the destructor must not release them again.
+    std::vector<cl_mem> releasing = std::move(buffers);
+    buffers.clear();
+    for (cl_mem b : releasing) clCheck(clReleaseMemObject(b), "clReleaseMemObject (device buffer)");
   }
 };
 
-// Sizes are the outer loop; at each size every policy is measured, interleaved rep by rep (see
-// repeatInterleaved), so that the comparison between policies is fair even on a noisy machine.
+// Sizes are the outer loop; at each size every policy (of a group, where the memory budget
+// splits them) is measured, interleaved rep by rep (see repeatInterleaved), so that the
+// comparison between policies is fair even on a noisy machine.
 class DeviceBench {
  public:
   DeviceBench(const BenchPlan& plan, ClSession& session, Progress* progress,
               CharacterizationRun* run)
-      : m_plan(plan), m_session(session), m_progress(progress), m_run(run) {}
+      : m_plan(plan),
+        m_session(session),
+        m_progress(progress),
+        m_run(run),
+        m_alloc(allocationSteps(plan), plan.reps),
+        m_transfers(transferSteps(plan), plan.reps) {}
 
   void measure(const PolicyEnv& env) {
     for (PolicyKind p : kAllPolicies) {
@@ -281,19 +272,14 @@ class DeviceBench {
       }
       m_states.push_back(std::move(st));
     }
-    double allocWork = 0, transferWork = 0;
-    for (uint64_t size : m_plan.allocSizes) allocWork += allocWeight(size) * kPolicyCount;
-    for (uint64_t size : m_plan.transferSizes)
-      transferWork += transferSizeWeight(size, m_plan.maxConcurrency) * kPolicyCount;
-    m_progress->phase("allocation", allocWork);
-    for (uint64_t size : m_plan.allocSizes) {
-      allocationSize(size);
-      m_progress->advance(allocWeight(size) * kPolicyCount, formatBytes(size));
-    }
+    m_progress->phase("allocation", m_alloc.plannedSeconds());
+    for (uint64_t size : m_plan.allocSizes) allocationSize(size);
     // A policy that stopped during allocation may still serve the (smaller) transfer sizes.
     for (State& st : m_states) st.active = st.tracker.probed();
-    m_progress->phase("transfers", transferWork);
-    for (uint64_t size : m_plan.transferSizes) transferSize(size);  // advances the bar itself
+    m_progress->phase("transfers", m_transfers.plannedSeconds());
+    for (const TransferStep& t : m_plan.transfers)
+      for (size_t first = 0; first < m_states.size(); first += t.policiesAtOnce)
+        transferGroup(t, first, std::min(m_states.size(), first + t.policiesAtOnce));
     for (const State& st : m_states) m_run->policies.push_back(st.tracker.result());
   }
 
@@ -303,6 +289,15 @@ class DeviceBench {
     Tracker tracker;
     bool active;
   };
+
+  // The next step of `phase` is done, in `ns` and `runs` runs of its operations: the estimate
+  // learns from it, the bar moves by what the step was planned to take.
+  void stepDone(PhaseEstimate& phase, double ns, int runs) {
+    const size_t step = phase.stepsDone();
+    phase.done(ns, runs);
+    m_progress->expect(m_alloc.secondsLeft() + m_transfers.secondsLeft());
+    m_progress->advance(phase.plannedSeconds(step), phase.steps()[step].detail);
+  }
 
   void allocationSize(uint64_t size) {
     struct Point {
@@ -365,10 +360,12 @@ class DeviceBench {
         return t2 - t0;
       });
     }
-    std::vector<bool> ok = repeatInterleaved(m_plan.reps, ops);
+    const double t0 = nowNs();
+    Repeated done = repeatInterleaved(m_plan.reps, ops);
+    stepDone(m_alloc, nowNs() - t0, done.runs);
     for (size_t i = 0; i < points.size(); ++i) {
       Point& pt = *points[i];
-      if (!ok[i]) {
+      if (!done.ok[i]) {
         pt.st->active = false;
         continue;
       }
@@ -378,14 +375,17 @@ class DeviceBench {
       m_run->samples.push_back(std::move(pt.alloc));
       m_run->samples.push_back(std::move(pt.release));
     }
+    points.clear();
+    returnFreeMemory();
   }
 
-  // Allocates up to maxConcurrency blocks of `size` for `st`, filled with their patterns.
-  Blocks allocateBlocks(State& st, uint64_t size) {
+  // Allocates up to `count` blocks of `size` for `st`, filled with their patterns, and a device
+  // buffer for each.
+  Blocks allocateBlocks(State& st, uint64_t size, int count) {
     Blocks blocks;
     blocks.policy = st.policy.get();
     const PolicyKind kind = st.policy->kind();
-    for (int i = 0; i < m_plan.maxConcurrency; ++i) {
+    for (int i = 0; i < count; ++i) {
       Allocation a;
       const uint32_t seed = blockSeed(kind, i, size);
       PolicyStatus s;
@@ -416,13 +416,23 @@ class DeviceBench {
         break;
       }
       blocks.allocs.push_back(a);
+      cl_int err = CL_SUCCESS;
+      blocks.buffers.push_back(
+          clCreateBuffer(m_session.context(), CL_MEM_READ_WRITE, size, nullptr, &err));
+      if (err != CL_SUCCESS) blocks.buffers.pop_back();
+      clCheck(err, "clCreateBuffer (device buffer)");
     }
     return blocks;
   }
 
-  void transferSize(uint64_t size) {
+  // Measures the policies [first, last) of m_states at one transfer size: their blocks and
+  // buffers are held from the first transfer to the check after the last.
+  void transferGroup(const TransferStep& step, size_t first, size_t last) {
+    const uint64_t size = step.size;
+    double t0 = nowNs();
     std::vector<Blocks> held;
-    for (State& st : m_states) {
+    for (size_t k = first; k < last; ++k) {
+      State& st = m_states[k];
       if (!st.active) continue;
       PolicyStatus avail = st.policy->availability(size);
       if (!avail) {
@@ -430,17 +440,18 @@ class DeviceBench {
         st.active = false;
         continue;
       }
-      Blocks b = allocateBlocks(st, size);
+      Blocks b = allocateBlocks(st, size, step.concurrency);
       if (b.allocs.empty()) continue;
       st.tracker.ok(size);
       held.push_back(std::move(b));
     }
+    double blocksNs = nowNs() - t0;
     for (Measure dir : {Measure::H2D, Measure::D2H}) {
       // D2H must bring the data back for the check below to mean anything.
       if (dir == Measure::D2H)
         for (Blocks& b : held)
           for (Allocation& a : b.allocs) memset(a.ptr, 0, size);
-      for (int c = 1; c <= m_plan.maxConcurrency; ++c) {
+      for (int c = 1; c <= step.concurrency; ++c) {
         std::vector<Sample> samples;
         std::vector<const Blocks*> who;
         for (const Blocks& b : held) {
@@ -458,22 +469,21 @@ class DeviceBench {
           Sample* sample = &samples[i];
           const Blocks* b = who[i];
           ops.push_back([this, sample, b, dir, c, size](bool record) {
-            double t = transferOnce(dir, b->policy->kind(), c, size, b->allocs);
+            double t = transferOnce(dir, c, size, *b);
             if (record) sample->timesNs.push_back(t);
             return t;
           });
         }
-        repeatInterleaved(m_plan.reps, ops);
+        const double s0 = nowNs();
+        const int runs = repeatInterleaved(m_plan.reps, ops).runs;
+        stepDone(m_transfers, nowNs() - s0, runs);  // the bar moves during the large sizes too
         for (Sample& s : samples) {
           s.summarize();
           m_run->samples.push_back(std::move(s));
         }
-        // One step of transferSizeWeight(): the bar moves during the large sizes too.
-        m_progress->advance(
-            transferWeight(size, c) * kPolicyCount,
-            formatBytes(size) + (dir == Measure::H2D ? " h2d x" : " d2h x") + std::to_string(c));
       }
     }
+    t0 = nowNs();
     for (const Blocks& b : held) {
       const PolicyKind kind = b.policy->kind();
       for (size_t i = 0; i < b.allocs.size(); ++i) {
@@ -486,28 +496,29 @@ class DeviceBench {
       }
     }
     for (Blocks& b : held) b.releaseAll();
+    returnFreeMemory();  // the next group holds what the plan says, not this one's as well
+    stepDone(m_transfers, blocksNs + nowNs() - t0, 1);
   }
 
-  double transferOnce(Measure dir, PolicyKind policy, int c, uint64_t size,
-                      const std::vector<Allocation>& blocks) {
+  double transferOnce(Measure dir, int c, uint64_t size, const Blocks& b) {
+    const std::vector<Allocation>& blocks = b.allocs;
     const bool h2d = dir == Measure::H2D;
     const char* what = h2d ? "clEnqueueWriteBuffer" : "clEnqueueReadBuffer";
     double t0 = nowNs();
     if (c == 1) {
       // One transfer: blocking, as most applications issue it.
-      cl_int err = h2d ? clEnqueueWriteBuffer(m_session.queue(0), m_session.buffer(policy, 0),
-                                              CL_TRUE, 0, size, blocks[0].ptr, 0, nullptr, nullptr)
-                       : clEnqueueReadBuffer(m_session.queue(0), m_session.buffer(policy, 0),
-                                             CL_TRUE, 0, size, blocks[0].ptr, 0, nullptr, nullptr);
+      cl_int err = h2d ? clEnqueueWriteBuffer(m_session.queue(0), b.buffers[0], CL_TRUE, 0, size,
+                                              blocks[0].ptr, 0, nullptr, nullptr)
+                       : clEnqueueReadBuffer(m_session.queue(0), b.buffers[0], CL_TRUE, 0, size,
+                                             blocks[0].ptr, 0, nullptr, nullptr);
       clCheck(err, what);
     } else {
       // Enqueue all, flush all, then wait: finishing queue 0 first would start the others late.
       for (int i = 0; i < c; ++i) {
-        cl_int err =
-            h2d ? clEnqueueWriteBuffer(m_session.queue(i), m_session.buffer(policy, i), CL_FALSE, 0,
-                                       size, blocks[i].ptr, 0, nullptr, nullptr)
-                : clEnqueueReadBuffer(m_session.queue(i), m_session.buffer(policy, i), CL_FALSE, 0,
-                                      size, blocks[i].ptr, 0, nullptr, nullptr);
+        cl_int err = h2d ? clEnqueueWriteBuffer(m_session.queue(i), b.buffers[i], CL_FALSE, 0, size,
+                                                blocks[i].ptr, 0, nullptr, nullptr)
+                         : clEnqueueReadBuffer(m_session.queue(i), b.buffers[i], CL_FALSE, 0, size,
+                                               blocks[i].ptr, 0, nullptr, nullptr);
         clCheck(err, what);
       }
       for (int i = 0; i < c; ++i) clCheck(clFlush(m_session.queue(i)), "clFlush");
@@ -520,6 +531,7 @@ class DeviceBench {
   ClSession& m_session;
   Progress* m_progress;
   CharacterizationRun* m_run;
+  PhaseEstimate m_alloc, m_transfers;
   std::vector<State> m_states;
 };
 
@@ -549,43 +561,6 @@ size_t verifyPattern(const void* data, size_t bytes, uint32_t seed) {
     }
   }
   return SIZE_MAX;
-}
-
-BenchPlan makeBenchPlan(const BenchConfig& config, uint64_t hostAvailable, uint64_t deviceGlobalMem,
-                        uint64_t deviceMaxAlloc, bool deviceInHostMemory) {
-  BenchPlan plan;
-  if (config.quick) plan.reps = RepPlan{1, 7, 21, 5e6, 10e6, 3};
-  uint64_t allocMax = config.quick ? 16 * kMiB : 768 * kMiB;
-  uint64_t transferMax = config.quick ? 16 * kMiB : 256 * kMiB;
-  auto cap = [&](uint64_t* value, uint64_t limit, const char* which, const char* why) {
-    if (limit == 0 || limit >= *value) return;
-    *value = std::max<uint64_t>(limit, kKiB);
-    plan.notes.push_back(std::string(which) + " sizes capped at " + formatBytes(*value) + " by " +
-                         why);
-  };
-  if (config.maxSize) {
-    cap(&allocMax, config.maxSize, "allocation", "--max-size");
-    cap(&transferMax, config.maxSize, "transfer", "--max-size");
-  }
-  // Room for one allocation (plus register's pre-existing copy), and for 4 host blocks of every
-  // policy at once (plus the device buffers when the device lives in host memory), in a quarter of
-  // the free memory: other processes may grow while this runs, and the OOM killer is no answer.
-  cap(&allocMax, hostAvailable / 8, "allocation", "free host memory");
-  const uint64_t blocks = static_cast<uint64_t>(plan.maxConcurrency) * kPolicyCount;
-  const uint64_t hostBlocks = deviceInHostMemory ? 2 * blocks : blocks;
-  cap(&transferMax, hostAvailable / (4 * hostBlocks), "transfer", "free host memory");
-  cap(&transferMax, deviceMaxAlloc, "transfer", "CL_DEVICE_MAX_MEM_ALLOC_SIZE");
-  cap(&transferMax, deviceGlobalMem / (2 * blocks), "transfer", "device memory");
-  plan.allocSizes = sizeSeries(allocMax);
-  plan.transferSizes = sizeSeries(transferMax);
-  return plan;
-}
-
-double planWork(const BenchPlan& plan) {
-  double w = 0;
-  for (uint64_t s : plan.allocSizes) w += allocWeight(s);
-  for (uint64_t s : plan.transferSizes) w += transferSizeWeight(s, plan.maxConcurrency);
-  return w * kPolicyCount;
 }
 
 RunInfo describeRun(const ClDevice& device, bool quick) {
@@ -621,13 +596,14 @@ bool runBenchmarks(const ClDevice& device, const BenchConfig& config, Progress* 
     bool inHost = device.hostUnifiedMemory || (device.type & CL_DEVICE_TYPE_CPU);
     BenchPlan plan =
         makeBenchPlan(config, os::availableHostMemory(), device.globalMemBytes, maxAlloc, inHost);
+    progress->say("memory: " + plan.memoryText());
     for (const std::string& n : plan.notes) progress->note(n);
-    ClSession session(device, plan.maxConcurrency, plan.transferSizes.back());
+    ClSession session(device, plan.maxConcurrency);
     PolicyEnv env;
     env.cl = ClPolicyFunctions::linked();
     env.context = session.context();
     env.queue = session.queue(0);
-    progress->start(planWork(plan));
+    progress->start();
     DeviceBench bench(plan, session, progress, run);
     bench.measure(env);
     progress->finish();

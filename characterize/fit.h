@@ -23,10 +23,11 @@ struct Segment {
 struct CostFunction {
   static constexpr int kMaxSegments = 3;
   std::array<Segment, kMaxSegments> segments{};
-  int count = 0;                    ///< regimes in use; 0: no fit
-  double rmsRelErr = 0;             ///< root-mean-square of (predicted - measured) / measured
-  double maxRelErr = 0;             ///< worst |predicted - measured| / measured
-  int points = 0;                   ///< measurements fitted
+  int count = 0;         ///< regimes in use; 0: no fit
+  double rmsRelErr = 0;  ///< root-mean-square of (predicted - measured) / measured, outliers aside
+  double maxRelErr = 0;  ///< worst |predicted - measured| / measured, outliers aside
+  int points = 0;        ///< measurements given
+  int outliers = 0;      ///< of them, set aside as too far from the others' curve (FitOptions)
   double sizeMin = 0, sizeMax = 0;  ///< measured size range (evaluation outside it extrapolates)
 
   bool valid() const { return count > 0; }
@@ -49,12 +50,20 @@ struct FitOptions {
   double improveFactor = 0.7;
   /// ... and the current fit is worse than this (3% is below run-to-run noise on real machines).
   double goodEnough = 0.03;
+  /// A point is set aside as an outlier when the lines through its neighbours (two before, two
+  /// after, one on each side) all predict it more than outlierRatio times faster, or all more than
+  /// that slower: a median that far from both sides is noise (a driver's fast path taken in some
+  /// repetitions), not a regime, which the side of its own regime would predict. At most
+  /// maxOutlierFraction of the points are set aside, the farthest first.
+  double outlierRatio = 1.5;
+  double maxOutlierFraction = 1.0 / 6;
 };
 
 /// Fits `points` (any order; sizes may repeat; non-positive times are ignored). An empty input
 /// gives an invalid function. Regimes and their breakpoints are chosen by least squares on the
-/// *relative* error (the times span six orders of magnitude); a regime is only added when it makes
-/// the fit clearly better (FitOptions).
+/// log ratio of predicted to measured time (the times span six orders of magnitude, and a point
+/// too fast weighs what one too slow does); a regime is only added when it makes the fit clearly
+/// better, and outliers are set aside (FitOptions).
 CostFunction fitCost(std::vector<FitPoint> points, const FitOptions& options = {});
 
 }  // namespace hetopt::characterize

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
-/** @file Linux host facts from /proc/cpuinfo and uname(2).
+/** @file Linux host facts from /proc/cpuinfo and uname(2), and glibc's malloc_trim.
  * What the characterization records about the host, so that a DB names its machine. */
+#include <malloc.h>
 #include <sys/utsname.h>
 #include <unistd.h>
 
@@ -57,5 +58,7 @@ std::string utcNowIso() {
   strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
   return buf;
 }
+
+void returnFreeMemory() { malloc_trim(0); }
 
 }  // namespace hetopt::characterize

@@ -151,6 +151,7 @@ bool writePlotFiles(const CharacterizationRun& run, const std::string& dir, cons
   }
   int maxConcurrency = 1;
   for (const Sample& s : run.samples) maxConcurrency = std::max(maxConcurrency, s.concurrency);
+  double concurrencySize = 0;
   for (PolicyKind p : kAllPolicies) {
     for (Measure m : {Measure::H2D, Measure::D2H}) {
       for (int c = 1; c <= maxConcurrency; ++c) {
@@ -172,10 +173,13 @@ bool writePlotFiles(const CharacterizationRun& run, const std::string& dir, cons
         fitBlock(run.findFit(m, p, c),
                  blockName((std::string("fit ") + measureName(m)).c_str(), p, c), true);
       }
-      // Aggregate bandwidth by concurrency at the largest size measured with one transfer.
-      auto one = curve(run, m, p, 1);
-      if (one.empty()) continue;
-      uint64_t top = one.back()->size;
+      // Aggregate bandwidth by concurrency at the largest size measured with the most concurrent
+      // transfers (larger sizes run fewer at once, or one: bench_plan.h).
+      std::vector<const Sample*> most;
+      for (int c = maxConcurrency; c >= 1 && most.empty(); --c) most = curve(run, m, p, c);
+      if (most.empty()) continue;
+      const uint64_t top = most.back()->size;
+      concurrencySize = std::max(concurrencySize, static_cast<double>(top));
       std::string name = blockName((std::string("conc ") + measureName(m)).c_str(), p);
       std::string block;
       for (int c = 1; c <= maxConcurrency; ++c) {
@@ -275,7 +279,7 @@ set tics nomirror
   gp += "set output " + gnuplotQuote(slug + "-concurrency") + ".ext\n";
   gp += "set multiplot layout 1,2 title " +
         gnuplotTitle("Aggregate bandwidth of concurrent transfers on separate queues, " +
-                         formatBytes(static_cast<uint64_t>(maxTransfer)) + " each - " + device,
+                         formatBytes(static_cast<uint64_t>(concurrencySize)) + " each - " + device,
                      1400, 11) +
         "\n";
   // Its lines run across the whole plot at every height: the key goes under it, never over them.

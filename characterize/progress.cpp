@@ -14,11 +14,10 @@ double monotonicSeconds() {
 
 Progress::Progress(FILE* out, bool tty) : m_out(out), m_tty(tty) {}
 
-void Progress::start(double totalWork) {
-  m_total = totalWork > 0 ? totalWork : 1;
-  m_done = 0;
-  m_startS = m_phaseStartS = monotonicSeconds();
+void Progress::start() {
+  m_phaseStartS = monotonicSeconds();
   m_lastDrawS = -1;
+  m_leftAtS = -1;
   m_phase.clear();
   m_detail.clear();
 }
@@ -32,21 +31,28 @@ void Progress::phase(const std::string& what, double work) {
   m_phaseDone = 0;
   m_detail.clear();
   m_phaseStartS = now;
+  m_leftAtS = -1;
   draw(true);
 }
 
 void Progress::advance(double work, const std::string& detail) {
-  m_done = std::min(m_total, m_done + work);
   m_phaseDone = std::min(m_phaseTotal, m_phaseDone + work);
   if (!detail.empty()) m_detail = detail;
   draw(false);
 }
 
-void Progress::note(const std::string& text) {
+void Progress::expect(double seconds) {
+  m_leftS = seconds > 0 ? seconds : 0;
+  m_leftAtS = monotonicSeconds();
+}
+
+void Progress::say(const std::string& text) {
   if (m_tty) fprintf(m_out, "\r\033[K");
-  fprintf(m_out, "  note: %s\n", text.c_str());
+  fprintf(m_out, "  %s\n", text.c_str());
   draw(true);
 }
+
+void Progress::note(const std::string& text) { say("note: " + text); }
 
 void Progress::finish() {
   if (m_tty) {
@@ -71,10 +77,10 @@ void Progress::draw(bool force) {
   char bar[width + 1];
   for (int i = 0; i < width; ++i) bar[i] = i < filled ? '#' : '.';
   bar[width] = '\0';
-  // What is left of the phase at the rate so far (its work units are weighted by expected time).
+  // The bench's last estimate, counted down since it came.
   char left[48] = "estimating";
-  if (frac >= 0.02 && inPhase >= 0.2) {
-    const double s = inPhase * (1 - frac) / frac;
+  if (m_leftAtS >= 0) {
+    const double s = std::max(0.0, m_leftS - (now - m_leftAtS));
     snprintf(left, sizeof left, s < 10 ? "~%.1f s left" : "~%.0f s left", s);
   }
   fprintf(m_out, "\r\033[K  %-11s [%s] %3d%%  %-18s %5.1f s, %s", m_phase.c_str(), bar,

@@ -118,6 +118,7 @@ const DbField<Fit> kFitFields[] = {
     FIELD(Fit, "max_rel_err", fn.maxRelErr),
     FIELD(Fit, "size_min", fn.sizeMin),
     FIELD(Fit, "size_max", fn.sizeMax),
+    FIELD(Fit, "outliers", fn.outliers),
 };
 const std::span<const DbField<Fit>> kFitKeyFields = std::span(kFitFields).first(3);
 

@@ -40,6 +40,7 @@ struct Args {
   bool noPlots = false;
   bool plotsGiven = false;
   uint64_t maxSize = 0;
+  uint64_t maxMemory = 0;
   std::string db;
   std::string plots = "hetopt-plots";
   PlotFormat format = PlotFormat::Png;
@@ -57,6 +58,7 @@ int readArgs(int argc, char** argv, Args* a) {
   a->json = args.flag("json");
   a->noPlots = args.flag("no-plots");
   a->maxSize = args.size("max-size", 0);
+  a->maxMemory = args.size("max-memory", 0);
   a->db = args.value("db", defaultDbPath());
   a->plotsGiven = args.given("plots");
   a->plots = args.value("plots", a->plots);
@@ -91,6 +93,19 @@ void printRun(const CharacterizationRun& run) {
     printf("  fits: %zu curves; largest RMS relative error %.1f%% (%s %s x%d)\n", run.fits.size(),
            worst->fn.rmsRelErr * 100, measureName(worst->kind), policyName(worst->policy),
            worst->concurrency);
+  // A median far from the sizes on both sides of it is set aside, not fitted: said, so that the
+  // errors are read as the others'.
+  int outliers = 0, curves = 0, points = 0;
+  for (const Fit& f : run.fits) {
+    outliers += f.fn.outliers;
+    curves += f.fn.outliers > 0;
+    points += f.fn.points;
+  }
+  if (outliers)
+    printf(
+        "  fits: %d of %d medians set aside as outliers (in %d curves), each over %.1fx off the "
+        "sizes on both sides of it\n",
+        outliers, points, curves, FitOptions{}.outlierRatio);
   // Farther than this from its own medians, a fit prices the sizes between them by a curve that
   // is not theirs: said, with the way to measure again.
   constexpr double kRoughFit = 0.2;
@@ -232,6 +247,7 @@ int cmdCharacterize(int argc, char** argv) {
       BenchConfig config;
       config.quick = args.quick;
       config.maxSize = args.maxSize;
+      config.memoryBudget = args.maxMemory;
       if (!runBenchmarks(dev, config, &progress, &run, &error)) {
         warn("characterize: %s: %s", dev.describe().c_str(), error.c_str());
         ++failures;

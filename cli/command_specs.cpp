@@ -155,7 +155,11 @@ constexpr OptionSpec kCharacterizeOptions[] = {
      "which devices to measure: " HETOPT_DEVICE_WORDS " (default: all)"},
     {"quick", 0, K::None, "", "fewer sizes (1 KiB..16 MiB) and repetitions: CI, a first look"},
     {"max-size", 0, K::Size, "SIZE",
-     "largest allocation/transfer, e.g. 64M (default 768 MiB / 256 MiB)"},
+     "largest allocation/transfer, e.g. 64M (default 768 MiB / 1 GiB)"},
+    {"max-memory", 0, K::Size, "SIZE",
+     "host memory the measurements may hold at once, e.g. 2G (default: a quarter of the free "
+     "memory); large transfer sizes then run fewer concurrent transfers or policies at once, and "
+     "the largest sizes are those whose blocks fit"},
     {"force", 0, K::None, "", "measure again even if the DB has a result for this key"},
     {"show", 0, K::None, "", "print the stored results (any host's) instead of measuring"},
     {"json", 0, K::None, "",
@@ -165,7 +169,8 @@ constexpr OptionSpec kCharacterizeOptions[] = {
      "hostname, hetopt_version, measured_utc, quick, duration_s, memlock_limit (null: unlimited), "
      "lock_beyond_limit, policies [policy, state, reason, max_size], fits [measure, policy, "
      "concurrency, "
-     "rms_rel_err, max_rel_err, points, size_min, size_max, segments [size_lo, latency_ns, "
+     "rms_rel_err, max_rel_err, points, outliers, size_min, size_max, segments [size_lo, "
+     "latency_ns, "
      "ns_per_byte]], "
      "decisions [direction, size_lo, size_hi (null: no bound), policy, alloc, predicted_ns, "
      "standard_ns, "

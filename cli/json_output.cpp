@@ -65,7 +65,8 @@ namespace {
 void costFunction(JsonWriter& j, const CostFunction& fn) {
   j.member("rms_rel_err", fn.rmsRelErr)
       .member("max_rel_err", fn.maxRelErr)
-      .member("points", fn.points);
+      .member("points", fn.points)
+      .member("outliers", fn.outliers);
   j.member("size_min", fn.sizeMin).member("size_max", fn.sizeMax);
   j.key("segments").beginArray();
   for (int i = 0; i < fn.count; ++i) {

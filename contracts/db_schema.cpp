@@ -48,9 +48,9 @@ constexpr DbColumn kCharSamples[] = {
 };
 
 constexpr DbColumn kCharFits[] = {
-    {"run_id", kRunRef},    {"measure", kText},  {"policy", kText},
-    {"concurrency", kInt},  {"points", kInt},    {"rms_rel_err", kReal},
-    {"max_rel_err", kReal}, {"size_min", kReal}, {"size_max", kReal},
+    {"run_id", kRunRef}, {"measure", kText},      {"policy", kText},      {"concurrency", kInt},
+    {"points", kInt},    {"rms_rel_err", kReal},  {"max_rel_err", kReal}, {"size_min", kReal},
+    {"size_max", kReal}, {"outliers", kInt0, 10},
 };
 
 constexpr DbColumn kCharFitSegments[] = {

@@ -17,7 +17,7 @@
 namespace hetopt {
 
 /// The one schema version of the whole DB file: any change to any component's tables bumps it.
-inline constexpr int kDbSchemaVersion = 9;
+inline constexpr int kDbSchemaVersion = 10;
 /// "HTOP" as a big-endian 32-bit integer, stored in the SQLite header (PRAGMA application_id).
 inline constexpr int32_t kDbApplicationId = 0x48544f50;
 

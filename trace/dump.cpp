@@ -343,11 +343,15 @@ void dumpText(const Trace& t, FILE* out) {
             : t.header.scriptName.empty() ? "sha256:"
                                           : " sha256:",
             t.header.scriptHash.c_str());
-  fprintf(out, "%s, %s traced\n",
-          t.complete ? "complete"
-                     : "INCOMPLETE (the program did not exit normally, or the trace could not be "
-                       "written to its end; up to its last checkpoint)",
-          timeText(static_cast<double>(t.durationNs)).c_str());
+  // Without an End record the trace cannot tell why: say what it holds and the possible causes.
+  if (t.complete)
+    fprintf(out, "complete, %s traced\n", timeText(static_cast<double>(t.durationNs)).c_str());
+  else
+    fprintf(out,
+            "INCOMPLETE: no end record (the program was killed or crashed, is still running, or "
+            "its trace could not be written to the end); %" PRIu64
+            " calls recorded up to the last checkpoint, %s traced\n",
+            summarize(t).calls, timeText(static_cast<double>(t.durationNs)).c_str());
   for (const TraceThread& th : t.threads) {
     if (th.entries.empty()) continue;
     fprintf(out, "\nthread %u (tid %" PRIu64 "):\n", th.index, th.tid);

@@ -6,6 +6,7 @@
  * corrupt DB is one clear error.
  */
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -27,6 +28,7 @@ using testing::TempDir;
 struct Result {
   int status = -1;
   std::string out, err;
+  long maxRssKiB = 0;  ///< the command's peak resident memory (getrusage's ru_maxrss)
 };
 
 std::string slurp(const std::string& path) {
@@ -38,11 +40,19 @@ std::string slurp(const std::string& path) {
 
 // Runs `prefix hetopt characterize args` through the shell, capturing both streams.
 Result characterize(const TempDir& tmp, const std::string& args, const std::string& prefix = "") {
-  std::string cmd = prefix + " " HETOPT_BIN " characterize " + args + " >" + tmp.file("out") +
-                    " 2>" + tmp.file("err");
-  int rc = std::system(cmd.c_str());
+  std::string cmd = "exec " + prefix + " " HETOPT_BIN " characterize " + args + " >" +
+                    tmp.file("out") + " 2>" + tmp.file("err");
   Result r;
+  pid_t pid = fork();
+  if (pid == 0) {
+    execl("/bin/sh", "sh", "-c", cmd.c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  int rc = 0;
+  struct rusage usage = {};
+  if (pid < 0 || wait4(pid, &rc, 0, &usage) != pid) return r;
   r.status = WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+  r.maxRssKiB = usage.ru_maxrss;
   r.out = slurp(tmp.file("out"));
   r.err = slurp(tmp.file("err"));
   return r;
@@ -155,8 +165,8 @@ TEST(CharacterizeCli, QuickRunFillsDbPrintsDecisionsWritesPlots) {
     auto rw = Db::open(db, Db::Mode::ReadWriteCreate, &error);
     ASSERT_TRUE(rw) << error;
     ASSERT_TRUE(rw->exec(
-        "UPDATE char_fits SET rms_rel_err = 0.45, max_rel_err = 0.8 WHERE measure = 'h2d' AND "
-        "policy = 'standard' AND concurrency = 1",
+        "UPDATE char_fits SET rms_rel_err = 0.45, max_rel_err = 0.8, outliers = 2 WHERE measure "
+        "= 'h2d' AND policy = 'standard' AND concurrency = 1",
         &error))
         << error;
   }
@@ -164,6 +174,10 @@ TEST(CharacterizeCli, QuickRunFillsDbPrintsDecisionsWritesPlots) {
   ASSERT_EQ(rough.status, 0) << rough.out << rough.err;
   EXPECT_TRUE(contains(
       rough.out, "  warning: the h2d standard x1 fit misses its medians by 45% RMS (80% at worst)"))
+      << rough.out;
+  // So are the medians a fit set aside.
+  EXPECT_TRUE(contains(rough.out, " medians set aside as outliers (in ")) << rough.out;
+  EXPECT_TRUE(contains(rough.out, " curves), each over 1.5x off the sizes on both sides of it"))
       << rough.out;
 }
 
@@ -222,6 +236,28 @@ TEST(CharacterizeCli, LockedMemoryLimitMakesMlockPoliciesUnavailable) {
     EXPECT_NE(d.policy, PolicyKind::Locked);
     EXPECT_NE(d.policy, PolicyKind::Hybrid);
   }
+}
+
+// What the measurements hold stays under --max-memory, and the run says how much it holds: its
+// peak resident memory is the budget above that of a run measuring next to nothing.
+TEST(CharacterizeCli, PeakMemoryStaysWithinTheBudgetItStates) {
+  TempDir tmp;
+  Result base = characterize(tmp, "--quick --max-size 4K --no-plots --db " + tmp.file("a.db"));
+  ASSERT_EQ(base.status, 0) << base.out << base.err;
+  Result r = characterize(tmp, "--quick --max-memory 48M --no-plots --db " + tmp.file("b.db"));
+  ASSERT_EQ(r.status, 0) << r.out << r.err;
+  EXPECT_TRUE(
+      contains(r.err, "  memory: at most 48 MiB held at once (budget 48 MiB: --max-memory)"))
+      << r.err;
+  EXPECT_TRUE(contains(r.err, ", the policies are measured ")) << r.err;
+  ASSERT_GT(base.maxRssKiB, 0);
+  EXPECT_LE(r.maxRssKiB - base.maxRssKiB, (48 + 8) * 1024)
+      << "peak " << r.maxRssKiB << " KiB, " << base.maxRssKiB << " KiB measuring 4 KiB";
+  std::vector<CharacterizationRun> runs = loadRuns(tmp.file("b.db"));
+  ASSERT_EQ(runs.size(), 1u);
+  const Fit* top = runs[0].findFit(Measure::H2D, PolicyKind::Standard, 1);
+  ASSERT_NE(top, nullptr);
+  EXPECT_EQ(top->fn.sizeMax, 16 << 20);  // quick's sizes, with fewer policies at once
 }
 
 TEST(CharacterizeCli, CorruptDbIsOneClearErrorBeforeMeasuring) {

@@ -80,6 +80,44 @@ TEST(Fit, NoisyDataKeepsOneRegimeAndReportsTheNoise) {
   EXPECT_NEAR(f.segments[0].latencyNs, 3000, 3000 * 0.05);
 }
 
+// A pageable PCIe transfer as a user's machine measured it: ~10 us of latency, a 5.7 GB/s plateau
+// up to the largest size, +-3% noise, and three sizes whose medians came out at 14 GB/s (a fast
+// path the driver took in most of their repetitions).
+std::vector<FitPoint> plateauWithFastMedians() {
+  std::vector<FitPoint> pts = sample([](double s) { return 10000 + s / 5.7; }, 27);
+  pts.push_back({148 * kMiB, 10000 + 148 * kMiB / 5.7});
+  for (size_t i = 0; i < pts.size(); ++i) {
+    const double s = pts[i].size;
+    if (s == 2 * kMiB || s == 16 * kMiB || s == 128 * kMiB)
+      pts[i].timeNs = 10000 + s / 14.0;
+    else
+      pts[i].timeNs *= (i % 3 == 0 ? 1.03 : i % 3 == 1 ? 0.97 : 1.0);
+  }
+  return pts;
+}
+
+TEST(Fit, FastMediansDoNotPullAPlateauUp) {
+  std::vector<FitPoint> pts = plateauWithFastMedians();
+  CostFunction f = fitCost(pts);
+  EXPECT_EQ(f.points, 19);
+  EXPECT_EQ(f.outliers, 3);
+  EXPECT_LT(f.rmsRelErr, 0.05);
+  for (double s : {4 * kMiB, 32 * kMiB, 64 * kMiB, 148 * kMiB})
+    EXPECT_NEAR(f.bandwidthGBs(s), 5.7 * s / (s + 10000 * 5.7), 0.3) << s;
+  EXPECT_NEAR(f.eval(kKiB), 10000, 500);
+}
+
+TEST(Fit, ARegimeIsNotAnOutlier) {
+  // Three sizes at twice the bandwidth are a regime (the fit follows them), two are not.
+  auto truth = [](double s) { return 10000 + s / (s >= 2 * kMiB && s <= 8 * kMiB ? 12.0 : 6.0); };
+  CostFunction f = fitCost(sample(truth));
+  EXPECT_EQ(f.outliers, 0);
+  EXPECT_NEAR(f.bandwidthGBs(4 * kMiB), 12.0 * 4 * kMiB / (4 * kMiB + 10000 * 12.0), 0.3);
+  // A switch between two regimes is no outlier either, on either side of it.
+  auto step = [](double s) { return s <= 4 * kMiB ? 10000 + s / 16.0 : 50000 + s / 7.6; };
+  EXPECT_EQ(fitCost(sample(step)).outliers, 0);
+}
+
 TEST(Fit, ConstraintsKeepLatencyAndBandwidthPhysical) {
   // Times that shrink with size cannot give a negative bandwidth: the fit is a constant.
   CostFunction f = fitCost({{1024, 9000}, {4096, 8000}, {16384, 7000}});

@@ -253,14 +253,20 @@ std::string describeRun(const CharacterizationRun& run) {
   return out;
 }
 
-// A DB that the hand-written SQL of older hetopts made is read as it was written, and the tables
-// made now are the same tables, holding the same rows for the same run.
+// A DB that the hand-written SQL of older hetopts made is read as it was written once upgraded in
+// place, and the tables made now are the same tables, holding the same rows for the same run.
 TEST(Records, ADbOfTheOldCodeReadsTheSameAndIsWrittenTheSame) {
   TempDir tmp;
   std::string error;
   auto old = Db::open(tmp.file("old.db"), Db::Mode::ReadWriteCreate, &error);
   ASSERT_TRUE(old) << error;
-  ASSERT_TRUE(old->exec(kOldCodeDb, &error)) << error;
+  ASSERT_TRUE(old->exec(
+      std::string(kOldCodeDb) + "UPDATE hetopt_meta SET value = '6' WHERE key = 'schema_version';",
+      &error))
+      << error;
+  old.reset();
+  old = Db::open(tmp.file("old.db"), Db::Mode::ReadWriteCreate, &error);
+  ASSERT_TRUE(old) << error;
   CharacterizationRun fromOld;
   bool found = false;
   ASSERT_TRUE(loadRun(*old, fixtureRun().info.key, &fromOld, &found, &error)) << error;

@@ -90,7 +90,8 @@ def check_characterize(hetopt, tmp):
     if names != {'standard', 'locked', 'opencl', 'hybrid', 'register'}:
         fail(f'policies {names}')
     for f in run_['fits']:
-        if f['points'] <= 0 or not f['segments'] or f['segments'][0]['ns_per_byte'] < 0:
+        if (f['points'] <= 0 or not 0 <= f['outliers'] < f['points'] or not f['segments']
+                or f['segments'][0]['ns_per_byte'] < 0):
             fail(f'fit {f}')
             break
     # The decisions cover every size in each direction, without gaps; the last has no bound.

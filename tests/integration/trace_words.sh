@@ -6,7 +6,9 @@
 #    shell that exits 0 is not said to have ended abnormally;
 #  - a traced run that fails keeps the stored profile of one that succeeded, saying so;
 #  - a program that cannot be run gets its error alone;
-#  - a torn trace is refused with a pointer to --salvage, and show and analyze salvage alike.
+#  - a torn trace is refused with a pointer to --salvage, and show and analyze salvage alike;
+#  - show says what a trace without its end record holds and why it may lack it (a killed
+#    program's), and calls the trace of a shell that exited 0 complete.
 #   trace_words.sh HETOPT PROGRAM (an OpenCL program that takes --size and --iters)
 set -u
 hetopt=$1 app=$2
@@ -101,6 +103,25 @@ for cmd in show analyze; do
 done
 cmp -s "$work/show.salvage.said" "$work/analyze.salvage.said" ||
   fail "show --salvage and analyze --salvage disagree: $(cat "$work"/*.salvage.said | xargs)"
+
+# show: a shell that exited 0 left a complete trace; a killed program's trace has no end record.
+"$hetopt" show "$work/none2.trace" >"$work/none2.show" 2>&1
+grep -q '^complete, ' "$work/none2.show" ||
+  fail "show of sh -c 'exit 0': not complete" "$work/none2.show"
+"$hetopt" trace -o "$work/killed.trace" -- "$app" --size 4K --iters 100000000 >/dev/null \
+  2>"$work/killed.err" &
+tracer=$!
+sleep 2.5  # past the first checkpoint (about a second)
+program=$(cat /proc/$tracer/task/*/children)
+[[ -n $program ]] && kill -KILL $program
+wait $tracer
+"$hetopt" show "$work/killed.trace" >"$work/killed.show" 2>&1
+said='^INCOMPLETE: no end record (the program was killed or crashed, is still running, or its '
+said+='trace could not be written to the end); [1-9][0-9]* calls recorded up to the last checkpoint, '
+grep -q "$said" "$work/killed.show" ||
+  fail "show of a killed program's trace: not what it holds and why" "$work/killed.show"
+grep -qi 'not exit normally' "$work/killed.show" "$work/none2.show" &&
+  fail "show says a program did not exit normally, which a trace cannot know"
 
 [[ $failed == 0 ]] && echo "OK: trace, show and analyze say what happened"
 exit $failed
