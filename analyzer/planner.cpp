@@ -405,8 +405,11 @@ class Planner {
     const std::string share =
         percent(net, m_d->runNs) + " of the traced " + formatDuration(m_d->runNs) + " run";
     if (m_plan->earlyContext && (m_opt.force || net >= minimum)) {
-      m_d->verdict = std::string("optimize: start-up only (") +
-                     (unpriced() ? "no site priced" : "no site pays") + "): " + startupWork() +
+      const char* why = m_profile.candidates.empty() && !anyRegistrable()
+                            ? "no site feeds transfers"
+                        : unpriced() ? "no site priced"
+                                     : "no site pays";
+      m_d->verdict = std::string("optimize: start-up only (") + why + "): " + startupWork() +
                      "; predicted saving ~" + formatDuration(net) + " (" + share + ")";
       return true;
     }

@@ -372,7 +372,8 @@ TEST(RunPlan, TheStartUpAlonePaysForAPlanThatPinsNothing) {
   // No candidate site at all, or none priced (no curves here, none stored): the same.
   p.candidates.clear();
   ASSERT_TRUE(::plan(p, {}, &plan, &why, &curves, &d)) << why;
-  EXPECT_NE(d.verdict.find("start-up only (no site pays)"), std::string::npos) << d.verdict;
+  EXPECT_NE(d.verdict.find("start-up only (no site feeds transfers)"), std::string::npos)
+      << d.verdict;
   p.candidates = {site(0x11, "hybrid", 1 << 20, false)};
   PlanOptions noCurves;
   noCurves.noCurves = "no characterization for NVIDIA H100 in db; run `hetopt characterize`";

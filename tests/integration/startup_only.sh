@@ -28,7 +28,7 @@ grep -q "built from source kept" "$work/trace.err" || fail "no program kept to b
 # Not forced. PoCL builds a kernel with LLVM (~100 ms when traced), so with its build ahead the
 # start-up may pay even here: either way the words name the start-up, not only pinning.
 "$hetopt" run --dry-run -- "$app" "${args[@]}" >"$work/plain.dry" 2>&1 || fail "dry run exited $?"
-grep -Eq '^(plan: +optimize: start-up only \(no site pays\): the context made early, 1 program built ahead; predicted saving ~|decline: no allocation site feeds host<->device transfers; the start-up overlap alone \(the context made early, 1 program built ahead\) would save ~)' \
+grep -Eq '^(plan: +optimize: start-up only \(no site feeds transfers\): the context made early, 1 program built ahead; predicted saving ~|decline: no allocation site feeds host<->device transfers; the start-up overlap alone \(the context made early, 1 program built ahead\) would save ~)' \
   "$work/plain.dry" || fail "the decision does not name the start-up"
 # The context alone: declined, with the overlap's numbers, and the run is untouched.
 "$hetopt" run --dry-run --no-build-ahead -- "$app" "${args[@]}" >"$work/context.dry" 2>&1 ||
@@ -42,7 +42,7 @@ cmp -s "$work/native.out" "$work/context.out" || fail "the declined run printed 
 
 # Forced: a start-up-only plan.
 "$hetopt" run --dry-run --force -- "$app" "${args[@]}" >"$work/forced.dry" 2>&1 || fail "forced dry run exited $?"
-grep -Eq '^plan: +optimize: start-up only \(no site pays\): the context made early, 1 program built ahead; predicted saving ~' \
+grep -Eq '^plan: +optimize: start-up only \(no site feeds transfers\): the context made early, 1 program built ahead; predicted saving ~' \
   "$work/forced.dry" || fail "no start-up-only plan"
 grep -q '^context: made by hetopt at start-up' "$work/forced.dry" || fail "the dry run does not say the context is made early"
 grep -q '^pool:' "$work/forced.dry" && fail "a start-up-only plan has a pool"
