@@ -121,14 +121,13 @@ class Planner {
       : m_profile(profile), m_opt(options), m_gain(gain), m_plan(plan), m_d(decision) {
     m_d->runNs = profile.breakdown.totalNs;
     m_d->gainSource = gain ? gain->describe() + " (this machine's curves now)"
-                           : "the predictions stored with the profile";
+                      : unpriced()
+                          ? "none (" + (options.noCurves.empty() ? "no curves" : options.noCurves) +
+                                "; none stored with the profile)"
+                          : "the predictions stored with the profile";
   }
 
   bool run(std::string* whyNot) {
-    if (m_profile.candidates.empty() && !anyRegistrable()) {
-      *whyNot = "no allocation site feeds host<->device transfers";
-      return false;
-    }
     m_forcedPool = poolPolicyFor(m_opt.forcedPolicy);
     if (!m_opt.forcedPolicy.empty() && m_forcedPool.empty()) {
       *whyNot =
@@ -159,8 +158,10 @@ class Planner {
                      [](const SiteDecision& a, const SiteDecision& b) {
                        return a.planned != b.planned ? a.planned : a.savingNs > b.savingNs;
                      });
-    m_d->overheadNs = kSiteCaptureNs * static_cast<double>(m_profile.trackedAllocations);
-    if ((!m_plan->sites.empty() || m_plan->hasRegistrations()) && !m_plan->driverLate)
+    // A plan that pins nothing serves no allocation: the shim captures no call site for it.
+    if (!m_plan->startupOnly())
+      m_d->overheadNs = kSiteCaptureNs * static_cast<double>(m_profile.trackedAllocations);
+    if ((!m_plan->startupOnly() || m_plan->earlyContext) && !m_plan->driverLate)
       m_d->startupNs = startupSavingNs(m_profile, m_plan->earlyContext);
     if (m_plan->earlyContext && !m_plan->driverLate && !m_opt.directAllocation &&
         !m_opt.recipePath.empty() && m_opt.recipePrograms) {
@@ -199,6 +200,52 @@ class Planner {
     for (const UntrackedMemory& u : m_profile.untracked)
       if (u.registrable()) return true;
     return false;
+  }
+  /// No curves here and no price stored with the profile: every site stays untouched unpriced.
+  bool unpriced() const {
+    if (m_gain || forced() || (m_profile.candidates.empty() && !anyRegistrable())) return false;
+    for (const CandidateSite& c : m_profile.candidates)
+      if (c.gain.known) return false;
+    for (const UntrackedMemory& u : m_profile.untracked)
+      if (u.gain.known) return false;
+    return true;
+  }
+  /// Why nothing is pinned, in the words of the number that decided.
+  std::string pinningWhyNot() const {
+    if (m_profile.candidates.empty() && !anyRegistrable())
+      return "no allocation site feeds host<->device transfers";
+    if (unpriced())
+      return m_opt.noCurves.empty()
+                 ? "no site is priced (no characterization of " + m_profile.device + ")"
+                 : m_opt.noCurves;
+    double best = 0;
+    for (const SiteDecision& d : m_d->sites) best = std::max(best, d.savingNs);
+    return (best > 0 ? "pinning would save too little: the best site " + formatDuration(best) +
+                           ", where a site must save " +
+                           formatDuration(std::max(kMinSiteSavingNs, kMinSiteShare * m_d->runNs)) +
+                           " on " + m_profile.device
+                     : "pinning does not pay for this program's transfers on " + m_profile.device) +
+           " (`hetopt run --dry-run` shows each site's numbers)";
+  }
+  /// Why the plan makes no context early (Plan::earlyContext is false), for the start-up's words.
+  std::string noEarlyContextWhy() const {
+    if (m_plan->driverLate)
+      return "the program forks or can fork, so hetopt leaves its driver alone until its first "
+             "OpenCL call";
+    if (m_opt.directAllocation) return "--no-pool makes no context early";
+    if (!m_opt.earlyContext) return "--no-early-context";
+    if (m_profile.contextsCreated == 0) return "the traced run made no context";
+    if (m_profile.contextsCreated > 1)
+      return "the traced run made " + std::to_string(m_profile.contextsCreated) +
+             " contexts, not one";
+    return "its context spans " + std::to_string(m_profile.firstContextDevices) + " devices";
+  }
+  /// What a start-up-only plan does: "the context made early, 2 programs built ahead".
+  std::string startupWork() const {
+    const uint64_t n = m_plan->buildAheadPrograms;
+    return "the context made early" +
+           (n ? ", " + std::to_string(n) + " program" + (n == 1 ? "" : "s") + " built ahead"
+              : std::string());
   }
   /// A registered site's first block is pinned on hetopt's thread as soon as both it and the
   /// pinning context exist; the program only waits for what is left of that when its first
@@ -348,22 +395,43 @@ class Planner {
     m_d->sites.push_back(std::move(d));
   }
 
-  bool decide(std::string* whyNot) {
-    const double net = m_d->savingNs + m_d->startupNs - m_d->overheadNs;
-    const double minimum = std::max(kMinPlanSavingNs, kMinPlanShare * m_d->runNs);
-    if (m_plan->sites.empty() && !m_plan->hasRegistrations()) {
-      double best = 0;
-      for (const SiteDecision& d : m_d->sites) best = std::max(best, d.savingNs);
-      *whyNot = best > 0
-                    ? "pinning would save too little: the best site " + formatDuration(best) +
-                          ", where a site must save " +
-                          formatDuration(std::max(kMinSiteSavingNs, kMinSiteShare * m_d->runNs)) +
-                          " on " + m_profile.device
-                    : "pinning does not pay for this program's transfers on " + m_profile.device;
-      *whyNot += " (`hetopt run --dry-run` shows each site's numbers)";
-      m_d->verdict = *whyNot;
-      return false;
+  double planMinimumNs() const { return std::max(kMinPlanSavingNs, kMinPlanShare * m_d->runNs); }
+
+  /// Nothing pinned: a plan of the start-up alone, when the early context (and what it builds
+  /// ahead) saves as much as any plan must (`--force`: whenever the context can be made early).
+  bool decideStartupOnly(std::string* whyNot) {
+    const double net = std::max(0.0, m_d->startupNs - m_d->overheadNs);
+    const double minimum = planMinimumNs();
+    const std::string share =
+        percent(net, m_d->runNs) + " of the traced " + formatDuration(m_d->runNs) + " run";
+    if (m_plan->earlyContext && (m_opt.force || net >= minimum)) {
+      const char* why = m_profile.candidates.empty() && !anyRegistrable()
+                            ? "no site feeds transfers"
+                        : unpriced() ? "no site priced"
+                                     : "no site pays";
+      m_d->verdict = std::string("optimize: start-up only (") + why + "): " + startupWork() +
+                     "; predicted saving ~" + formatDuration(net) + " (" + share + ")";
+      return true;
     }
+    *whyNot = pinningWhyNot();
+    if (!m_plan->earlyContext)
+      *whyNot += "; no start-up overlap either: " + noEarlyContextWhy();
+    else if (!m_profile.startup.known())
+      *whyNot +=
+          "; the start-up overlap is not known (the profile has no start-up times: trace "
+          "the program again)";
+    else
+      *whyNot += "; the start-up overlap alone (" + startupWork() + ") would save ~" +
+                 formatDuration(net) + " (" + share + "), where a plan must save " +
+                 formatDuration(minimum) + " (`--force` optimizes anyway)";
+    m_d->verdict = *whyNot;
+    return false;
+  }
+
+  bool decide(std::string* whyNot) {
+    if (m_plan->startupOnly()) return decideStartupOnly(whyNot);
+    const double net = m_d->savingNs + m_d->startupNs - m_d->overheadNs;
+    const double minimum = planMinimumNs();
     if (!forced() && !m_opt.force && net < minimum) {
       *whyNot = "pinning would save ~" + formatDuration(std::max(0.0, net)) + " (" +
                 percent(std::max(0.0, net), m_d->runNs) + " of the traced " +
@@ -391,7 +459,8 @@ class Planner {
     m_plan->programKey = m_profile.program.key();
     m_plan->device = m_profile.device;
     m_plan->directAllocation = m_opt.directAllocation;
-    if (m_gain) m_gain->registerCost(&m_plan->registerLatencyNs, &m_plan->registerNsPerMiB);
+    if (m_gain && !m_plan->startupOnly())
+      m_gain->registerCost(&m_plan->registerLatencyNs, &m_plan->registerNsPerMiB);
     if (m_opt.directAllocation && !m_plan->sites.empty()) {
       // The naive variant: every site's blocks made by one policy, as it was measured.
       if (m_poolPolicy.empty()) m_poolPolicy = m_forcedPool.empty() ? "hybrid" : m_forcedPool;
@@ -442,7 +511,7 @@ bool buildPlan(const AppProfile& profile, const PlanOptions& options, const Gain
 
 std::vector<PlanVariant> planChain(const Plan& plan, const PlanOptions& options) {
   std::vector<PlanVariant> chain{{plan, ""}};
-  if (plan.earlyContext || !plan.driverLate) {
+  if ((plan.earlyContext || !plan.driverLate) && !plan.startupOnly()) {
     PlanVariant late{plan, "without the early start of the driver"};
     late.plan.earlyContext = false;
     late.plan.driverLate = true;
@@ -511,7 +580,8 @@ std::string planSummary(const Plan& plan, const PlanDecision& decision) {
                  : " from a pool (" + plan.poolPolicy + ", " + formatBytes(plan.poolBytes) + ")");
   if (plan.hasRegistrations())
     what += std::string(what.empty() ? "" : ", ") + "untracked memory registered in place";
-  s += what.empty() ? "nothing pinned" : what;
+  s += what.empty() ? (plan.startupOnly() ? "start-up only (nothing pinned)" : "nothing pinned")
+                    : what;
   if (plan.earlyContext) s += ", the context made early";
   if (plan.earlyContext && plan.buildAheadPrograms)
     s += " and " + std::to_string(plan.buildAheadPrograms) + " program" +
@@ -544,9 +614,12 @@ std::string describeDecision(const AppProfile& profile, const Plan& plan,
   if (planned && plan.directAllocation)
     s += "pool:    none (--no-pool: each block made by " + plan.poolPolicy + ")\n";
   if (planned && plan.earlyContext)
-    s +=
-        "context: made by hetopt at start-up and handed to the program's clCreateContext (it makes "
-        "one, on this device): pinning starts while it still prepares its input\n";
+    s += std::string(
+             "context: made by hetopt at start-up and handed to the program's "
+             "clCreateContext (it makes one, on this device): ") +
+         (plan.startupOnly() ? "made while the program still prepares its input"
+                             : "pinning starts while it still prepares its input") +
+         "\n";
   if (planned && !decision.driver.empty()) s += "driver:  " + decision.driver + "\n";
   const AppProfile::Startup& st = profile.startup;
   if (st.known() && !(planned && plan.driverLate))

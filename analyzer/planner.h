@@ -54,6 +54,9 @@ struct PlanOptions {
   /// early context the plan builds them ahead (`hetopt run --no-build-ahead`: empty).
   std::string recipePath;
   uint64_t recipePrograms = 0;
+  /// Why `gain` is null (no curves for the device here): the words of a decline when no site has a
+  /// stored price either. Unpriced sites pin nothing, but the start-up needs no curves.
+  std::string noCurves;
 };
 
 /// What was decided for one candidate site or piece of untracked memory, and why.
@@ -115,15 +118,18 @@ std::string planSummary(const Plan& plan, const PlanDecision& decision);
 
 /// Builds the plan for `profile`. With a `gain` model (this machine's characterization of the
 /// profile's device) every site is priced anew; without, the predictions stored with the profile
-/// are used. False with *whyNot (one line, the deciding number) when the program should run
-/// untouched. `decision` (optional) receives every site's line either way.
+/// are used. When no site or registration pays but the early context (and what it builds ahead)
+/// saves a plan's minimum of the start-up alone, the plan is start-up only (Plan::startupOnly).
+/// False with *whyNot (one line, the deciding numbers, pinning's and the start-up's) when the
+/// program should run untouched. `decision` (optional) receives every site's line either way.
 bool buildPlan(const AppProfile& profile, const PlanOptions& options, const GainModel* gain,
                Plan* plan, std::string* whyNot, PlanDecision* decision = nullptr);
 
 /// The plan and the smaller plans the closed loop tries when it loses (analyzer/closed_loop.h),
 /// in order: the plan itself; without its early start (`driver late`, no early context), when it
-/// has one; then also without the site or static range that pins the most memory, when it has
-/// more than one. Each differs from the one before.
+/// has one and pins something (a start-up-only plan without it would do nothing); then also
+/// without the site or static range that pins the most memory, when it has more than one. Each
+/// differs from the one before.
 struct PlanVariant {
   Plan plan;
   std::string change;  ///< what it leaves out, for people ("" for the plan itself)

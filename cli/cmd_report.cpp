@@ -116,12 +116,13 @@ Ledger readLedger(const std::string& key) {
 
 // Why `hetopt run` declines the program now (empty: it plans), priced as it would be.
 std::string declineReason(Db& db, const analyzer::AppProfile& profile) {
-  std::string noCurves, whyNot;
+  analyzer::PlanOptions options;
   std::unique_ptr<analyzer::GainModel> gain =
-      analyzer::loadGainModel(db, profile.device, &noCurves);
+      analyzer::loadGainModel(db, profile.device, &options.noCurves);
   Plan plan;
-  if (analyzer::buildPlan(profile, analyzer::PlanOptions{}, gain.get(), &plan, &whyNot)) return {};
-  return whyNot.empty() ? noCurves : whyNot;
+  std::string whyNot;
+  if (analyzer::buildPlan(profile, options, gain.get(), &plan, &whyNot)) return {};
+  return whyNot;
 }
 
 }  // namespace

@@ -171,16 +171,11 @@ std::string planTarget(Db& db, const Target& target, const ProgramIdentity& iden
                        bool chain, TargetPlans* out) {
   const analyzer::AppProfile& profile = target.profile;
   // Priced with this machine's curves as they are now: a new characterization needs no re-trace.
-  std::string noCurves;
-  std::unique_ptr<analyzer::GainModel> gain =
-      analyzer::loadGainModel(db, profile.device, &noCurves);
-  if (!gain && request.policy.empty()) {
-    bool stored = false;
-    for (const analyzer::CandidateSite& s : profile.candidates) stored |= s.gain.known;
-    for (const analyzer::UntrackedMemory& u : profile.untracked) stored |= u.gain.known;
-    if (!stored) return noCurves;
-  }
+  // Without curves (and without prices stored with the profile) nothing is pinned, but the
+  // start-up may still pay: the planner says which.
   analyzer::PlanOptions options;
+  std::unique_ptr<analyzer::GainModel> gain =
+      analyzer::loadGainModel(db, profile.device, &options.noCurves);
   options.forcedPolicy = request.policy;
   options.forceRegistrations = request.policy == "register";
   options.force = request.force;

@@ -72,7 +72,8 @@ std::string Plan::unwritableReason() const {
   // What the reader takes as complete: pooled sites with a pool, or none and no pool.
   if (hasPoolSites() != (poolBytes != 0))
     return "a plan has pooled sites but no pool, or a pool but none";
-  if (sites.empty() && !hasRegistrations()) return "a plan needs at least one site or registration";
+  if (startupOnly() && (!earlyContext || directAllocation))
+    return "a plan needs a site, a registration or the early context (start-up only)";
   return {};
 }
 
@@ -115,6 +116,7 @@ std::string Plan::serialize() const {
   if (registerLatencyNs || registerNsPerMiB)
     out << "register-cost " << registerLatencyNs << " " << registerNsPerMiB << "\n";
   if (predictedSavingNs) out << "predicted " << predictedSavingNs << "\n";
+  if (startupOnly()) out << "startup-only\n";  // last: a plan cut before it reads as incomplete
   return out.str();
 }
 
@@ -123,7 +125,7 @@ bool parsePlan(const std::string& text, Plan* plan, std::string* error) {
   std::istringstream in(text);
   std::string line;
   int lineNo = 0;
-  bool sawHeader = false, sawPool = false;
+  bool sawHeader = false, sawPool = false, sawStartupOnly = false;
   auto fail = [&](const std::string& why) {
     *error = "plan line " + std::to_string(lineNo) + ": " + why;
     return false;
@@ -140,6 +142,7 @@ bool parsePlan(const std::string& text, Plan* plan, std::string* error) {
     std::istringstream words(line);
     std::string tag;
     words >> tag;
+    if (sawStartupOnly) return fail("'startup-only' must be the plan's last line");
     if (!sawHeader) {
       std::string version;
       words >> version;
@@ -243,6 +246,8 @@ bool parsePlan(const std::string& text, Plan* plan, std::string* error) {
       std::string ns;
       if (!(words >> ns) || !parseU64(ns, 10, &plan->predictedSavingNs))
         return fail("predicted needs a saving in nanoseconds");
+    } else if (tag == "startup-only") {
+      sawStartupOnly = true;
     } else if (tag == "pool-mode") {
       std::string mode;
       if (!(words >> mode) || (mode != "direct" && mode != "pool"))
@@ -260,9 +265,14 @@ bool parsePlan(const std::string& text, Plan* plan, std::string* error) {
     return fail("empty plan");
   }
   // Nor must one cut at a line end pass for a smaller plan: the writer always writes a pool line
-  // and at least one site (with a pool) or registration.
-  if (!sawPool || (plan->sites.empty() && !plan->hasRegistrations()))
-    return fail("incomplete plan (truncated?): no pool, no site and no registration");
+  // and at least one site (with a pool) or registration, or else `startup-only` last.
+  if (!sawPool || (plan->startupOnly() && !sawStartupOnly))
+    return fail(
+        "incomplete plan (truncated?): no pool, or no site, registration or 'startup-only' line");
+  if (sawStartupOnly && !plan->startupOnly())
+    return fail("'startup-only' with sites or registrations");
+  if (sawStartupOnly && (!plan->earlyContext || plan->directAllocation))
+    return fail("'startup-only' needs 'context early' and no 'pool-mode direct'");
   if (plan->hasPoolSites() != (plan->poolBytes != 0))
     return fail(plan->hasPoolSites() ? "pooled sites but no pool" : "a pool but no pooled site");
   std::stable_sort(plan->sites.begin(), plan->sites.end(),

@@ -96,6 +96,10 @@ struct Plan {
                                                      static_cast<double>(bytes) / (1 << 20));
   }
   bool hasRegistrations() const { return !staticRanges.empty() || registersMappings(); }
+  /// Pins nothing: its only gain is the start-up (`context early`, perhaps `build-ahead`). Its file
+  /// says so in a last line of its own (`startup-only`), so that one cut short at a line end does
+  /// not read as such a plan.
+  bool startupOnly() const { return sites.empty() && !hasRegistrations(); }
 
   /// The entry for `key` whose size range holds `size`, or null.
   const PlanSite* find(uint64_t key, uint64_t size) const;

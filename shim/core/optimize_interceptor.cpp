@@ -108,8 +108,11 @@ OptimizeInterceptor* OptimizeInterceptor::create() {
 }
 
 OptimizeInterceptor* OptimizeInterceptor::createFor(Plan plan, std::string planPath) {
-  if (plan.sites.empty() && !plan.hasRegistrations()) {
-    debug("the plan has no candidate sites; running unoptimized");
+  const std::string contextOption = optionString(Option::POOL_CONTEXT);
+  const bool ownOnly = contextOption == "own";
+  // A start-up-only plan pins nothing: without the early context it has nothing to do.
+  if (plan.startupOnly() && (!plan.earlyContext || plan.directAllocation || ownOnly)) {
+    debug("the plan pins nothing and makes no context early; running unoptimized");
     return nullptr;
   }
   PolicyKind kind;
@@ -126,11 +129,9 @@ OptimizeInterceptor* OptimizeInterceptor::createFor(Plan plan, std::string planP
          optionInfo(Option::POOL_WAIT_MS).defaultValue);
   auto* self = new OptimizeInterceptor(std::move(plan), std::move(planPath));
   const Plan& p = self->m_plan;
-  const std::string contextOption = optionString(Option::POOL_CONTEXT);
   if (contextOption != "program" && contextOption != "own")
     warn("ignoring invalid HETOPT_POOL_CONTEXT '%s' (program or own); using program",
          contextOption.c_str());
-  const bool ownOnly = contextOption == "own";
   // The early context only where the driver thread will make it.
   self->m_context.configure(ownOnly, p.earlyContext && !p.directAllocation && !ownOnly);
   if (p.earlyContext && !p.directAllocation && !ownOnly && !p.buildAheadRecipe.empty())
@@ -354,6 +355,7 @@ StatsFacts OptimizeInterceptor::statsFacts() {
   pool.contextOrigin = m_context.origin();
   pool.policy = m_plan.poolPolicy;
   pool.poolBytes = m_plan.poolBytes;
+  pool.startupOnly = m_plan.startupOnly();
   StatsFacts f;
   f.plan = &m_plan;
   f.planPath = m_planPath;
@@ -476,6 +478,7 @@ void OptimizeInterceptor::callEnd(CallRecord& call) {
   }
   if (!call.result) return;
   m_prep.noteProgramContext();
+  if (m_plan.startupOnly()) return;  // nothing to pin: the program's context is not taken
   // Registration starts at once, from here: the program's first transfers often come before the
   // driver thread has woken up.
   if (cl_context taken = m_context.offer(call))

@@ -47,6 +47,8 @@ void OptimizeInterceptor::prepare(bool early) {
   if (!enumerate(run)) return;
   makeEarlyContext(run);
   m_prep.setInDriver(false);  // out of the driver until the context is taken
+  // A start-up-only plan: the early context and what is built on it were all there was to do.
+  if (m_plan.startupOnly()) return m_prep.markReady(run.startMs);
   if (!prepareHostPages(run)) return;
   if (!takeContext(run)) return;
   // Blocks adopted so far (allocated before the context, as real programs do) are registered now,
@@ -102,7 +104,7 @@ void OptimizeInterceptor::makeEarlyContext(DriverRun& run) {
   if (!m_context.earlyWanted()) return;
   if (cl_context early = m_context.makeEarly(run.createContext)) {
     m_ahead.start(early, run.dev.device);  // the program's kernels, on a thread of their own
-    m_blocks.start(policyEnvIn(early), m_maxAllocBytes);
+    if (!m_plan.startupOnly()) m_blocks.start(policyEnvIn(early), m_maxAllocBytes);
   }
 }
 

@@ -60,6 +60,7 @@ Conformance::Usage OptimizeCounters::usage(uint64_t registeredTransfers) const {
 }
 
 std::string poolHeading(const PoolFacts& f) {
+  if (f.startupOnly) return "nothing pinned: a start-up-only plan";
   if (!f.poolSites && !f.direct)
     return std::string(f.anySites ? "no pool (sites registered in place)"
                                   : "no pool (registrations only)") +

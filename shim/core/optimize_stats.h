@@ -58,9 +58,10 @@ struct OptimizeCounters {
 
 /// What the stats' heading is made of: which pinned memory, in which context, how far it got.
 struct PoolFacts {
-  bool poolSites = false;  ///< the plan has pool sites
-  bool anySites = false;   ///< it has sites at all (else registrations only)
-  bool direct = false;     ///< pool-mode direct
+  bool poolSites = false;    ///< the plan has pool sites
+  bool anySites = false;     ///< it has sites at all (else registrations only)
+  bool startupOnly = false;  ///< neither sites nor registrations: the start-up was all (Plan)
+  bool direct = false;       ///< pool-mode direct
   Preparation::Pool state = Preparation::Pool::Preparing;
   std::string failure;
   double readyAfterMs = 0;

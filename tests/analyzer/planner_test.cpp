@@ -222,9 +222,12 @@ TEST(RunPlan, TheStartUpAnOptimizedRunOverlapsCountsOncePinningPays) {
   ASSERT_TRUE(::plan(p, {}, &plan, &why, &curves, &d)) << why;
   EXPECT_FALSE(plan.earlyContext);
   EXPECT_NEAR(d.startupNs, 365e6, 1e3);
-  // Nothing worth pinning: start-up alone is no reason to step in.
+  // Nothing worth pinning, and two contexts: nothing made early, no start-up-only plan either.
   p.candidates = {traced(0x72, 1, 1 << 20, 1, 0.2e6)};
   EXPECT_FALSE(::plan(p, {}, &plan, &why, &curves, &d));
+  EXPECT_NE(why.find("no start-up overlap either: the traced run made 2 contexts"),
+            std::string::npos)
+      << why;
 }
 
 // One context on one device, start-up times known: a plan would start the driver early and
@@ -307,6 +310,148 @@ TEST(RunPlan, AProgramThatCanForkGetsTheDriverLate) {
       f.dryRun.find("driver:  late: forked when traced (2 forked copies of it called OpenCL); "
                     "the program can fork ("),
       std::string::npos);
+}
+
+// ---- plans whose only gain is the start-up
+// -------------------------------------------------------
+
+// One context, start-up times as on NVIDIA (605 ms overlapped), and a site whose pinning costs
+// more than it saves (64 MiB sent once in 1 ms), even forced.
+analyzer::AppProfile startupProfile() {
+  analyzer::AppProfile p = oneContextProfile();
+  p.candidates = {traced(0x72, 1, 64 << 20, 1, 1e6)};
+  p.trackedAllocations = 1000;  // ~2 ms of call-site capture, were a site planned
+  return p;
+}
+
+TEST(RunPlan, TheStartUpAlonePaysForAPlanThatPinsNothing) {
+  analyzer::AppProfile p = startupProfile();
+  LineGain curves;
+  Plan plan;
+  PlanDecision d;
+  std::string why;
+  ASSERT_TRUE(::plan(p, {}, &plan, &why, &curves, &d)) << why;
+  EXPECT_TRUE(plan.startupOnly());
+  EXPECT_TRUE(plan.earlyContext);
+  EXPECT_EQ(plan.poolPolicy, "none");
+  EXPECT_EQ(plan.poolBytes, 0u);
+  EXPECT_EQ(d.overheadNs, 0);  // no site: no call site is captured
+  EXPECT_NEAR(d.startupNs, 605e6, 1e3);
+  EXPECT_EQ(d.verdict,
+            "optimize: start-up only (no site pays): the context made early; predicted saving "
+            "~605.00 ms (25.2% of the traced 2.40 s run)");
+  EXPECT_EQ(d.sites.size(), 1u);
+  EXPECT_FALSE(d.sites[0].planned);
+  // Its kernels built ahead too: the first build asked at 1.4 s, 80 ms of builds.
+  p.startup.buildNs = 80'000'000;
+  p.startup.firstBuildNs = 1'400'000'000;
+  PlanOptions recipe;
+  recipe.recipePath = "/home/u/.cache/hetopt/plans/app.programs";
+  recipe.recipePrograms = 2;
+  ASSERT_TRUE(::plan(p, recipe, &plan, &why, &curves, &d)) << why;
+  EXPECT_EQ(plan.buildAheadPrograms, 2u);
+  EXPECT_NE(d.verdict.find("optimize: start-up only (no site pays): the context made early, 2 "
+                           "programs built ahead; predicted saving ~685.00 ms"),
+            std::string::npos)
+      << d.verdict;
+  const std::string dry = describeDecision(p, plan, d, true);
+  EXPECT_NE(dry.find("\nplan:    optimize: start-up only (no site pays)"), std::string::npos)
+      << dry;
+  EXPECT_NE(dry.find("context: made by hetopt at start-up"), std::string::npos) << dry;
+  EXPECT_EQ(dry.find("pinning starts"), std::string::npos) << dry;
+  EXPECT_NE(planSummary(plan, d).find("optimizing: start-up only (nothing pinned), the context "
+                                      "made early and 2 programs built ahead"),
+            std::string::npos)
+      << planSummary(plan, d);
+  // Written, it reads back as itself; the closed loop has no smaller plan to fall back to.
+  Plan back;
+  ASSERT_TRUE(parsePlan(plan.serialize(), &back, &why)) << why;
+  EXPECT_TRUE(back.startupOnly());
+  EXPECT_EQ(back.buildAheadPrograms, 2u);
+  ASSERT_EQ(planChain(plan, recipe).size(), 1u);
+  // No candidate site at all, or none priced (no curves here, none stored): the same.
+  p.candidates.clear();
+  ASSERT_TRUE(::plan(p, {}, &plan, &why, &curves, &d)) << why;
+  EXPECT_NE(d.verdict.find("start-up only (no site feeds transfers)"), std::string::npos)
+      << d.verdict;
+  p.candidates = {site(0x11, "hybrid", 1 << 20, false)};
+  PlanOptions noCurves;
+  noCurves.noCurves = "no characterization for NVIDIA H100 in db; run `hetopt characterize`";
+  ASSERT_TRUE(::plan(p, noCurves, &plan, &why, nullptr, &d)) << why;
+  EXPECT_NE(d.verdict.find("start-up only (no site priced)"), std::string::npos) << d.verdict;
+  EXPECT_NE(d.gainSource.find("none (no characterization for NVIDIA H100"), std::string::npos)
+      << d.gainSource;
+}
+
+TEST(RunPlan, AStartUpOverlapTooSmallForAPlanIsDeclinedWithItsNumbers) {
+  // PoCL's shape: drivers loaded in 4 ms, the context made at 12 ms in 3 ms: ~7 ms overlapped
+  // of a 400 ms run, where a plan must save 16 ms.
+  analyzer::AppProfile p = startupProfile();
+  p.breakdown.totalNs = 400e6;
+  p.startup = {5'000'000, 12'000'000, 4'000'000, 3'000'000};
+  LineGain curves;
+  Plan plan;
+  PlanDecision d;
+  std::string why;
+  EXPECT_FALSE(::plan(p, {}, &plan, &why, &curves, &d));
+  EXPECT_NE(why.find("pinning "), std::string::npos) << why;
+  EXPECT_NE(why.find("; the start-up overlap alone (the context made early) would save ~7.00 ms "
+                     "(1.8% of the traced 400.00 ms run), where a plan must save 16.00 ms "
+                     "(`--force` optimizes anyway)"),
+            std::string::npos)
+      << why;
+  EXPECT_EQ(d.verdict, why);
+  EXPECT_NE(describeDecision(p, plan, d, false).find("\ndecline: "), std::string::npos);
+  PlanOptions force;
+  force.force = true;
+  ASSERT_TRUE(::plan(p, force, &plan, &why, &curves, &d)) << why;
+  EXPECT_TRUE(plan.startupOnly());
+  // Without a candidate site the words say so first.
+  p.candidates.clear();
+  EXPECT_FALSE(::plan(p, {}, &plan, &why, &curves, &d));
+  EXPECT_EQ(why.rfind("no allocation site feeds host<->device transfers; the start-up overlap", 0),
+            0u)
+      << why;
+  // No start-up times in the profile (an older trace): not known, said so.
+  p.startup = {};
+  EXPECT_FALSE(::plan(p, {}, &plan, &why, &curves, &d));
+  EXPECT_NE(why.find("the start-up overlap is not known"), std::string::npos) << why;
+  // Nothing can be made early: no plan, even forced, and the words say why.
+  p = startupProfile();
+  p.contextsCreated = 2;
+  EXPECT_FALSE(::plan(p, force, &plan, &why, &curves, &d));
+  EXPECT_NE(why.find("no start-up overlap either: the traced run made 2 contexts, not one"),
+            std::string::npos)
+      << why;
+  p.contextsCreated = 1;
+  PlanOptions late = force;
+  late.earlyContext = false;
+  EXPECT_FALSE(::plan(p, late, &plan, &why, &curves, &d));
+  EXPECT_NE(why.find("no start-up overlap either: --no-early-context"), std::string::npos) << why;
+  PlanOptions noPool = force;
+  noPool.directAllocation = true;
+  EXPECT_FALSE(::plan(p, noPool, &plan, &why, &curves, &d));
+}
+
+// A forked copy cannot use a driver its parent started: no early context, so nothing to gain.
+TEST(RunPlan, AProgramThatForksGetsNoStartUpOnlyPlan) {
+  analyzer::AppProfile p = startupProfile();
+  p.forkedChildren = 1;
+  PlanOptions force;
+  force.force = true;
+  LineGain curves;
+  Plan plan;
+  std::string why;
+  EXPECT_FALSE(::plan(p, force, &plan, &why, &curves));
+  EXPECT_NE(why.find("no start-up overlap either: the program forks or can fork"),
+            std::string::npos)
+      << why;
+  p.forkedChildren = 0;
+  force.forkImporter = "/usr/lib/libpython3.11.so";
+  EXPECT_FALSE(::plan(p, force, &plan, &why, &curves));
+  force.forkImporter.clear();
+  force.forkedWhenOptimized = true;
+  EXPECT_FALSE(::plan(p, force, &plan, &why, &curves));
 }
 
 TEST(RunPlan, RegistrationBeforeTheFirstTransferNeedsItIsOffTheCriticalPath) {

@@ -146,3 +146,62 @@ TEST(PlanFile, WhatTheWriterWritesReadsBackAsItself) {
     rmdir(dir);
   }
 }
+
+// A plan whose only gain is the start-up: no site, no registration, `context early`. Its last line
+// says so, so that one cut at any line end reads as incomplete, never as a smaller plan.
+TEST(PlanFile, AStartUpOnlyPlanSaysSoInItsLastLineAndReadsBackOnlyWhole) {
+  Plan plan;
+  plan.programPath = "/usr/bin/app";
+  plan.programKey = "build-id:ab";
+  plan.device = "gpu";
+  plan.poolPolicy = "none";
+  plan.earlyContext = true;
+  plan.buildAheadRecipe = "/home/u/.cache/hetopt/plans/app.programs";
+  plan.buildAheadPrograms = 2;
+  plan.buildAheadNs = 30000000;
+  plan.predictedSavingNs = 150000000;
+  ASSERT_TRUE(plan.startupOnly());
+  ASSERT_EQ(plan.unwritableReason(), "");
+  const std::string text = plan.serialize();
+  ASSERT_GE(text.size(), 14u);
+  EXPECT_EQ(text.substr(text.size() - 14), "\nstartup-only\n") << text;
+  Plan back;
+  std::string why;
+  ASSERT_TRUE(parsePlan(text, &back, &why)) << why;
+  EXPECT_TRUE(back.startupOnly());
+  EXPECT_TRUE(back.earlyContext);
+  EXPECT_EQ(back.buildAheadPrograms, 2u);
+  EXPECT_EQ(back.predictedSavingNs, 150000000u);
+  EXPECT_EQ(back.serialize(), text);
+  // Cut at every line end, or inside its last line: incomplete or truncated, never a plan.
+  for (size_t end = text.find('\n'); end + 1 < text.size(); end = text.find('\n', end + 1)) {
+    EXPECT_FALSE(parsePlan(text.substr(0, end + 1), &back, &why)) << text.substr(0, end + 1);
+    EXPECT_NE(why.find("truncated"), std::string::npos) << why;
+  }
+  EXPECT_FALSE(parsePlan(text.substr(0, text.size() - 4), &back, &why));
+  EXPECT_NE(why.find("truncated"), std::string::npos) << why;
+
+  // Inconsistent: beside a site or registration, without the early context, with direct
+  // allocation, anything after it, or words after it.
+  const std::string head = "hetopt-plan 3\nprogram /bin/x build-id:ab\ndevice gpu\n";
+  ASSERT_TRUE(parsePlan(head + "pool none 0\ncontext early\nstartup-only\n# end\n", &back, &why))
+      << why;
+  for (const char* bad : {"pool none 0\ncontext early\nsite 1f 0 100 register\nstartup-only\n",
+                          "pool none 0\ncontext early\nregister mmap 1 2\nstartup-only\n",
+                          "pool none 0\nstartup-only\n",
+                          "pool none 0\ncontext early\npool-mode direct\nstartup-only\n",
+                          "pool none 0\ncontext early\nstartup-only\npredicted 5\n",
+                          "pool none 0\ncontext early\nstartup-only\nstartup-only\n",
+                          "pool none 0\ncontext early\nstartup-only now\n",
+                          "pool opencl 1048576\ncontext early\nstartup-only\n"}) {
+    EXPECT_FALSE(parsePlan(head + bad, &back, &why)) << bad;
+    EXPECT_NE(why.find("plan line"), std::string::npos) << why;
+  }
+  // The writer refuses what the reader would.
+  for (auto edit :
+       {+[](Plan* p) { p->earlyContext = false; }, +[](Plan* p) { p->directAllocation = true; }}) {
+    Plan bad = plan;
+    edit(&bad);
+    EXPECT_NE(bad.unwritableReason(), "");
+  }
+}

@@ -26,6 +26,20 @@ bool writeRaw(const std::string& path, const std::string& bytes) {
   return static_cast<bool>(out);
 }
 
+// A plan the planner makes when no site pays but the start-up does: `startup-only`, last.
+bool startupOnlyPlan(analyzer::AppProfile profile, const std::string& dir, std::string* error) {
+  profile.candidates.clear();
+  profile.untracked.clear();
+  profile.contextsCreated = profile.firstContextDevices = 1;
+  profile.startup = {600'000'000, 970'000'000, 365'000'000, 276'000'000, 40'000'000, 990'000'000};
+  analyzer::PlanOptions options;
+  options.recipePath = "/home/user/.cache/hetopt/plans/solver.programs";
+  options.recipePrograms = 2;
+  Plan plan;
+  return analyzer::buildPlan(profile, options, nullptr, &plan, error) &&
+         writePlanFile(dir + "/startup-only.plan", plan, error);
+}
+
 bool planCorpus(const std::string& dir, std::string* error) {
   analyzer::AppProfile profile = fuzz::sampleProfile();
   Plan plan;
@@ -43,6 +57,7 @@ bool planCorpus(const std::string& dir, std::string* error) {
   plan.buildAheadPrograms = 3;
   plan.buildAheadNs = 12000000;
   if (!writePlanFile(dir + "/build-ahead.plan", plan, error)) return false;
+  if (!startupOnlyPlan(profile, dir, error)) return false;
   // Field seed: 'S' path 0x01 key 0x01 device 0x01 policy, pool bytes, (key, min, shift, max)...
   std::string fields = "S" + plan.programPath + '\x01' + plan.programKey + '\x01' + plan.device +
                        '\x01' + plan.poolPolicy + '\x01';

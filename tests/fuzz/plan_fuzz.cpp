@@ -29,6 +29,9 @@ bool samePlan(const Plan& a, const Plan& b) {
   if (a.buildAheadRecipe != b.buildAheadRecipe || a.buildAheadPrograms != b.buildAheadPrograms ||
       a.buildAheadNs != b.buildAheadNs)
     return false;
+  if (a.earlyContext != b.earlyContext || a.driverLate != b.driverLate ||
+      a.startupOnly() != b.startupOnly())
+    return false;
   if (a.directAllocation != b.directAllocation || a.hasProgramStamp != b.hasProgramStamp ||
       (a.hasProgramStamp && !(a.programStamp == b.programStamp)))
     return false;

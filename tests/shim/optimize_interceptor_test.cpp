@@ -4,8 +4,8 @@
  * program's first OpenCL call starts the driver thread (this test binary imports fork, so the
  * driver is late), the pool is made in the program's context or in the early context handed to it,
  * a pool site's allocations are served, resized and released there and its transfers counted as
- * pinned, and a context that cannot be made leaves the program unoptimized with the reason in the
- * stats (read as HETOPT_STATS_JSON).
+ * pinned, a start-up-only plan makes the early context and nothing else, and a context that cannot
+ * be made leaves the program unoptimized with the reason in the stats (read as HETOPT_STATS_JSON).
  */
 #include "shim/core/optimize_interceptor.h"
 
@@ -197,6 +197,47 @@ TEST_F(OptimizeInterceptorTest, AContextThatCannotBeMadeLeavesTheProgramUnoptimi
             std::string::npos)
       << json;
   EXPECT_NE(json.find("\"fallback_no_pool\":1"), std::string::npos) << json;
+}
+
+// A plan whose only gain is the start-up: the early context is made and handed over, and nothing
+// else: no allocation is looked at, no queue or buffer made, no other context taken.
+TEST_F(OptimizeInterceptorTest, AStartUpOnlyPlanMakesTheEarlyContextAndPinsNothing) {
+  Plan plan;
+  plan.programPath = "/usr/bin/app";
+  plan.programKey = "build-id:00";
+  plan.poolPolicy = "none";
+  plan.earlyContext = true;
+  plan.driverLate = true;  // this test binary imports fork: the driver is late anyway
+  ASSERT_TRUE(plan.startupOnly());
+  OptimizeInterceptor* opt = OptimizeInterceptor::createFor(plan, dir.file("app.plan"));
+  ASSERT_NE(opt, nullptr);
+  const Wants wants = opt->wants();
+  EXPECT_FALSE(wants.allocations);
+  EXPECT_FALSE(wants.mappings);
+  EXPECT_GT(wants.serveMin, wants.serveMax);  // no size is served: no call site is captured
+  EXPECT_EQ(opt->serve(AllocFn::Malloc, 8192, 0, candidateSite()), nullptr);
+  firstCall(*opt);
+  const cl_context got = createContext(*opt, FakeOpenCL::programContext(1));
+  EXPECT_NE(got, FakeOpenCL::programContext(1));  // the early one
+  EXPECT_EQ(FakeOpenCL::contextsMade.load(), 1);
+  ASSERT_TRUE(waitUntilSettled(*opt));
+  EXPECT_EQ(opt->preparation().pool(), Preparation::Pool::Ready) << opt->preparation().failure();
+  // A second context of the program's own is left alone (not retained for pinning).
+  EXPECT_EQ(createContext(*opt, FakeOpenCL::programContext(2)), FakeOpenCL::programContext(2));
+  EXPECT_EQ(FakeOpenCL::retains.load(), 1);  // the early context's, ours beside the program's
+  EXPECT_EQ(FakeOpenCL::queuesMade.load(), 0);
+  const std::string json = statsJson(*opt);
+  for (const char* fact :
+       {"\"pool\":\"nothing pinned: a start-up-only plan\"", "\"pool_state\":\"none\"",
+        "\"conformant\":true", "\"candidate_sites\":0", "\"redirected\":0",
+        "\"context\":\"the early context (the program's)\""})
+    EXPECT_NE(json.find(fact), std::string::npos) << fact << "\n" << json;
+  // Without the early context it has nothing to do.
+  setenv("HETOPT_POOL_CONTEXT", "own", 1);
+  EXPECT_EQ(OptimizeInterceptor::createFor(plan, ""), nullptr);
+  unsetenv("HETOPT_POOL_CONTEXT");
+  plan.earlyContext = false;
+  EXPECT_EQ(OptimizeInterceptor::createFor(plan, ""), nullptr);
 }
 
 TEST_F(OptimizeInterceptorTest, APlanWithNothingToDoOrAPolicyThatCannotPoolIsRefused) {

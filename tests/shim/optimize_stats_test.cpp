@@ -72,6 +72,10 @@ TEST(OptimizeStats, TheHeadingSaysWhichPinnedMemoryInWhichContextAndHowFarItGot)
             "no pool (registrations only) in the early context (the program's)");
   EXPECT_STREQ(poolStateName(registered), "none");
   EXPECT_STREQ(poolStateName(readyPool()), "ready");
+  PoolFacts startupOnly;
+  startupOnly.startupOnly = true;
+  EXPECT_EQ(poolHeading(startupOnly), "nothing pinned: a start-up-only plan");
+  EXPECT_STREQ(poolStateName(startupOnly), "none");
 }
 
 struct Fixture {
