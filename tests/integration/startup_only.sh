@@ -23,7 +23,7 @@ args=(--rounds 200)
 "$hetopt" trace -o "$work/app.trace" -- "$app" "${traced[@]}" >"$work/trace.out" 2>"$work/trace.err" ||
   fail "hetopt trace exited $?"
 grep -q "profile stored" "$work/trace.err" || fail "hetopt trace stored no profile"
-grep -q "built from source kept" "$work/trace.err" || fail "no program kept to build ahead"
+grep -q "programs kept for .hetopt run. to build ahead: 1 built from source" "$work/trace.err" || fail "no program kept to build ahead"
 
 # Not forced. PoCL builds a kernel with LLVM (~100 ms when traced), so with its build ahead the
 # start-up may pay even here: either way the words name the start-up, not only pinning.
