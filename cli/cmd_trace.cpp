@@ -225,9 +225,19 @@ std::string failedRunWords(int status) {
 }
 
 /// The main trace's state for its summary line. The wait status says how the program ended: one
-/// that exited (whatever its status) is not said to have ended abnormally.
-std::string incompleteWords(bool complete, int status) {
-  if (complete) return "complete";
+/// that exited (whatever its status) is not said to have ended abnormally. A process that exec'd
+/// went on under its pid as another program, in a trace of its own.
+std::string endWords(const trace::Trace& t, const std::vector<ProcessTrace>& processes,
+                     int status) {
+  if (t.endedByExec) {
+    const std::string pid = std::to_string(t.header.pid);
+    for (size_t i = 1; i < processes.size(); ++i)
+      if (processes[i].readable && processes[i].t.header.pid == t.header.pid)
+        return "ended by exec: pid " + pid + " went on as " + processes[i].runs + ", trace " +
+               processes[i].file;
+    return "ended by exec of " + t.execProgram + " (pid " + pid + ")";
+  }
+  if (t.complete) return "complete";
   if (WIFSIGNALED(status)) return "incomplete: the program " + failedRunWords(status);
   return "incomplete: the program exited, but the trace could not be written to its end";
 }
@@ -328,17 +338,16 @@ int cmdTrace(int argc, char** argv) {
   std::vector<ProcessTrace> processes;
   processes.push_back(readProcessTrace(output));
   for (const std::string& child : childTraces(output)) processes.push_back(readProcessTrace(child));
-  // Whether the run made no OpenCL call for certain: every trace complete and without one (a
-  // trace cut short may have lost them).
+  // Whether the run made no OpenCL call for certain: every trace complete (or ended at exec: it
+  // holds all its process did) and without one (a trace cut short may have lost them).
   bool anyCalls = false, allComplete = true;
   for (const ProcessTrace& p : processes) {
     anyCalls |= p.readable && p.calls > 0;
-    allComplete &= p.readable && p.t.complete;
+    allComplete &= p.readable && (p.t.complete || p.t.endedByExec);
   }
   if (readable) {
     fprintf(stderr, "hetopt: trace %s (%llu bytes, %s)\n", output.c_str(),
-            static_cast<unsigned long long>(t.fileBytes),
-            incompleteWords(t.complete, status).c_str());
+            static_cast<unsigned long long>(t.fileBytes), endWords(t, processes, status).c_str());
     if (anyCalls) printSummary(t);
   }
   for (size_t i = 1; i < processes.size(); ++i) {
