@@ -224,6 +224,12 @@ std::string failedRunWords(int status) {
   return "ended with wait status " + std::to_string(status);
 }
 
+/// A process that made no OpenCL call and whose trace is whole (a wrapper's helpers): counted in
+/// one line, not listed, and its trace not kept.
+bool madeNoCalls(const ProcessTrace& p) {
+  return p.readable && p.calls == 0 && (p.t.complete || p.t.endedByExec);
+}
+
 /// The main trace's state for its summary line. The wait status says how the program ended: one
 /// that exited (whatever its status) is not said to have ended abnormally. A process that exec'd
 /// went on under its pid as another program, in a trace of its own.
@@ -233,8 +239,8 @@ std::string endWords(const trace::Trace& t, const std::vector<ProcessTrace>& pro
     const std::string pid = std::to_string(t.header.pid);
     for (size_t i = 1; i < processes.size(); ++i)
       if (processes[i].readable && processes[i].t.header.pid == t.header.pid)
-        return "ended by exec: pid " + pid + " went on as " + processes[i].runs + ", trace " +
-               processes[i].file;
+        return "ended by exec: pid " + pid + " went on as " + processes[i].runs +
+               (madeNoCalls(processes[i]) ? "" : ", trace " + processes[i].file);
     return "ended by exec of " + t.execProgram + " (pid " + pid + ")";
   }
   if (t.complete) return "complete";
@@ -348,10 +354,16 @@ int cmdTrace(int argc, char** argv) {
   if (readable) {
     fprintf(stderr, "hetopt: trace %s (%llu bytes, %s)\n", output.c_str(),
             static_cast<unsigned long long>(t.fileBytes), endWords(t, processes, status).c_str());
-    if (anyCalls) printSummary(t);
+    if (processes.front().calls > 0) printSummary(t);  // a wrapper's would be all zeros
   }
+  size_t quiet = 0;
   for (size_t i = 1; i < processes.size(); ++i) {
     const ProcessTrace& c = processes[i];
+    if (madeNoCalls(c)) {
+      ++quiet;
+      if (analyze) unlink(c.file.c_str());  // --no-analyze asked for the traces themselves
+      continue;
+    }
     if (!c.readable) {
       fprintf(stderr, "hetopt: child trace %s (unreadable)\n", c.file.c_str());
       continue;
@@ -360,6 +372,9 @@ int cmdTrace(int argc, char** argv) {
             static_cast<unsigned long long>(c.t.header.pid), c.runs.c_str(),
             static_cast<unsigned long long>(c.calls));
   }
+  if (quiet)
+    fprintf(stderr, "hetopt: %zu process%s it started made no OpenCL calls%s\n", quiet,
+            quiet == 1 ? "" : "es", analyze ? " (their traces are not kept)" : "");
   if (allComplete && !anyCalls) {
     // Nothing to analyse: no profile (an all-zero one would stand for the program in the DB).
     fprintf(stderr, "hetopt: %s%s made no OpenCL calls: nothing to optimize, no profile stored\n",

@@ -5,6 +5,7 @@
 #    line saying there is nothing to optimize, its own exit status, and no profile in the DB; a
 #    shell that exits 0 is not said to have ended abnormally;
 #  - a traced run that fails keeps the stored profile of one that succeeded, saying so;
+#  - the processes a program starts that make no OpenCL call are one line, their traces not kept;
 #  - a program that cannot be run gets its error alone;
 #  - a torn trace is refused with a pointer to --salvage, and show and analyze salvage alike.
 #   trace_words.sh HETOPT PROGRAM (an OpenCL program that takes --size and --iters)
@@ -68,6 +69,15 @@ said=$(grep -c "$kept"'analysed .* from a complete trace' "$work/failed.err")
 "$hetopt" analyze --profile "$app" >"$work/kept.report" 2>&1
 kept=$(grep -m 1 -o 'h2d [0-9]* x' "$work/kept.report")
 [[ $kept == "h2d 5 x" ]] || fail "the failed run replaced the profile ('$kept')" "$work/kept.report"
+
+# Helpers that make no OpenCL call: one line, no trace kept; the process with calls keeps its own.
+"$hetopt" trace -o "$work/quiet.trace" -- sh -c '/bin/true; /bin/true; "$0" --size 256K --iters 2; :' \
+  "$app" >/dev/null 2>"$work/quiet.err" || fail "tracing a shell with helpers exited $?" "$work/quiet.err"
+grep -q '^hetopt: 2 processes it started made no OpenCL calls (their traces are not kept)$' \
+  "$work/quiet.err" || fail "the helpers are not one line" "$work/quiet.err"
+grep -q 'child trace .* 0 OpenCL calls' "$work/quiet.err" && fail "a line per helper" "$work/quiet.err"
+kept=$(find "$work" -name 'quiet.trace.*' ! -name '*.programs' | wc -l)
+[[ $kept == 1 ]] || fail "$kept child traces kept, not the program's alone" "$work/quiet.err"
 
 # A program that cannot be run: its error alone, exit 127.
 "$hetopt" trace -o "$work/missing.trace" -- "$work/nonexistent" >/dev/null 2>"$work/missing.err"
