@@ -32,6 +32,7 @@
 #include "contracts/program_recipe.h"
 #include "contracts/run_ledger.h"
 #include "contracts/run_record.h"
+#include "contracts/trace_marks.h"
 #include "hetopt/version.h"
 
 #ifdef HETOPT_HAVE_ANALYZER
@@ -180,6 +181,8 @@ PreparedRun preparePlan(const std::vector<std::string>& argv, const std::string&
   if (!request.dryRun && loadCachedDecision(key, decisionOptions(request), dbPath, &out))
     return out;
   out = decide(command, argv, dbPath, request);
+  // A trace that finds no OpenCL call changes what a declined run says, not the DB.
+  out.marks.push_back(noOpenClMarkPath(command.identity));
   if (!request.dryRun) storeCachedDecision(key, decisionOptions(request), dbPath, out);
   return out;
 }
@@ -223,7 +226,7 @@ PreparedRun decide(const IdentifiedCommand& command, const std::vector<std::stri
                  (t.self ? why : t.profile.program.describe() + ": " + why);
       continue;
     }
-    out.forkMarks.insert(out.forkMarks.end(), plans.forkMarks.begin(), plans.forkMarks.end());
+    out.marks.insert(out.marks.end(), plans.forkMarks.begin(), plans.forkMarks.end());
     planned.push_back(std::move(plans));
   }
   if (planned.empty()) {

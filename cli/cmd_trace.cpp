@@ -414,6 +414,11 @@ int cmdTrace(int argc, char** argv) {
     // Nothing to analyse: no profile (an all-zero one would stand for the program in the DB).
     fprintf(stderr, "hetopt: %s%s made no OpenCL calls: nothing to optimize, no profile stored\n",
             program[0].c_str(), processes.size() > 1 ? " and the processes it started" : "");
+    // So that `hetopt run` and `hetopt report` say it was traced, rather than ask for a trace.
+    ProgramIdentity traced, wrapper;
+    if (analyze && (!identifyCommand(program, &traced, &wrapper, &error) ||
+                    !writeNoOpenClMark(traced, &error)))
+      warn("trace: run and report will not know that it was traced: %s", error.c_str());
     if (!forwarding.empty()) fprintf(stderr, "%s\n", forwarding.c_str());
     reading.end();
 #ifdef HETOPT_HAVE_ANALYZER

@@ -37,6 +37,10 @@ bool identifyForRun(const std::vector<std::string>& command, const std::string& 
 }
 
 std::string whyNoProfile(const IdentifiedCommand& command, const std::string& dbProblem) {
+  const std::string traced = readNoOpenClMark(command.identity);
+  if (!traced.empty())
+    return command.label + " was traced (" + traced +
+           "): it made no OpenCL calls, so there is nothing to optimize";
   return "no profile for " + command.label + (dbProblem.empty() ? "" : " (" + dbProblem + ")") +
          "; run `hetopt trace` on it first";
 }

@@ -31,8 +31,8 @@ struct IdentifiedCommand {
 bool identifyForRun(const std::vector<std::string>& command, const std::string& profileName,
                     IdentifiedCommand* out, std::string* error);
 
-/// Why the command has no profile (with `dbProblem`, what kept the DB from being read, when that
-/// is why).
+/// Why the command has no profile: traced without OpenCL calls (its mark), or never traced (with
+/// `dbProblem`, what kept the DB from being read, when that is why).
 std::string whyNoProfile(const IdentifiedCommand& command, const std::string& dbProblem = {});
 
 #ifdef HETOPT_HAVE_ANALYZER

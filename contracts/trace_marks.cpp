@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
 /** @file The marks `hetopt trace` leaves beside the plans; see trace_marks.h.
- * Small line files ("hetopt-forwards 1"), read with the plan's rules. */
+ * Small line files ("hetopt-forwards 1", "hetopt-no-opencl 1"), read with the plan's rules. */
 #include "contracts/trace_marks.h"
 
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -16,6 +17,7 @@ namespace hetopt {
 namespace {
 
 constexpr const char* kForwardsMagic = "hetopt-forwards 1";
+constexpr const char* kNoOpenClMagic = "hetopt-no-opencl 1";
 
 /// What the plans of `key` are named by, without ".plan": marks share the runs' prefix.
 std::string markPrefix(const std::string& key) {
@@ -105,6 +107,31 @@ bool identifyCommand(const std::vector<std::string>& argv, ProgramIdentity* out,
   *wrapper = std::move(*out);
   *out = std::move(resolved);
   return true;
+}
+
+std::string noOpenClMarkPath(const ProgramIdentity& identity) {
+  return markPrefix(identity.key()) + "no-opencl";
+}
+
+bool writeNoOpenClMark(const ProgramIdentity& identity, std::string* error) {
+  const time_t now = time(nullptr);
+  struct tm tm {};
+  gmtime_r(&now, &tm);
+  char utc[32];
+  strftime(utc, sizeof utc, "%Y-%m-%d %H:%M:%S UTC", &tm);
+  return writeMark(noOpenClMarkPath(identity),
+                   std::string(kNoOpenClMagic) + "\ntraced " + utc + "\nend\n", error);
+}
+
+std::string readNoOpenClMark(const ProgramIdentity& identity) {
+  const std::string path = noOpenClMarkPath(identity);
+  std::string text, error;
+  if (access(path.c_str(), F_OK) != 0 || !readOwnFile(path, 4096, "a mark", &text, &error))
+    return {};
+  const std::string head = std::string(kNoOpenClMagic) + "\ntraced ";
+  const size_t end = text.find('\n', head.size());
+  if (text.rfind(head, 0) != 0 || end == std::string::npos) return {};
+  return text.substr(head.size(), end - head.size());
 }
 
 }  // namespace hetopt

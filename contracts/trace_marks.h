@@ -2,7 +2,7 @@
 /**
  * @file What `hetopt trace` learned about a command besides a profile, left beside the plans for
  * `hetopt run` and `hetopt report`: that the command is a wrapper passing its arguments on to an
- * interpreter (pyenv's shims, `exec python3 "$@"`).
+ * interpreter (pyenv's shims, `exec python3 "$@"`), and that a command made no OpenCL call.
  * identifyCommand() is the one way trace, run and report turn a command line into the identity
  * whose profile they store or look up.
  */
@@ -38,5 +38,13 @@ void removeForwarding(const ProgramIdentity& wrapper);
 /// running the rest of `argv` (*wrapper then gets the wrapper's identity; else it is cleared).
 bool identifyCommand(const std::vector<std::string>& argv, ProgramIdentity* out,
                      ProgramIdentity* wrapper, std::string* error);
+
+/// Left by `hetopt trace` when the program and every process it started made no OpenCL call
+/// (`<plans>/<key>.no-opencl`, holding when, UTC): `hetopt run` and `hetopt report` say so
+/// instead of asking for a trace.
+std::string noOpenClMarkPath(const ProgramIdentity& identity);
+bool writeNoOpenClMark(const ProgramIdentity& identity, std::string* error);
+/// When the mark was written (UTC), or empty when there is none.
+std::string readNoOpenClMark(const ProgramIdentity& identity);
 
 }  // namespace hetopt

@@ -3,7 +3,8 @@
 # What `hetopt trace`, `show` and `analyze` say of runs and traces a user meets every day:
 #  - a program that made no OpenCL call (a plain command, a shell that exits through _exit) gets one
 #    line saying there is nothing to optimize, its own exit status, and no profile in the DB; a
-#    shell that exits 0 is not said to have ended abnormally;
+#    shell that exits 0 is not said to have ended abnormally; `hetopt run` and `hetopt report` of
+#    it then say it was traced and made none, instead of asking for a trace;
 #  - a traced run that fails keeps the stored profile of one that succeeded, saying so;
 #  - the processes a program starts that make no OpenCL call are one line, their traces not kept;
 #  - a program that cannot be run gets its error alone;
@@ -50,6 +51,14 @@ for cmd in /bin/true "sh -c 'exit 0'" "sh -c 'exit 3'"; do
   grep -qi 'incomplete\|not exit normally\|killed' "$work/none$n.err" &&
     fail "$cmd: a program that exited is said to have ended abnormally" "$work/none$n.err"
 done
+"$hetopt" run -- /bin/true >/dev/null 2>"$work/none-run.err" || fail "run /bin/true exited $?"
+grep -q '^hetopt: /.*/true was traced (.*): it made no OpenCL calls' "$work/none-run.err" ||
+  fail "run of a program traced without OpenCL calls does not say so" "$work/none-run.err"
+"$hetopt" report --no-plots -- /bin/true >/dev/null 2>"$work/none-report.err"
+rc=$?
+[[ $rc == 1 ]] && grep -q '^hetopt: report: /.*/true was traced (.*): it made no OpenCL calls' \
+  "$work/none-report.err" ||
+  fail "report of a program traced without OpenCL calls (exit $rc)" "$work/none-report.err"
 for program in /bin/true /bin/sh; do
   "$hetopt" analyze --profile "$program" >"$work/none.report" 2>&1
   rc=$?
