@@ -24,9 +24,9 @@
 #include "cli/command_line.h"
 #include "cli/commands.h"
 #include "cli/launch.h"
+#include "cli/run_targets.h"
 #include "common/log.h"
 #include "common/paths.h"
-#include "common/program_identity.h"
 #include "contracts/run_ledger.h"
 #include "contracts/run_record.h"
 #include "store/db.h"
@@ -138,17 +138,16 @@ int cmdReport(int argc, char** argv) {
   const bool noPlot = args.flag("no-plots"), json = args.flag("json");
   const size_t last = static_cast<size_t>(args.count("last", 5));
   std::string error;
+  IdentifiedCommand command;
+  if (!identifyForRun(program, {}, &command, &error)) {
+    warn("report: %s", error.c_str());
+    return 2;
+  }
   // Reading creates nothing: no DB means nothing was ever traced into it, and making an empty one
   // (with its directory) would leave state behind for a question.
   if (access(dbPath.c_str(), F_OK) != 0) {
-    warn("report: no DB at %s; `hetopt trace` makes it", dbPath.c_str());
+    warn("report: %s", whyNoProfile(command, "no DB at " + dbPath).c_str());
     return 1;
-  }
-  ProgramIdentity identity;
-  if (!commandIdentity(program, &identity, &error, identityCacheDir())) {
-    warn("report: cannot identify %s%s", program[0].c_str(),
-         error.empty() ? "" : (": " + error).c_str());
-    return 2;
   }
   // Writable: the run records move in.
   std::unique_ptr<Db> db = Db::open(dbPath, Db::Mode::ReadWriteCreate, &error);
@@ -156,21 +155,25 @@ int cmdReport(int argc, char** argv) {
     warn("report: %s", error.c_str());
     return 2;
   }
-  analyzer::AppProfile profile;
-  analyzer::ProfileLookup lookup;
-  if (!analyzer::loadProfile(*db, identity, &profile, &lookup, &error)) {
-    warn("report: %s", error.c_str());
-    return 2;
-  }
-  if (lookup.status != analyzer::ProfileLookup::Status::Found) {
-    warn("report: no current profile for %s; run `hetopt trace` on it first",
-         identity.describe().c_str());
+  // The profile `hetopt run` of the same command line plans with.
+  std::vector<Target> targets;
+  if (const std::string none = findTargets(*db, command, &targets); !none.empty()) {
+    warn("report: %s", none.c_str());
     return 1;
   }
-  const Ledger ledger = readLedger(identity.key());
-  ingestRecords(*db, profile, lookup.id, identity.key(), ledger);
+  const Target& target = targets.front();
+  const analyzer::AppProfile& profile = target.profile;
+  if (targets.size() > 1)
+    warn("report: %s starts %zu programs with profiles; this report is of the first, %s",
+         command.label.c_str(), targets.size(), profile.program.describe().c_str());
+  // The ledger and the control runs' records are the command's; an optimized run's record is
+  // beside the plan of the program it optimized (the command's own, unless it is a launcher).
+  const std::string commandKey = command.identity.key();
+  const Ledger ledger = readLedger(commandKey);
+  ingestRecords(*db, profile, target.profileId, commandKey, ledger);
+  if (!target.self) ingestRecords(*db, profile, target.profileId, profile.program.key(), ledger);
   std::vector<analyzer::StoredRun> runs;
-  if (!analyzer::loadRuns(*db, lookup.id, &runs, &error)) {
+  if (!analyzer::loadRuns(*db, target.profileId, &runs, &error)) {
     warn("report: %s", error.c_str());
     return 2;
   }

@@ -21,6 +21,7 @@
 #include "cli/launch.h"
 #include "cli/run_decision.h"
 #include "cli/run_loop.h"
+#include "cli/run_targets.h"
 #include "common/clock.h"
 #include "common/elf_imports.h"
 #include "common/log.h"
@@ -31,6 +32,7 @@
 #include "contracts/program_recipe.h"
 #include "contracts/run_ledger.h"
 #include "contracts/run_record.h"
+#include "contracts/trace_marks.h"
 #include "hetopt/version.h"
 
 #ifdef HETOPT_HAVE_ANALYZER
@@ -60,102 +62,6 @@ std::string variantPlanFile(const std::string& planFile, size_t variant) {
 }
 
 #ifdef HETOPT_HAVE_ANALYZER
-/// A program to plan for: the command itself, or a process its launcher record names.
-struct Target {
-  analyzer::AppProfile profile;
-  bool self = true;  ///< the command's own process (the plan names it as it is now)
-  uint64_t pid = 0;  ///< launched: its pid when traced
-};
-
-/// Whether the program a stored profile names is still the same file(s) here; else *why.
-bool unchangedSince(const ProgramIdentity& stored, std::string* why) {
-  ProgramIdentity now;
-  std::string error;
-  if (!programIdentity(stored.path, &now, &error, identityCacheDir()))
-    return *why = "cannot identify " + stored.path + ": " + error, false;
-  if (now.executableKey() != stored.executableKey())
-    return *why = stored.path + " changed since it was traced", false;
-  if (stored.script.kind != ScriptRef::Kind::File) return true;
-  std::string resolved, hash;
-  if (!fileContentHash(stored.script.name, &resolved, &hash, &error, identityCacheDir()))
-    return *why = "cannot read " + stored.script.name + ": " + error, false;
-  if (hash != stored.script.hash)
-    return *why = stored.script.name + " changed since it was traced", false;
-  return true;
-}
-
-// The launched programs a launcher record names, each with its profile, unless it changed since.
-std::string loadLaunched(Db& db, const analyzer::LauncherRecord& record,
-                         const ProgramIdentity& identity, std::vector<Target>* targets) {
-  std::string error, reasons;
-  for (const analyzer::LaunchedProgram& l : record.launched) {
-    Target t;
-    t.pid = l.pid;
-    t.self = l.key == record.launcherKey;
-    analyzer::ProfileLookup lookup;
-    if (!analyzer::loadProfileAt(db, l.profilePath, l.key, &t.profile, &lookup, &error))
-      return error;
-    std::string why;
-    if (lookup.status != analyzer::ProfileLookup::Status::Found)
-      why = "its profile is gone from the DB";
-    else if (!t.self && identity.profileName.empty() && !unchangedSince(t.profile.program, &why))
-      why += "; run `hetopt trace` on " + identity.describe() + " again";
-    if (why.empty()) {
-      targets->push_back(std::move(t));
-      continue;
-    }
-    reasons += (reasons.empty() ? "" : "; ") + l.description + ": " + why;
-  }
-  if (targets->empty())
-    return "no profile to use for what " + identity.describe() + " runs (" + reasons + ")";
-  if (!reasons.empty()) warn("not optimizing %s", reasons.c_str());
-  return {};
-}
-
-// The profiles to plan for: the command's own, else (a wrapper, a launcher) those of the
-// processes it started that made OpenCL calls, as `hetopt trace` linked them; with --profile the
-// named one(s). Empty with the reason the command runs untouched.
-std::string findTargets(Db& db, const ProgramIdentity& identity, std::vector<Target>* targets) {
-  std::string error;
-  const bool named = !identity.profileName.empty();
-  if (!named) {
-    // A launcher record first: it names the command's own profile too when the command made
-    // OpenCL calls beside the processes it started.
-    analyzer::LauncherRecord record;
-    bool found = false;
-    if (!analyzer::loadLauncher(db, identity.profilePath(), identity.key(), &record, &found,
-                                &error))
-      return error;
-    if (found) return loadLaunched(db, record, identity, targets);
-    Target own;
-    analyzer::ProfileLookup lookup;
-    if (!analyzer::loadProfile(db, identity, &own.profile, &lookup, &error)) return error;
-    if (lookup.status == analyzer::ProfileLookup::Status::Found) {
-      targets->push_back(std::move(own));
-      return {};
-    }
-    if (lookup.status == analyzer::ProfileLookup::Status::Stale)
-      return "the profile of " + identity.describe() + " is for another build (" +
-             lookup.storedKey + ", traced " + lookup.storedCreatedUtc +
-             "); run `hetopt trace` on it again";
-    return "no profile for " + identity.describe() + "; run `hetopt trace` on it first";
-  }
-  analyzer::LauncherRecord record;
-  bool found = false;
-  if (!analyzer::loadLauncher(db, identity.profilePath(), {}, &record, &found, &error))
-    return error;
-  if (!found)
-    return "no profile named '" + identity.profileName + "'; run `hetopt trace --profile " +
-           identity.profileName + "` first";
-  if (record.launcherKey != identity.key())
-    warn(
-        "the profile '%s' was traced from another program or build (%s, %s); %s is %s: using "
-        "it as asked (sites of a rebuilt binary will not match; trace again if it changed)",
-        identity.profileName.c_str(), record.launcherKey.c_str(), record.createdUtc.c_str(),
-        identity.describe().c_str(), identity.key().c_str());
-  return loadLaunched(db, record, identity, targets);
-}
-
 /// One program's plan and its smaller variants, as written.
 struct TargetPlans {
   std::vector<std::string> forkMarks;  ///< whose presence decided `driver late`
@@ -250,7 +156,7 @@ std::string planTarget(Db& db, const Target& target, const ProgramIdentity& iden
 
 // What `hetopt run` does with `command`: the plans it wrote (with --dry-run: would write, and the
 // decision printed to stdout), or why it runs untouched.
-PreparedRun decide(const ProgramIdentity& identity, const std::vector<std::string>& command,
+PreparedRun decide(const IdentifiedCommand& command, const std::vector<std::string>& argv,
                    const std::string& dbPath, const PlanRequest& request);
 
 // Every option that changes what `hetopt run` decides, as one line.
@@ -260,42 +166,39 @@ std::string decisionOptions(const PlanRequest& r) {
          " build-ahead=" + std::to_string(!r.noBuildAhead);
 }
 
-PreparedRun preparePlan(const std::vector<std::string>& command, const std::string& dbPath,
+PreparedRun preparePlan(const std::vector<std::string>& argv, const std::string& dbPath,
                         const PlanRequest& request) {
-  std::string error;
-  ProgramIdentity identity;
-  if (!commandIdentity(command, &identity, &error, identityCacheDir())) {
-    PreparedRun out;
-    out.whyNot = "cannot identify " + command[0] + (error.empty() ? "" : ": " + error);
-    return out;
-  }
-  identity.profileName = request.profileName;
   PreparedRun out;
+  IdentifiedCommand command;
+  if (!identifyForRun(argv, request.profileName, &command, &out.whyNot)) return out;
+  const std::string key = command.identity.key();
   // --dry-run prints the whole decision: it always decides.
-  if (!request.dryRun && loadCachedDecision(identity.key(), decisionOptions(request), dbPath, &out))
+  if (!request.dryRun && loadCachedDecision(key, decisionOptions(request), dbPath, &out))
     return out;
-  out = decide(identity, command, dbPath, request);
-  if (!request.dryRun) storeCachedDecision(identity.key(), decisionOptions(request), dbPath, out);
+  out = decide(command, argv, dbPath, request);
+  // A trace that finds no OpenCL call changes what a declined run says, not the DB.
+  out.marks.push_back(noOpenClMarkPath(command.identity));
+  if (!request.dryRun) storeCachedDecision(key, decisionOptions(request), dbPath, out);
   return out;
 }
 
-PreparedRun decide(const ProgramIdentity& identity, const std::vector<std::string>& command,
+PreparedRun decide(const IdentifiedCommand& command, const std::vector<std::string>& argv,
                    const std::string& dbPath, const PlanRequest& request) {
   PreparedRun out;
 #ifndef HETOPT_HAVE_ANALYZER
-  (void)identity, (void)command, (void)dbPath, (void)request;
+  (void)command, (void)argv, (void)dbPath, (void)request;
   out.whyNot = "this hetopt was built without the analyzer, so it has no profiles";
   return out;
 #else
+  const ProgramIdentity& identity = command.identity;
   std::string error;
   std::unique_ptr<Db> db = Db::open(dbPath, Db::Mode::ReadOnly, &error);
   if (!db) {
-    out.whyNot = "no profile for " + identity.describe() + " (" + error +
-                 "); run `hetopt trace` on it first";
+    out.whyNot = whyNoProfile(command, error);
     return out;
   }
   std::vector<Target> targets;
-  out.whyNot = findTargets(*db, identity, &targets);
+  out.whyNot = findTargets(*db, command, &targets);
   if (!out.whyNot.empty()) return out;
   // Launched programs are planned only while they are as traced.
   for (const Target& t : targets) {
@@ -312,13 +215,13 @@ PreparedRun decide(const ProgramIdentity& identity, const std::vector<std::strin
   for (const Target& t : targets) {
     TargetPlans plans;
     // Smaller plans are tried for one program; a launcher's several keep their plans whole.
-    std::string why = planTarget(*db, t, identity, command, request, targets.size() == 1, &plans);
+    std::string why = planTarget(*db, t, identity, argv, request, targets.size() == 1, &plans);
     if (!why.empty()) {
       reasons += (reasons.empty() ? "" : "; ") +
                  (t.self ? why : t.profile.program.describe() + ": " + why);
       continue;
     }
-    out.forkMarks.insert(out.forkMarks.end(), plans.forkMarks.begin(), plans.forkMarks.end());
+    out.marks.insert(out.marks.end(), plans.forkMarks.begin(), plans.forkMarks.end());
     planned.push_back(std::move(plans));
   }
   if (planned.empty()) {
@@ -353,21 +256,17 @@ std::string untouchedRecordPlace(const std::vector<std::string>& command, const 
   *whyNot = "this hetopt was built without the analyzer, so it has no profiles";
   return {};
 #else
-  std::string error;
-  ProgramIdentity identity;
-  if (!commandIdentity(command, &identity, &error, identityCacheDir()))
-    return *whyNot = "cannot identify " + command[0] + (error.empty() ? "" : ": " + error),
-           std::string();
+  IdentifiedCommand identified;
+  if (!identifyForRun(command, {}, &identified, whyNot)) return {};
   // `hetopt report` compares runs with the program's current profile: without one, a record
   // would never be read.
+  std::string error;
   std::unique_ptr<Db> db = Db::open(dbPath, Db::Mode::ReadOnly, &error);
-  analyzer::AppProfile profile;
-  analyzer::ProfileLookup lookup;
-  if (db && !analyzer::loadProfile(*db, identity, &profile, &lookup, &error)) db.reset();
-  if (!db || lookup.status != analyzer::ProfileLookup::Status::Found)
-    return *whyNot = "no current profile for " + identity.describe() +
-                     (db ? "" : " (" + error + ")") + "; `hetopt trace` it first",
-           std::string();
+  if (!db) return *whyNot = whyNoProfile(identified, error), std::string();
+  std::vector<Target> targets;
+  *whyNot = findTargets(*db, identified, &targets);
+  if (!whyNot->empty()) return {};
+  const ProgramIdentity& identity = identified.identity;
   const std::string plansDir = cacheDirectory() + "/plans";
   if (!makePrivateDirs(plansDir, &error)) return *whyNot = error, std::string();
   *programKey = identity.key();
@@ -473,8 +372,9 @@ int cmdRun(int argc, char** argv) {
   warn("%s", prepared.chain[0].summary.c_str());
   launch.env.push_back({"HETOPT_MODE", "optimize"});
   launch.env.push_back({"HETOPT_PLAN_FILE", prepared.chain[0].planFiles});
-  // The program runs in this process (exec): its run record counts from hetopt's start, as an
-  // untouched run's does.
+  launch.env.push_back({"HETOPT_VERIFY", "off"});  // the shim keeps no run record either
+  // The program runs in this process (exec): the wall time its stats give counts from hetopt's
+  // start, as a timed run's does.
   launch.env.push_back(
       {"HETOPT_RUN_STARTED", std::to_string(getpid()) + ":" + std::to_string(hetoptStartedNs())});
   return execProgram(launch);

@@ -33,6 +33,7 @@
 #include "common/phase_times.h"
 #include "common/private_file.h"
 #include "common/program_identity.h"
+#include "contracts/trace_marks.h"
 #include "trace/dump.h"
 #include "trace/format.h"
 #include "trace/reader.h"
@@ -88,6 +89,7 @@ struct ProcessTrace {
   uint64_t calls = 0;    ///< OpenCL calls it recorded
   std::string runs;      ///< the program and what it ran, for people
   std::string identity;  ///< its program within the run: executable path and script
+  ScriptRef script;      ///< what it ran, when it is an interpreter
 };
 
 ProcessTrace readProcessTrace(const std::string& file) {
@@ -102,6 +104,7 @@ ProcessTrace readProcessTrace(const std::string& file) {
   const trace::FileHeader& h = p.t.header;
   if (h.scriptKind > 0 && h.scriptKind <= static_cast<uint8_t>(ScriptRef::Kind::Code))
     id.script = {static_cast<ScriptRef::Kind>(h.scriptKind), h.scriptName, h.scriptHash};
+  p.script = id.script;
   p.runs = id.describe();
   // The executable's path stands for it: a trace maps only the modules it needed (a forked child
   // that made no OpenCL call may not name the executable's build id), and one run sees one file.
@@ -183,9 +186,9 @@ void analyzeProcesses(const std::vector<std::string>& program,
       record.launched.push_back({p.t.header.pid, id.profilePath(), id.key(), id.describe()});
   }
   if (record.launched.empty() || (!anyCalls && profileName.empty())) return;
-  ProgramIdentity launcher;
+  ProgramIdentity launcher, wrapper;
   std::string error;
-  if (!commandIdentity(program, &launcher, &error, identityCacheDir())) {
+  if (!identifyCommand(program, &launcher, &wrapper, &error)) {
     warn("trace: cannot identify %s (%s): `hetopt run` of it will not find these profiles",
          program[0].c_str(), error.c_str());
     return;
@@ -213,6 +216,37 @@ void analyzeProcesses(const std::vector<std::string>& program,
 }
 #endif
 
+/// When the command passes its arguments on to an interpreter one of its processes ran (a pyenv
+/// shim, `exec python3 "$@"`), marks it so that run and report identify it as that interpreter
+/// running them, and returns the line saying so; else removes an earlier mark of it.
+std::string noteForwarding(const std::vector<std::string>& program,
+                           const std::vector<ProcessTrace>& processes) {
+  ProgramIdentity wrapper, resolved, via;
+  std::string error;
+  if (!commandIdentity(program, &wrapper, &error, identityCacheDir())) return {};
+  removeForwarding(wrapper);
+  for (const ProcessTrace& p : processes) {
+    const trace::FileHeader& h = p.t.header;
+    Forwarding f;
+    if (!p.readable || p.script.kind == ScriptRef::Kind::None || h.program == wrapper.path ||
+        !forwardsArguments(program, h.program, splitCommandLine(h.arguments), &f))
+      continue;
+    if (!writeForwarding(wrapper, f, &error)) {
+      warn("trace: %s is not marked as passing its arguments on to %s: %s", program[0].c_str(),
+           h.program.c_str(), error.c_str());
+      return {};
+    }
+    // What `hetopt run` will take the command for must be what this process was.
+    if (identifyCommand(program, &resolved, &via, &error) && !via.path.empty() &&
+        resolved.path == h.program && resolved.script == p.script)
+      return "hetopt: " + program[0] + " passes its arguments on to " + h.program +
+             ": `hetopt run` and `hetopt report` of `" + program[0] +
+             " ...` use the profile of what they name (here " + resolved.describe() + ")";
+    removeForwarding(wrapper);
+  }
+  return {};
+}
+
 /// How the traced run failed, from its wait status: "exited with status 2", "was killed by
 /// signal 9 (Killed)"; empty when it exited 0.
 std::string failedRunWords(int status) {
@@ -224,10 +258,26 @@ std::string failedRunWords(int status) {
   return "ended with wait status " + std::to_string(status);
 }
 
+/// A process that made no OpenCL call and whose trace is whole (a wrapper's helpers): counted in
+/// one line, not listed, and its trace not kept.
+bool madeNoCalls(const ProcessTrace& p) {
+  return p.readable && p.calls == 0 && (p.t.complete || p.t.endedByExec);
+}
+
 /// The main trace's state for its summary line. The wait status says how the program ended: one
-/// that exited (whatever its status) is not said to have ended abnormally.
-std::string incompleteWords(bool complete, int status) {
-  if (complete) return "complete";
+/// that exited (whatever its status) is not said to have ended abnormally. A process that exec'd
+/// went on under its pid as another program, in a trace of its own.
+std::string endWords(const trace::Trace& t, const std::vector<ProcessTrace>& processes,
+                     int status) {
+  if (t.endedByExec) {
+    const std::string pid = std::to_string(t.header.pid);
+    for (size_t i = 1; i < processes.size(); ++i)
+      if (processes[i].readable && processes[i].t.header.pid == t.header.pid)
+        return "ended by exec: pid " + pid + " went on as " + processes[i].runs +
+               (madeNoCalls(processes[i]) ? "" : ", trace " + processes[i].file);
+    return "ended by exec of " + t.execProgram + " (pid " + pid + ")";
+  }
+  if (t.complete) return "complete";
   if (WIFSIGNALED(status)) return "incomplete: the program " + failedRunWords(status);
   return "incomplete: the program exited, but the trace could not be written to its end";
 }
@@ -328,21 +378,26 @@ int cmdTrace(int argc, char** argv) {
   std::vector<ProcessTrace> processes;
   processes.push_back(readProcessTrace(output));
   for (const std::string& child : childTraces(output)) processes.push_back(readProcessTrace(child));
-  // Whether the run made no OpenCL call for certain: every trace complete and without one (a
-  // trace cut short may have lost them).
+  // Whether the run made no OpenCL call for certain: every trace complete (or ended at exec: it
+  // holds all its process did) and without one (a trace cut short may have lost them).
   bool anyCalls = false, allComplete = true;
   for (const ProcessTrace& p : processes) {
     anyCalls |= p.readable && p.calls > 0;
-    allComplete &= p.readable && p.t.complete;
+    allComplete &= p.readable && (p.t.complete || p.t.endedByExec);
   }
   if (readable) {
     fprintf(stderr, "hetopt: trace %s (%llu bytes, %s)\n", output.c_str(),
-            static_cast<unsigned long long>(t.fileBytes),
-            incompleteWords(t.complete, status).c_str());
-    if (anyCalls) printSummary(t);
+            static_cast<unsigned long long>(t.fileBytes), endWords(t, processes, status).c_str());
+    if (processes.front().calls > 0) printSummary(t);  // a wrapper's would be all zeros
   }
+  size_t quiet = 0;
   for (size_t i = 1; i < processes.size(); ++i) {
     const ProcessTrace& c = processes[i];
+    if (madeNoCalls(c)) {
+      ++quiet;
+      if (analyze) unlink(c.file.c_str());  // --no-analyze asked for the traces themselves
+      continue;
+    }
     if (!c.readable) {
       fprintf(stderr, "hetopt: child trace %s (unreadable)\n", c.file.c_str());
       continue;
@@ -351,10 +406,20 @@ int cmdTrace(int argc, char** argv) {
             static_cast<unsigned long long>(c.t.header.pid), c.runs.c_str(),
             static_cast<unsigned long long>(c.calls));
   }
+  if (quiet)
+    fprintf(stderr, "hetopt: %zu process%s it started made no OpenCL calls%s\n", quiet,
+            quiet == 1 ? "" : "es", analyze ? " (their traces are not kept)" : "");
+  const std::string forwarding = analyze ? noteForwarding(program, processes) : std::string();
   if (allComplete && !anyCalls) {
     // Nothing to analyse: no profile (an all-zero one would stand for the program in the DB).
     fprintf(stderr, "hetopt: %s%s made no OpenCL calls: nothing to optimize, no profile stored\n",
             program[0].c_str(), processes.size() > 1 ? " and the processes it started" : "");
+    // So that `hetopt run` and `hetopt report` say it was traced, rather than ask for a trace.
+    ProgramIdentity traced, wrapper;
+    if (analyze && (!identifyCommand(program, &traced, &wrapper, &error) ||
+                    !writeNoOpenClMark(traced, &error)))
+      warn("trace: run and report will not know that it was traced: %s", error.c_str());
+    if (!forwarding.empty()) fprintf(stderr, "%s\n", forwarding.c_str());
     reading.end();
 #ifdef HETOPT_HAVE_ANALYZER
     warmup.reset();
@@ -369,6 +434,7 @@ int cmdTrace(int argc, char** argv) {
     phases::Scope timed("analysis");  // the parts above and the report
     analyzeProcesses(program, processes, dbPath, profileName, failedRunWords(status));
   }
+  if (!forwarding.empty()) fprintf(stderr, "%s\n", forwarding.c_str());
   warmup.reset();
 #endif
   timing.print();

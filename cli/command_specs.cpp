@@ -131,7 +131,8 @@ constexpr OptionSpec kTraceOptions[] = {
     {"output", 'o', K::File, "FILE",
      "trace file (default ./hetopt-<program>-<pid>.trace), created 0600; a FILE that cannot be "
      "created "
-     "stops hetopt before the program runs; children's traces are FILE.<pid>"},
+     "stops hetopt before the program runs; children's traces are FILE.<pid> (not kept for "
+     "processes that made no OpenCL call, unless --no-analyze)"},
     {"force", 0, K::None, "", "overwrite a FILE that holds something other than a hetopt trace"},
     kDeviceForProgram,
     kDb,

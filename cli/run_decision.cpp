@@ -2,7 +2,7 @@
 /**
  * @file The decision cache of `hetopt run`; see run_decision.h. A small line-based file (kMagic
  * lists its lines), written through a temporary file renamed into place and trusted only while
- * every stamp and fork mark in it still holds.
+ * every stamp and mark in it still holds.
  */
 #include "cli/run_decision.h"
 
@@ -30,7 +30,7 @@ namespace {
 //   db <stamp, or none>
 //   options <the options>
 //   program <stamp> <path>       one per program planned for
-//   mark <0|1> <path>            one per fork mark: whether it exists
+//   mark <0|1> <path>            one per mark: whether it exists
 //   key <identity key>
 //   command-plan <path>
 //   ledger <path>
@@ -115,7 +115,7 @@ bool loadCachedDecision(const std::string& key, const std::string& options,
       // is not this decision's plan any more.
       if (stamped ? stampText(path) != stamp : (access(path.c_str(), F_OK) == 0) != (stamp == "1"))
         return false;
-      if (tag != "plan") (tag == "program" ? out->programs : out->forkMarks).push_back(path);
+      if (tag != "plan") (tag == "program" ? out->programs : out->marks).push_back(path);
     } else if (tag == "key") {
       out->programKey = rest;
     } else if (tag == "command-plan") {
@@ -160,7 +160,7 @@ void storeCachedDecision(const std::string& key, const std::string& options,
     ok = ok && settled(p) && noLineBreak(p);
     text += "program " + stampText(p) + " " + p + "\n";
   }
-  for (const std::string& m : run.forkMarks) {
+  for (const std::string& m : run.marks) {
     ok = ok && noLineBreak(m);
     text += std::string("mark ") + (access(m.c_str(), F_OK) == 0 ? "1 " : "0 ") + m + "\n";
   }

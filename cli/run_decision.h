@@ -5,7 +5,7 @@
  * program must cost under 1% of a 0.3 s run, and opening the DB, loading the profile and the
  * curves and pricing every site costs more than that. One small file per command
  * and option set (`<plans>/<key>.<options hash>.decision`, 0600), valid while hetopt, the DB, the
- * programs the plans are for, the plan files and the fork marks beside them are as they were, for
+ * programs the plans are for, the plan files and the marks beside them are as they were, for
  * the same options.
  */
 #pragma once
@@ -32,8 +32,9 @@ struct PreparedRun {
   std::string ledger;      ///< ledgerPath(commandPlan)
   std::string programKey;  ///< the command's identity key (run records)
   /// Files whose state the decision depends on beyond the DB: the programs planned for (their
-  /// stamps must hold) and the fork marks (their presence must hold).
-  std::vector<std::string> programs, forkMarks;
+  /// stamps must hold) and marks (their presence must hold): the fork marks, and the mark of a
+  /// trace that saw no OpenCL call (contracts/trace_marks.h).
+  std::vector<std::string> programs, marks;
 
   std::vector<uint64_t> ids() const {
     std::vector<uint64_t> out;

@@ -19,6 +19,7 @@
 #include "common/clock.h"
 #include "common/log.h"
 #include "common/paths.h"
+#include "contracts/plan.h"
 #include "contracts/run_ledger.h"
 #include "contracts/run_record.h"
 #include "hetopt/version.h"
@@ -263,8 +264,12 @@ int runVerified(Launch launch, const PreparedRun& prepared, bool statsAsked) {
     recordRun(RunKind::Untouched, prepared.commandPlan, prepared.programKey, 0, run, seq);
   } else if (step.planFiles.find(':') == std::string::npos &&
              !shimRecorded(step.planFiles, run.pid)) {
-    // One program, hetopt's child: it left no record of its own.
-    recordRun(RunKind::Optimized, step.planFiles, prepared.programKey, step.id, run, seq);
+    // One program, hetopt's child: it left no record of its own. The record is its plan's
+    // program's (a launcher's is the program it started), as the shim's would be.
+    Plan plan;
+    const std::string key =
+        readPlanFile(step.planFiles, &plan, &error) ? plan.programKey : prepared.programKey;
+    recordRun(RunKind::Optimized, step.planFiles, key, step.id, run, seq);
   }
   sayWhatChanged(prepared, next, launch.argv[0]);
   exitLikeChild(run.status);

@@ -50,24 +50,24 @@ HETOPT_EXPORT pid_t fork(void) {
 }
 
 HETOPT_EXPORT int execve(const char* path, char* const argv[], char* const envp[]) {
-  hetopt::shim::processExec();
+  hetopt::shim::processExec(path);
   const auto real = orNext(belowNow().process.execve, "execve");
   return real ? real(path, argv, envp) : static_cast<int>(syscall(SYS_execve, path, argv, envp));
 }
 
 HETOPT_EXPORT int execv(const char* path, char* const argv[]) {
-  hetopt::shim::processExec();
+  hetopt::shim::processExec(path);
   const auto real = orNext(belowNow().process.execv, "execv");
   return real ? real(path, argv) : static_cast<int>(syscall(SYS_execve, path, argv, environ));
 }
 
 HETOPT_EXPORT int execvp(const char* file, char* const argv[]) {
-  hetopt::shim::processExec();
+  hetopt::shim::processExec(file);
   return orNext(belowNow().process.execvp, "execvp")(file, argv);
 }
 
 HETOPT_EXPORT int execvpe(const char* file, char* const argv[], char* const envp[]) {
-  hetopt::shim::processExec();
+  hetopt::shim::processExec(file);
   return orNext(belowNow().process.execvpe, "execvpe")(file, argv, envp);
 }
 

@@ -294,6 +294,7 @@ std::string dumpJson(const Trace& t) {
     start = end + 1;
   }
   j.endArray().member("complete", t.complete).member("duration_ns", t.durationNs);
+  if (t.endedByExec) j.member("exec_ns", t.execNs).member("exec_program", t.execProgram);
   j.member("file_bytes", t.fileBytes).member("recording_timed_calls", t.recordingSampledCalls);
   j.member("recording_timed_ns", t.recordingSampledNs);
   jsonSummary(t, j);
@@ -343,8 +344,16 @@ void dumpText(const Trace& t, FILE* out) {
             : t.header.scriptName.empty() ? "sha256:"
                                           : " sha256:",
             t.header.scriptHash.c_str());
-  // Without an End record the trace cannot tell why: say what it holds and the possible causes.
-  if (t.complete)
+  // A process that exec'd left no End record, yet the trace holds all it did; without either the
+  // trace cannot tell why it stops: say what it holds and the possible causes.
+  if (t.endedByExec)
+    fprintf(out,
+            "ended by exec at %s: everything before it is here; pid %" PRIu64
+            " went on as %s, traced on its own (by `hetopt trace` in this file's name + .%" PRIu64
+            ")\n",
+            timeText(static_cast<double>(t.execNs)).c_str(), t.header.pid, t.execProgram.c_str(),
+            t.header.pid);
+  else if (t.complete)
     fprintf(out, "complete, %s traced\n", timeText(static_cast<double>(t.durationNs)).c_str());
   else
     fprintf(out,

@@ -45,12 +45,15 @@ enum class RecordTag : uint8_t {
   RecordingCost = 8,
   Startup = 9,  ///< version 4
   Clock = 10,   ///< version 6
+  Exec = 11,    ///< version 7: in the tail written just before exec
 };
 
 /// The format version that added leaf times (Stamp, Leaf::endNs) and Clock records.
 /// The version from which the header names the script an interpreter ran.
 inline constexpr uint32_t kScriptFormatVersion = 5;
 inline constexpr uint32_t kTimelineFormatVersion = 6;
+/// The version from which a trace says that it ended because the process exec'd.
+inline constexpr uint32_t kExecFormatVersion = 7;
 
 /// How a Clock record knows the offset between a device's profiling clock and the trace's.
 enum class ClockMethod : uint8_t {

@@ -38,6 +38,7 @@ class Parser {
     if (m_haveTail) {  // a later chunk supersedes the previous tail snapshot
       m_t->nodes.resize(m_tailNodeStart);
       m_tailEntries.clear();
+      m_tailExec = {};
       m_haveTail = false;
     }
     if (tail) {
@@ -185,6 +186,15 @@ class Parser {
           m_t->clocks[id] = c;
           break;
         }
+        case RecordTag::Exec: {
+          // Only a tail says it: an exec that failed is superseded by the next checkpoint.
+          if (m_t->formatVersion < kExecFormatVersion || !tail)
+            return fail(where() + "unknown record tag " + std::to_string(tag));
+          m_tailExec.ns = r.var();
+          m_tailExec.program = r.str(4096);
+          m_tailExec.seen = r.ok();
+          break;
+        }
         case RecordTag::Time: {
           uint64_t t = r.var();
           if (r.ok() && !m_t->complete) m_t->durationNs = t;
@@ -201,7 +211,13 @@ class Parser {
   void finishTail() {
     for (const auto& [thread, node] : m_tailEntries) m_t->threads[thread].entries.push_back(node);
     if (m_haveTail) m_t->complete = false;
+    if (m_haveTail && m_tailExec.seen) {
+      m_t->endedByExec = true;
+      m_t->execNs = m_tailExec.ns;
+      m_t->execProgram = m_tailExec.program;
+    }
     m_tailEntries.clear();
+    m_tailExec = {};
     m_haveTail = false;
   }
 
@@ -351,6 +367,11 @@ class Parser {
   bool m_haveTail = false;
   size_t m_tailNodeStart = 0;
   std::vector<std::pair<uint32_t, uint32_t>> m_tailEntries;
+  struct {
+    bool seen = false;
+    uint64_t ns = 0;
+    std::string program;
+  } m_tailExec;  ///< the tail's Exec record
 };
 
 /// Leaves whose commands were all sampled out (a short loop over calls the sampler had already

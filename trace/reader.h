@@ -110,7 +110,12 @@ struct Trace {
   uint32_t formatVersion = 0;
   std::string writerVersion;
   FileHeader header;
-  bool complete = false;    ///< the End record was found: the program exited normally
+  bool complete = false;  ///< the End record was found: the program exited normally
+  /// Without an End record, the process exec'd another program (format 7): the trace holds all
+  /// it did until then, and the same pid went on as that program (`hetopt trace`: FILE.<pid>).
+  bool endedByExec = false;
+  uint64_t execNs = 0;      ///< when, in ns since tracing started
+  std::string execProgram;  ///< what it exec'd, as it named it (a path, or a name PATH finds)
   uint64_t durationNs = 0;  ///< traced wall time (to the last checkpoint when incomplete)
   uint64_t fileBytes = 0;
   /// What recording cost the program's threads (format 3, complete traces): the time the shim

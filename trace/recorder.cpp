@@ -553,7 +553,7 @@ void Recorder::writeEntries(std::string* out, uint32_t thread, const Compressor&
   }
 }
 
-void Recorder::checkpoint(bool withTail) {
+void Recorder::checkpoint(bool withTail, const std::string* execProgram) {
   m_lastCheckpoint = monotonicNs();
   writeClocks();
   if (m_writer.failed()) {  // nothing more can be saved: keep memory flat
@@ -576,6 +576,11 @@ void Recorder::checkpoint(bool withTail) {
     for (uint32_t t = 0; t < m_threads.size(); ++t) {
       const Compressor& c = m_threads[t]->compressor;
       writeEntries(&tail, t, c, c.window(), false);
+    }
+    if (execProgram) {
+      w.u8(static_cast<uint8_t>(RecordTag::Exec));
+      w.var(elapsedNs());
+      w.str(std::string_view(*execProgram).substr(0, 4096));  // the reader's bound
     }
   }
   if (!m_writer.write(records, withTail ? &tail : nullptr) && m_writer.failed() &&

@@ -139,6 +139,10 @@ class Recorder {
   /// Writes what is final and the tail now (a checkpoint): the file reads as an incomplete trace
   /// up to this point. Allocates only through the usual allocator (the shim's signal reserve).
   void snapshot() { checkpoint(true); }
+  /// The checkpoint before exec replaces the process image with `program`: its tail ends with an
+  /// Exec record, so a trace that ends there says so (after an exec that failed, the next
+  /// checkpoint's tail supersedes it).
+  void snapshotBeforeExec(const std::string& program) { checkpoint(true, &program); }
   /// Writes everything and the End record, then closes the file.
   void finish();
   /// What recording cost the program's threads, timed on `sampledCalls` of its calls (the shim
@@ -191,7 +195,7 @@ class Recorder {
   /// address whose free we missed (e.g. freed by a driver thread).
   ObjectId createSegment(uint64_t ptr, uint64_t size, uint32_t site, uint8_t allocFn);
   void afterAppend(uint32_t thread);
-  void checkpoint(bool withTail);
+  void checkpoint(bool withTail, const std::string* execProgram = nullptr);
   void writeFinal(uint32_t thread, bool all);
   void emitModuleFor(uint64_t address, uint32_t* moduleId);
   void writeModule(uint32_t id);

@@ -128,8 +128,8 @@ class Interceptor {
   virtual void processExit() {}
   /// _exit/_Exit: the process ends without its exit handlers.
   virtual void quickExit() {}
-  /// exec: the process image is about to be replaced (no exit handlers run).
-  virtual void beforeExec() {}
+  /// exec: the process image is about to be replaced by `program` (no exit handlers run).
+  virtual void beforeExec(const char* program) { (void)program; }
 };
 
 }  // namespace hetopt::shim

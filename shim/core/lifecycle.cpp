@@ -172,10 +172,10 @@ void processQuickExit() {
   }
 }
 
-void processExec() {
+void processExec(const char* program) {
   if (Interceptor* i = interceptor()) {
     ScopedInternal internal;
-    i->beforeExec();
+    i->beforeExec(program);
   }
 }
 

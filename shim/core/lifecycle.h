@@ -24,7 +24,8 @@ void deactivate();
 /// The process ends without its exit handlers (_exit, _Exit) or replaces itself (exec): trace
 /// mode writes its trace out first (finished, or a snapshot before exec). No-op in other modes.
 void processQuickExit();
-void processExec();
+/// `program`: the path or name given to exec (the trace says what the process went on as).
+void processExec(const char* program);
 /// The program calls fork(): the installed interceptor's beforeFork() (not for the shim's own
 /// threads, nor while the shim is inside a call).
 void processFork();

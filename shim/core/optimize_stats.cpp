@@ -8,6 +8,7 @@
 
 #include <cinttypes>
 #include <cstdio>
+#include <cstring>
 #include <string>
 
 #include "common/clock.h"
@@ -239,6 +240,8 @@ void writeRunRecord(const Plan& plan, const std::string& planPath, const SiteLed
                     const RunClock& clock) {
   // A forked child holds its parent's counters: only the process the plan was taken in records.
   if (getpid() != clock.pid) return;
+  // `hetopt run --verify=off` (benchmarks) keeps nothing: its runs must not feed `hetopt report`.
+  if (strcmp(optionString(Option::VERIFY), "off") == 0) return;
   RunRecord r;
   r.writer = HETOPT_VERSION_STRING;
   r.programKey = plan.programKey;

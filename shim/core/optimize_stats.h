@@ -118,7 +118,8 @@ struct RunClock {
   static RunClock start();
   uint64_t wallNs() const;
 };
-/// The run record beside the plan (a forked child writes none: it holds its parent's counters).
+/// The run record beside the plan (a forked child writes none: it holds its parent's counters;
+/// nor does a run with HETOPT_VERIFY=off, which `hetopt run --verify=off` sets).
 void writeRunRecord(const Plan& plan, const std::string& planPath, const SiteLedger& ledger,
                     const RunClock& clock);
 /// Whether the stats are asked for: as lines (HETOPT_STATS), as JSON (HETOPT_STATS_JSON's path).

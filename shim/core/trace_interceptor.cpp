@@ -3,12 +3,15 @@
  * Sections: creation, fork, calls, allocations; the hooks the call model and recorder use. */
 #include "shim/core/trace_interceptor.h"
 
+#include <fcntl.h>
 #include <pthread.h>
+#include <signal.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdlib>
 #include <cstring>
 
@@ -22,6 +25,7 @@
 #include "shim/core/modes.h"
 #include "shim/core/self_identity.h"
 #include "shim/core/state.h"
+#include "trace/format.h"
 
 namespace hetopt::shim {
 namespace {
@@ -50,6 +54,26 @@ std::string substitutePid(std::string path, long pid) {
   for (size_t at; (at = path.find("%p")) != std::string::npos;)
     path.replace(at, 2, std::to_string(pid));
   return path;
+}
+
+/// Whether a live process writes the trace at `path`: this process before it exec'd, or another of
+/// the traced run. A shell hands the programs it starts the environment it began with, in which
+/// the trace file is the main process's: such a program must write a child's trace instead.
+bool writtenByLiveProcess(const std::string& path) {
+  int fd = open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) return false;
+  unsigned char head[64];
+  const ssize_t n = read(fd, head, sizeof head);
+  close(fd);
+  if (n <= static_cast<ssize_t>(trace::kFixedHeaderBytes) ||
+      memcmp(head, trace::kFileMagic, sizeof trace::kFileMagic) != 0)
+    return false;
+  trace::ByteReader r(head + trace::kFixedHeaderBytes,
+                      static_cast<size_t>(n) - trace::kFixedHeaderBytes);
+  const uint64_t pid = r.var();  // the header's first field
+  return r.ok() && pid > 0 && pid <= INT32_MAX &&
+         (pid == static_cast<uint64_t>(getpid()) || kill(static_cast<pid_t>(pid), 0) == 0 ||
+          errno == EPERM);
 }
 
 bool moduleLookup(uint64_t address, trace::ModuleRecord* out) {
@@ -143,10 +167,11 @@ TraceInterceptor* TraceInterceptor::create() {
     pattern = value;
     t->m_childPattern = value;
   } else {
-    // This process writes the named file; its exec'd children (which inherit the environment)
+    // This process writes the named file, unless a live process of the run does (then it is a
+    // child handed the main trace's name); its exec'd children (which inherit the environment)
     // and forked children write <file>.<their pid>.
-    pattern = value;
     t->m_childPattern = value + ".%p";
+    pattern = writtenByLiveProcess(value) ? t->m_childPattern : value;
     setenv(optionInfo(Option::TRACE_FILE).envName, t->m_childPattern.c_str(), 1);
   }
   t->m_config.path = substitutePid(pattern, getpid());
@@ -581,14 +606,14 @@ bool TraceInterceptor::unmapping(void*, size_t, bool discard) {
   return false;
 }
 
-void TraceInterceptor::beforeExec() {
+void TraceInterceptor::beforeExec(const char* program) {
   if (getpid() != m_pid.load(std::memory_order_relaxed) ||
       !m_active.load(std::memory_order_relaxed))
     return;
   if (!lockWithin(m_recorder.mutex(), 1000000000ull)) return;
   std::unique_lock<std::mutex> lock(m_recorder.mutex(), std::adopt_lock);
   m_stream.drainLocked(100000000ull);
-  m_recorder.snapshot();
+  m_recorder.snapshotBeforeExec(program ? program : "");
 }
 
 Interceptor* makeTraceInterceptor() { return TraceInterceptor::create(); }

@@ -53,7 +53,7 @@ class TraceInterceptor final : public Interceptor, private DeviceTiming::Sink, p
   bool unmapping(void* addr, size_t len, bool discard) override;
   /// Before exec (the process image is replaced, no exit handlers run): what is queued is
   /// recorded and a snapshot written.
-  void beforeExec() override;
+  void beforeExec(const char* program) override;
   /// The fork protocol (lifecycle.cpp): the stream is drained and the recorder's mutex held across
   /// fork(); a forked child then starts its own trace file and recording thread.
   void forkPrepare() override;

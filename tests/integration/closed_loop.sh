@@ -83,13 +83,17 @@ kind=$(run --policy register)
 [[ $(grep -c '^hetopt: the run ledger cannot be used' "$work/last.err") == 1 ]] || fail "no warning for the corrupt ledger"
 [[ -e $ledger.corrupt ]] || fail "the corrupt ledger was not set aside"
 [[ $(run --policy register) == optimized ]] || fail "a new ledger did not start"
-# --verify=off: optimized, nothing timed or kept.
+# --verify=off: optimized, nothing timed or kept (no ledger line, no run record for the report).
 before=$(wc -l <"$ledger")
+records() { find "$XDG_CACHE_HOME/hetopt/plans" -name '*.run' | wc -l; }
+records_before=$(records)
 [[ $(run --policy register --verify=off) == optimized ]] || fail "--verify=off did not optimize"
 [[ $(wc -l <"$ledger") == "$before" ]] || fail "--verify=off wrote to the ledger"
+[[ $(records) == "$records_before" ]] || fail "--verify=off left a run record"
 HETOPT_VERIFY=off "$hetopt" run --policy register -- "$app" "${args[@]}" >/dev/null 2>"$work/last.err"
 grep -q 'control run' "$work/last.err" && fail "HETOPT_VERIFY=off made a control run"
 [[ $(wc -l <"$ledger") == "$before" ]] || fail "HETOPT_VERIFY=off wrote to the ledger"
+[[ $(records) == "$records_before" ]] || fail "HETOPT_VERIFY=off left a run record"
 unset FAULTCL_PAGEABLE_US_PER_MIB
 
 # ---- loss: registering costs 100 ms per MiB, and the naive variant does it on the program's thread ----

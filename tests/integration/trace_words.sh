@@ -3,8 +3,10 @@
 # What `hetopt trace`, `show` and `analyze` say of runs and traces a user meets every day:
 #  - a program that made no OpenCL call (a plain command, a shell that exits through _exit) gets one
 #    line saying there is nothing to optimize, its own exit status, and no profile in the DB; a
-#    shell that exits 0 is not said to have ended abnormally;
+#    shell that exits 0 is not said to have ended abnormally; `hetopt run` and `hetopt report` of
+#    it then say it was traced and made none, instead of asking for a trace;
 #  - a traced run that fails keeps the stored profile of one that succeeded, saying so;
+#  - the processes a program starts that make no OpenCL call are one line, their traces not kept;
 #  - a program that cannot be run gets its error alone;
 #  - a torn trace is refused with a pointer to --salvage, and show and analyze salvage alike;
 #  - show says what a trace without its end record holds and why it may lack it (a killed
@@ -51,6 +53,14 @@ for cmd in /bin/true "sh -c 'exit 0'" "sh -c 'exit 3'"; do
   grep -qi 'incomplete\|not exit normally\|killed' "$work/none$n.err" &&
     fail "$cmd: a program that exited is said to have ended abnormally" "$work/none$n.err"
 done
+"$hetopt" run -- /bin/true >/dev/null 2>"$work/none-run.err" || fail "run /bin/true exited $?"
+grep -q '^hetopt: /.*/true was traced (.*): it made no OpenCL calls' "$work/none-run.err" ||
+  fail "run of a program traced without OpenCL calls does not say so" "$work/none-run.err"
+"$hetopt" report --no-plots -- /bin/true >/dev/null 2>"$work/none-report.err"
+rc=$?
+[[ $rc == 1 ]] && grep -q '^hetopt: report: /.*/true was traced (.*): it made no OpenCL calls' \
+  "$work/none-report.err" ||
+  fail "report of a program traced without OpenCL calls (exit $rc)" "$work/none-report.err"
 for program in /bin/true /bin/sh; do
   "$hetopt" analyze --profile "$program" >"$work/none.report" 2>&1
   rc=$?
@@ -70,6 +80,15 @@ said=$(grep -c "$kept"'analysed .* from a complete trace' "$work/failed.err")
 "$hetopt" analyze --profile "$app" >"$work/kept.report" 2>&1
 kept=$(grep -m 1 -o 'h2d [0-9]* x' "$work/kept.report")
 [[ $kept == "h2d 5 x" ]] || fail "the failed run replaced the profile ('$kept')" "$work/kept.report"
+
+# Helpers that make no OpenCL call: one line, no trace kept; the process with calls keeps its own.
+"$hetopt" trace -o "$work/quiet.trace" -- sh -c '/bin/true; /bin/true; "$0" --size 256K --iters 2; :' \
+  "$app" >/dev/null 2>"$work/quiet.err" || fail "tracing a shell with helpers exited $?" "$work/quiet.err"
+grep -q '^hetopt: 2 processes it started made no OpenCL calls (their traces are not kept)$' \
+  "$work/quiet.err" || fail "the helpers are not one line" "$work/quiet.err"
+grep -q 'child trace .* 0 OpenCL calls' "$work/quiet.err" && fail "a line per helper" "$work/quiet.err"
+kept=$(find "$work" -name 'quiet.trace.*' ! -name '*.programs' | wc -l)
+[[ $kept == 1 ]] || fail "$kept child traces kept, not the program's alone" "$work/quiet.err"
 
 # A program that cannot be run: its error alone, exit 127.
 "$hetopt" trace -o "$work/missing.trace" -- "$work/nonexistent" >/dev/null 2>"$work/missing.err"

@@ -220,5 +220,19 @@ TEST(OptimizeStats, TheRunRecordGoesBesideThePlanFromThePlansProcessOnly) {
       readRunRecordFile(runRecordPath(planPath, other.pid, other.startUnixNs), &r, &error));
 }
 
+// `hetopt run --verify=off` says "nothing timed or kept": its runs must not reach the report.
+TEST(OptimizeStats, NoRunRecordWhenVerifyIsOff) {
+  hetopt::testing::TempDir dir;
+  Fixture x;
+  const std::string planPath = dir.file("app.plan");
+  const RunClock clock = RunClock::start();
+  setenv("HETOPT_VERIFY", "off", 1);
+  writeRunRecord(x.plan, planPath, x.ledger, clock);
+  unsetenv("HETOPT_VERIFY");
+  RunRecord r;
+  std::string error;
+  EXPECT_FALSE(readRunRecordFile(runRecordPath(planPath, getpid(), clock.startUnixNs), &r, &error));
+}
+
 }  // namespace
 }  // namespace hetopt::shim

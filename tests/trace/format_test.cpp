@@ -330,6 +330,45 @@ TEST(TraceFormat, KilledWriterLeavesTheLastCheckpoint) {
   EXPECT_LT(snapshot.size(), 2048u) << "tail snapshots overwrite each other";
 }
 
+// Format 7: a process that exec'd says so in its last tail, and holds everything before it; an
+// exec that failed (the program went on and exited) leaves a complete trace that says nothing of
+// it.
+TEST(TraceFormat, ATraceEndedByExecSaysSo) {
+  std::string path = tempPath("exec");
+  std::string atExec, afterFailedExec;
+  {
+    Synth s(path);
+    ObjectId mem = s.buffer(0xa0, 4096);
+    s.malloc(0x10000, 4096);
+    for (int i = 0; i < 3; ++i) s.write(mem, 0x10000, 4096);
+    s.recorder().snapshotBeforeExec("/usr/bin/python3");
+    atExec = slurp(path);  // what the exec'd process leaves behind
+    s.write(mem, 0x10000, 4096);
+    s.recorder().snapshot();
+    afterFailedExec = slurp(path);
+    s.finish();
+  }
+  std::string complete = slurp(path);
+  unlink(path.c_str());
+  Trace t;
+  std::string error;
+  ASSERT_TRUE(parseTrace(atExec.data(), atExec.size(), &t, &error)) << error;
+  EXPECT_FALSE(t.complete);
+  EXPECT_TRUE(t.endedByExec);
+  EXPECT_EQ(t.execProgram, "/usr/bin/python3");
+  EXPECT_EQ(callCount(t, "clEnqueueWriteBuffer"), 3u);
+  for (const std::string* data : {&afterFailedExec, &complete}) {
+    Trace other;
+    ASSERT_TRUE(parseTrace(data->data(), data->size(), &other, &error)) << error;
+    EXPECT_FALSE(other.endedByExec);
+    EXPECT_EQ(callCount(other, "clEnqueueWriteBuffer"), 4u);
+  }
+  // Only a tail says it, and only from format 7.
+  const std::string exec = {static_cast<char>(RecordTag::Exec), 1, 0};
+  error = parseError(recordsOfVersion(exec, kExecFormatVersion));
+  EXPECT_NE(error.find("unknown record tag 11"), std::string::npos) << error;
+}
+
 TEST(TraceFormat, ForkedChildRedefinesSitesAndModules) {
   std::string parent = tempPath("parent"), child = tempPath("child");
   {
