@@ -3,15 +3,12 @@
  * Sections: creation, fork, calls, allocations; the hooks the call model and recorder use. */
 #include "shim/core/trace_interceptor.h"
 
-#include <fcntl.h>
 #include <pthread.h>
-#include <signal.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <cstdlib>
 #include <cstring>
 
@@ -25,7 +22,7 @@
 #include "shim/core/modes.h"
 #include "shim/core/self_identity.h"
 #include "shim/core/state.h"
-#include "trace/format.h"
+#include "shim/core/trace_file_name.h"
 
 namespace hetopt::shim {
 namespace {
@@ -49,32 +46,6 @@ struct CallState {
   DeviceTiming::CallState timing;
   TwinQueues::CallState queues;
 };
-
-std::string substitutePid(std::string path, long pid) {
-  for (size_t at; (at = path.find("%p")) != std::string::npos;)
-    path.replace(at, 2, std::to_string(pid));
-  return path;
-}
-
-/// Whether a live process writes the trace at `path`: this process before it exec'd, or another of
-/// the traced run. A shell hands the programs it starts the environment it began with, in which
-/// the trace file is the main process's: such a program must write a child's trace instead.
-bool writtenByLiveProcess(const std::string& path) {
-  int fd = open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-  if (fd < 0) return false;
-  unsigned char head[64];
-  const ssize_t n = read(fd, head, sizeof head);
-  close(fd);
-  if (n <= static_cast<ssize_t>(trace::kFixedHeaderBytes) ||
-      memcmp(head, trace::kFileMagic, sizeof trace::kFileMagic) != 0)
-    return false;
-  trace::ByteReader r(head + trace::kFixedHeaderBytes,
-                      static_cast<size_t>(n) - trace::kFixedHeaderBytes);
-  const uint64_t pid = r.var();  // the header's first field
-  return r.ok() && pid > 0 && pid <= INT32_MAX &&
-         (pid == static_cast<uint64_t>(getpid()) || kill(static_cast<pid_t>(pid), 0) == 0 ||
-          errno == EPERM);
-}
 
 bool moduleLookup(uint64_t address, trace::ModuleRecord* out) {
   const Module* m = ModuleMap::instance().find(address);
@@ -157,24 +128,9 @@ TraceInterceptor* TraceInterceptor::create() {
   auto* t = new TraceInterceptor();
   std::string exe = selfExePath();
   if (exe.empty()) exe = "?";
-  const std::string value = optionString(Option::TRACE_FILE);
-  std::string pattern;
-  if (value.empty()) {
-    const size_t slash = exe.rfind('/');
-    pattern = "./hetopt-" + exe.substr(slash == std::string::npos ? 0 : slash + 1) + "-%p.trace";
-    t->m_childPattern = pattern;
-  } else if (value.find("%p") != std::string::npos) {
-    pattern = value;
-    t->m_childPattern = value;
-  } else {
-    // This process writes the named file, unless a live process of the run does (then it is a
-    // child handed the main trace's name); its exec'd children (which inherit the environment)
-    // and forked children write <file>.<their pid>.
-    t->m_childPattern = value + ".%p";
-    pattern = writtenByLiveProcess(value) ? t->m_childPattern : value;
-    setenv(optionInfo(Option::TRACE_FILE).envName, t->m_childPattern.c_str(), 1);
-  }
-  t->m_config.path = substitutePid(pattern, getpid());
+  const TraceFileNames names = traceFileNames(exe);
+  t->m_config.path = names.path;
+  t->m_childPattern = names.childPattern;
   t->m_path = t->m_config.path;
   t->m_pid.store(static_cast<int>(getpid()), std::memory_order_relaxed);
   t->m_measureSelf = debugEnabled();
