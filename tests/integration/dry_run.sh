@@ -13,11 +13,7 @@ shift
 work=$(mktemp -d "${TMPDIR:-/tmp}/hetopt-dryrun.XXXXXX") || exit 2
 trap 'rm -rf "$work"' EXIT
 export HETOPT_DB=$work/hetopt.db XDG_CACHE_HOME=$work/cache
-failed=0
-fail() { echo "FAIL: $*"; failed=1; }
-expect() {  # expect FILE REGEX WHAT
-  grep -Eq -- "$2" "$1" || { fail "$3: no line matching '$2'"; sed 's/^/    /' "$1"; }
-}
+source "$(dirname "${BASH_SOURCE[0]}")/line_checks.sh"
 
 # Traced before the machine is characterized: the profile has no prices.
 "$hetopt" trace -o "$work/app.trace" -- "$@" >"$work/native.out" 2>"$work/trace.err" ||

@@ -16,14 +16,7 @@ hetopt=$1 python=$2 src=$(cd "$3" && pwd)
 work=$(mktemp -d "${TMPDIR:-/tmp}/hetopt-forwarding.XXXXXX") || exit 2
 trap 'rm -rf "$work"' EXIT
 export HETOPT_DB=$work/hetopt.db XDG_CACHE_HOME=$work/cache
-failed=0
-fail() { echo "FAIL: $*"; failed=1; }
-expect() {  # expect FILE REGEX WHAT
-  grep -Eq -- "$2" "$1" || { fail "$3: no line matching '$2'"; sed 's/^/    /' "$1" | tail -n 30; }
-}
-refuse() {  # refuse FILE REGEX WHAT
-  ! grep -Eq -- "$2" "$1" || { fail "$3: a line matches '$2'"; sed 's/^/    /' "$1" | tail -n 30; }
-}
+source "$(dirname "${BASH_SOURCE[0]}")/line_checks.sh"
 cd "$work" || exit 2
 mkdir bin
 printf '#!/bin/bash\n/bin/true\n/bin/true\nexec "%s" "$@"\n' "$python" >bin/python3

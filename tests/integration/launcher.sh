@@ -13,13 +13,9 @@ shift
 work=$(mktemp -d "${TMPDIR:-/tmp}/hetopt-launcher.XXXXXX") || exit 2
 trap 'rm -rf "$work"' EXIT
 export HETOPT_DB=$work/hetopt.db XDG_CACHE_HOME=$work/cache
-failed=0
-fail() { echo "FAIL: $*"; failed=1; }
 # shellcheck source=stats_lib.sh
 source "$(dirname "$0")/stats_lib.sh"
-expect() {  # expect FILE REGEX WHAT
-  grep -Eq -- "$2" "$1" || { fail "$3: no line matching '$2'"; sed 's/^/    /' "$1"; }
-}
+source "$(dirname "${BASH_SOURCE[0]}")/line_checks.sh"
 prog=$(readlink -f "$1")
 shift
 wrap=$work/wrap.sh
