@@ -153,7 +153,8 @@ int main(int argc, char** argv) {
          fastest(countNs));
   printf("trace mode, program thread %7.1f ns/call  (fastest round %.1f; +%.1f over count)\n",
          median(programNs), fastest(programNs), median(programNs) - median(countNs));
-  printf("one clock read             %7.1f ns       (trace mode reads two per call)\n", clockNs);
+  printf("one clock read             %7.1f ns       (trace mode reads two per call; %s)\n", clockNs,
+         hetopt::trace::TscClock::scaling() ? "the TSC, scaled" : "clock_gettime");
   if (!programOnly)
     printf(
         "trace mode, back to back   %7.1f ns/call  (fastest round %.1f: the recording thread's "

@@ -21,8 +21,6 @@
 
 namespace hetopt::trace {
 
-uint64_t monotonicNs() { return clockNs(CLOCK_MONOTONIC); }
-
 // ---- Recorder -----------------------------------------------------------------------------------
 
 namespace {

@@ -19,6 +19,7 @@
 
 #include "trace/compressor.h"
 #include "trace/objects.h"
+#include "trace/trace_clock.h"
 #include "trace/writer.h"
 
 namespace hetopt::trace {
@@ -241,7 +242,13 @@ class Recorder {
   uint32_t m_generation = 1;
 };
 
-/// CLOCK_MONOTONIC in ns.
-uint64_t monotonicNs();
+/// CLOCK_MONOTONIC in ns: the trace's clock (through the TSC where it may: trace_clock.h).
+inline uint64_t monotonicNs() { return TscClock::nowNs(); }
+/// Nanoseconds from `startNs` (monotonicNs()) to now; 0 where a reading on another CPU, or across
+/// a new TSC scale, came out a little earlier.
+inline uint64_t nsSince(uint64_t startNs) {
+  const uint64_t now = monotonicNs();
+  return now > startNs ? now - startNs : 0;
+}
 
 }  // namespace hetopt::trace

@@ -96,6 +96,7 @@ void* RecordStream::threadMain(void* self) {
 void RecordStream::run() {
   uint64_t idle = kBusySleepNs;
   while (!m_stop.load(std::memory_order_acquire)) {
+    trace::TscClock::refresh();  // the trace clock's scale (every 20 ms at most)
     if (m_flushRequests.load(std::memory_order_acquire) !=
         m_flushesDone.load(std::memory_order_relaxed))
       serveFlush();

@@ -182,6 +182,12 @@ TraceInterceptor* TraceInterceptor::create() {
          timeQueue.c_str());
     t->m_queues.setTwinMode(!everyCommand);
   }
+  const std::string callClock = optionString(Option::CALL_CLOCK);
+  if (callClock != "auto" && callClock != "monotonic")
+    warn("trace mode: HETOPT_CALL_CLOCK='%s' is not auto or monotonic; using auto",
+         callClock.c_str());
+  t->m_tscAllowed = callClock != "monotonic";
+  trace::TscClock::start(t->m_tscAllowed);
   s_instance = t;
   pthread_key_create(&s_threadKey, threadKeyDestructor);
   installFatalSignalHandlers(snapshotOnSignal);
@@ -290,6 +296,7 @@ void TraceInterceptor::forkParent() {
 }
 
 void TraceInterceptor::forkChild() {
+  trace::TscClock::start(m_tscAllowed);  // calibrated anew by the child's recording thread
   m_programs.forkChild();
   m_programs.unlockAfterFork();
   m_blocksMutex.unlock();
@@ -380,7 +387,7 @@ void TraceInterceptor::callBegin(CallRecord& call) {
 void TraceInterceptor::callEnd(CallRecord& call) {
   CallState& st = call.callState<CallState>();
   if (!m_active || !st.startNs) return;
-  const uint64_t hostNs = trace::monotonicNs() - st.startNs;
+  const uint64_t hostNs = trace::nsSince(st.startNs);
   switch (call.id) {
     case ApiId::clCreateCommandQueue:
     case ApiId::clCreateCommandQueueWithProperties:
@@ -417,7 +424,7 @@ void TraceInterceptor::callEnd(CallRecord& call) {
       t_gapRandom ^= t_gapRandom << 5;
       t_untilSelfTimed = kSelfTimePeriod / 2 + (t_gapRandom % kSelfTimePeriod) - 1;
     }
-    m_selfNs.fetch_add(trace::monotonicNs() - (st.startNs + hostNs), std::memory_order_relaxed);
+    m_selfNs.fetch_add(trace::nsSince(st.startNs + hostNs), std::memory_order_relaxed);
     m_selfCalls.fetch_add(1, std::memory_order_relaxed);
   }
 }

@@ -106,6 +106,8 @@ class TraceInterceptor final : public Interceptor, private DeviceTiming::Sink, p
   std::string m_childPattern;  ///< path for children, with %p
   bool m_measureSelf = false;  ///< HETOPT_DEBUG: time the recording after every call
   std::atomic<uint64_t> m_selfNs{0}, m_selfCalls{0};
+  bool m_tscAllowed =
+      true;  ///< HETOPT_CALL_CLOCK is not "monotonic" (a forked child starts it anew)
   /// The Startup record: ns since tracing started at the first OpenCL call and at the first
   /// context creation (0: not yet).
   std::atomic<uint64_t> m_firstCallNs{0}, m_firstContextNs{0};
