@@ -171,19 +171,23 @@ bool analyzeTraceFile(const AnalyzeRequest& req, AnalyzeResult* r, std::string* 
   AnalysisOptions opt;
   opt.threshold = req.threshold;
   opt.symbolize = req.symbolize;
-  std::unique_ptr<Db> db;
+  std::unique_ptr<OpenedDb> openedHere;
+  Db* db = nullptr;  // the opened DB's, while the profile is to be stored
   std::unique_ptr<GainModel> gain;
   phases::Scope opening("DB open and curves");
   if (req.store) {
     const std::string dbPath = req.dbPath.empty() ? defaultDbPath() : req.dbPath;
-    db = Db::open(dbPath, Db::Mode::ReadWriteCreate, &err);
+    const OpenedDb* opened = req.opened;
+    if (!opened || !opened->db || opened->path != dbPath)
+      opened = (openedHere = openDbWithCurves(dbPath)).get();
+    db = opened->db.get();
     if (!db) {
-      r->notes.push_back("profile not stored: " + err);
+      r->notes.push_back("profile not stored: " + opened->error);
       r->storeFailed = true;
-      opt.noGainReason = "DB unavailable (" + err + ")";
+      opt.noGainReason = "DB unavailable (" + opened->error + ")";
     } else {
       std::string why;
-      gain = loadGainModel(*db, p.device, &why);
+      gain = gainModelFor(*opened, p.device, &why);
       if (!gain) opt.noGainReason = why;
       opt.gain = gain.get();
     }
@@ -203,7 +207,7 @@ bool analyzeTraceFile(const AnalyzeRequest& req, AnalyzeResult* r, std::string* 
         (t.complete ? "the traced run " + req.runFailed : std::string("this trace is incomplete")) +
         "; kept the stored one, " + err);
     r->stored = true;  // the kept one answers for this program
-    db.reset();
+    db = nullptr;
   }
   if (db) {
     phases::Scope storing("DB store");
@@ -232,7 +236,7 @@ bool analyzeTraceFile(const AnalyzeRequest& req, AnalyzeResult* r, std::string* 
     else
       r->notes.push_back("timeline not written: " + err);
   }
-  if (!req.plotsDir.empty()) plotBreakdown(req, db.get(), r->profileId, p, &r->notes);
+  if (!req.plotsDir.empty()) plotBreakdown(req, db, r->profileId, p, &r->notes);
   return true;
 }
 

@@ -14,6 +14,8 @@
 
 namespace hetopt::analyzer {
 
+struct OpenedDb;  // analyzer/gain.h
+
 struct AnalyzeRequest {
   std::string tracePath;
   double threshold = 0.1;
@@ -29,6 +31,9 @@ struct AnalyzeRequest {
   /// How the traced run failed ("exited with status 2"; `hetopt trace` knows): its profile then
   /// does not replace one of a run that succeeded. Empty: it succeeded, or it is not known.
   std::string runFailed;
+  /// The DB opened and its curves read ahead (AnalysisWarmup); used when it opened and its path
+  /// is the one this request names, else the DB is opened here.
+  const OpenedDb* opened = nullptr;
 };
 
 struct AnalyzeResult {

@@ -170,24 +170,67 @@ class CurveGainModel : public GainModel {
 
 }  // namespace
 
+namespace {
+
+/// Where the newest run whose device name matches `device` is (a re-characterization after a
+/// driver update wins); runs.size() when none with decisions does.
+size_t runFor(const std::vector<CharacterizationRun>& runs, const std::string& device) {
+  const std::string want = lower(device);
+  for (size_t i = runs.size(); i-- > 0;) {
+    const std::string name = lower(runs[i].info.key.deviceName);
+    if (name.empty() || want.empty()) continue;
+    if (want.find(name) == std::string::npos && name.find(want) == std::string::npos) continue;
+    if (runs[i].decisions.empty()) continue;
+    return i;
+  }
+  return runs.size();
+}
+
+std::string noCharacterization(const std::string& device, const std::string& dbPath) {
+  return "no characterization for " + (device.empty() ? std::string("this device") : device) +
+         " in " + dbPath + "; run `hetopt characterize`";
+}
+
+std::string unreadable(const std::string& dbPath, const std::string& error) {
+  return "cannot read characterizations from " + dbPath + ": " + error;
+}
+
+}  // namespace
+
 std::unique_ptr<GainModel> loadGainModel(Db& db, const std::string& device, std::string* why) {
   std::vector<CharacterizationRun> runs;
   std::string error;
   if (!characterize::loadAllRuns(db, &runs, &error, /*samples=*/false)) {
-    *why = "cannot read characterizations from " + db.path() + ": " + error;
+    *why = unreadable(db.path(), error);
     return nullptr;
   }
-  const std::string want = lower(device);
-  // Newest first: a re-characterization after a driver update wins.
-  for (auto it = runs.rbegin(); it != runs.rend(); ++it) {
-    const std::string name = lower(it->info.key.deviceName);
-    if (name.empty() || want.empty()) continue;
-    if (want.find(name) == std::string::npos && name.find(want) == std::string::npos) continue;
-    if (it->decisions.empty()) continue;
-    return std::make_unique<CurveGainModel>(std::move(*it));
+  if (const size_t i = runFor(runs, device); i < runs.size())
+    return std::make_unique<CurveGainModel>(std::move(runs[i]));
+  *why = noCharacterization(device, db.path());
+  return nullptr;
+}
+
+std::unique_ptr<OpenedDb> openDbWithCurves(const std::string& path) {
+  auto opened = std::make_unique<OpenedDb>();
+  opened->path = path;
+  opened->db = Db::open(path, Db::Mode::ReadWriteCreate, &opened->error);
+  if (opened->db) {
+    opened->runsRead =
+        characterize::loadAllRuns(*opened->db, &opened->runs, &opened->error, /*samples=*/false);
+    if (!opened->runsRead) opened->error = unreadable(opened->db->path(), opened->error);
   }
-  *why = "no characterization for " + (device.empty() ? std::string("this device") : device) +
-         " in " + db.path() + "; run `hetopt characterize`";
+  return opened;
+}
+
+std::unique_ptr<GainModel> gainModelFor(const OpenedDb& opened, const std::string& device,
+                                        std::string* why) {
+  if (!opened.runsRead) {
+    *why = opened.error;
+    return nullptr;
+  }
+  if (const size_t i = runFor(opened.runs, device); i < opened.runs.size())
+    return std::make_unique<CurveGainModel>(opened.runs[i]);
+  *why = noCharacterization(device, opened.db->path());
   return nullptr;
 }
 

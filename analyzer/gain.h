@@ -9,8 +9,10 @@
 #pragma once
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "analyzer/profile.h"
+#include "characterize/records.h"
 #include "store/db.h"
 
 namespace hetopt::analyzer {
@@ -46,5 +48,22 @@ class GainModel {
 /// case-insensitive, newest run first). Null with *why (one line, saying what to run) when there
 /// is none or the DB has no characterization tables.
 std::unique_ptr<GainModel> loadGainModel(Db& db, const std::string& device, std::string* why);
+
+/// The DB the analysis stores into, opened and its characterizations read before the trace
+/// exists (AnalysisWarmup does it while the traced program runs): the analysis then only picks
+/// its device's curves.
+struct OpenedDb {
+  std::string path;
+  std::unique_ptr<Db> db;  ///< null: it could not be opened (`error` says why)
+  std::vector<characterize::CharacterizationRun> runs;
+  bool runsRead = false;  ///< false: `error` says why (with a db: no curves, the store may work)
+  std::string error;
+};
+/// Opens `path` read-write (creating it) and reads every characterization without its samples.
+std::unique_ptr<OpenedDb> openDbWithCurves(const std::string& path);
+/// loadGainModel() from what openDbWithCurves() read (a copy: `opened` serves the next process
+/// of a run too).
+std::unique_ptr<GainModel> gainModelFor(const OpenedDb& opened, const std::string& device,
+                                        std::string* why);
 
 }  // namespace hetopt::analyzer

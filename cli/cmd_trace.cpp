@@ -141,7 +141,8 @@ std::map<std::string, uint64_t> forkedCopiesCallingOpenCL(
 /// a launcher), or the profile is named, the DB links the command to their profiles.
 void analyzeProcesses(const std::vector<std::string>& program,
                       const std::vector<ProcessTrace>& processes, const std::string& dbPath,
-                      const std::string& profileName, const std::string& runFailed) {
+                      const std::string& profileName, const std::string& runFailed,
+                      const analyzer::OpenedDb* opened) {
   std::vector<const ProcessTrace*> chosen;
   std::map<std::string, uint64_t> pidOf;
   for (const ProcessTrace& p : processes) {
@@ -172,6 +173,7 @@ void analyzeProcesses(const std::vector<std::string>& program,
     analyzer::AnalyzeRequest request;
     request.tracePath = p.file;
     request.dbPath = dbPath;
+    request.opened = opened;
     request.salvage = !p.t.complete;
     request.forkedChildren = forkedCopies[p.identity];
     request.runFailed = runFailed;
@@ -357,7 +359,9 @@ int cmdTrace(int argc, char** argv) {
   launch.started = [&] {
     timing.programStarted();
 #ifdef HETOPT_HAVE_ANALYZER
-    if (analyze) warmup = std::make_unique<analyzer::AnalysisWarmup>();
+    if (analyze)
+      warmup =
+          std::make_unique<analyzer::AnalysisWarmup>(dbPath.empty() ? defaultDbPath() : dbPath);
 #endif
   };
   TimedRun run;
@@ -432,7 +436,8 @@ int cmdTrace(int argc, char** argv) {
 #ifdef HETOPT_HAVE_ANALYZER
   if (analyze && t.fileBytes > 0) {
     phases::Scope timed("analysis");  // the parts above and the report
-    analyzeProcesses(program, processes, dbPath, profileName, failedRunWords(status));
+    analyzeProcesses(program, processes, dbPath, profileName, failedRunWords(status),
+                     warmup ? warmup->opened() : nullptr);
   }
   if (!forwarding.empty()) fprintf(stderr, "%s\n", forwarding.c_str());
   warmup.reset();

@@ -3,12 +3,14 @@
 #include "analyzer/gain.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdint>
 
 #include "analyzer/analyze_file.h"
 #include "analyzer/profile_store.h"
+#include "analyzer/warmup.h"
 #include "characterize/records.h"
 #include "common/program_identity.h"
 #include "tests/analyzer/test_util.h"
@@ -252,6 +254,44 @@ TEST_F(Gain, AStoredProfileIsPricedWithTheCurvesOfNow) {
   std::string after = report();
   EXPECT_EQ(after.find("no characterization"), std::string::npos) << after;
   EXPECT_NE(after.find("saves"), std::string::npos) << after;
+}
+
+// `hetopt trace` opens the DB and reads its curves while the program runs (AnalysisWarmup): what
+// it read prices a site as the curves read after the run do, for every process of the run, and
+// the DB it opened stores the profile. A DB that does not exist yet is left to the analysis.
+TEST_F(Gain, TheDbOpenedAheadPricesAsTheDbOpenedAfter) {
+  store(characterize::AllocMode::Pool);
+  const std::string path = m_dir + "/hetopt.db";
+  std::string why;
+  auto after = loadGainModel(*m_db, "Fake GPU 9000", &why);
+  ASSERT_TRUE(after) << why;
+  AnalysisWarmup warmup(path);
+  const OpenedDb* ahead = warmup.opened();
+  ASSERT_TRUE(ahead && ahead->db && ahead->runsRead) << (ahead ? ahead->error : "none");
+  GainPrediction want, got;
+  after->predict(site(), &want);
+  for (int process = 0; process < 2; ++process) {
+    auto model = gainModelFor(*ahead, "Fake GPU 9000", &why);
+    ASSERT_TRUE(model) << why;
+    model->predict(site(), &got);
+    EXPECT_EQ(got.policy, want.policy);
+    EXPECT_EQ(got.allocMode, want.allocMode);
+    EXPECT_DOUBLE_EQ(got.standardNs, want.standardNs);
+    EXPECT_DOUBLE_EQ(got.optimizedNs, want.optimizedNs);
+    EXPECT_EQ(got.note, want.note);
+  }
+  EXPECT_FALSE(gainModelFor(*ahead, "pthread-skylake", &why));
+  EXPECT_NE(why.find("pthread-skylake"), std::string::npos) << why;
+  AppProfile p;
+  std::string error;
+  ASSERT_TRUE(programIdentity("/proc/self/exe", &p.program, &error)) << error;
+  p.device = "Fake GPU 9000";
+  EXPECT_TRUE(storeProfile(*ahead->db, p, nullptr, &error)) << error;
+
+  const std::string missing = m_dir + "/none/hetopt.db";
+  AnalysisWarmup none(missing);
+  EXPECT_EQ(none.opened(), nullptr);
+  EXPECT_NE(access(missing.c_str(), F_OK), 0) << "the warm-up created the DB";
 }
 
 TEST_F(Gain, OtherDeviceOrEmptyDbSaysWhatToRun) {
