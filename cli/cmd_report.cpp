@@ -146,7 +146,7 @@ int cmdReport(int argc, char** argv) {
   // Reading creates nothing: no DB means nothing was ever traced into it, and making an empty one
   // (with its directory) would leave state behind for a question.
   if (access(dbPath.c_str(), F_OK) != 0) {
-    warn("report: %s", whyNoProfile(command, "no DB at " + dbPath).c_str());
+    warn("report: %s", whyNoProfile(command, Db::missingMessage(dbPath)).c_str());
     return 1;
   }
   // Writable: the run records move in.
