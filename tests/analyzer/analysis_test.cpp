@@ -389,6 +389,30 @@ TEST_F(Analysis, ComputeBoundIsIneligibleWithItsRatio) {
   EXPECT_NE(formatReport(p).find("NOT ELIGIBLE"), std::string::npos);
 }
 
+// Transfers without any kernel: the ratio has no finite value, and the reason says what that
+// means in words (it once printed "dispatch ratio inf").
+TEST_F(Analysis, NoKernelTimeIsSaidAsNoDeviceComputeNotAsInfinity) {
+  App app(m_trace);
+  const uint64_t n = 256 << 10;
+  ObjectId dev = app.buffer(0x7000, n);
+  app.malloc(0x10000000, n, kSiteA);
+  for (int i = 0; i < 3; ++i) {
+    app.write(dev, 0x10000000, n, 1000);
+    app.read(dev, 0x10000000, n, 1000);
+  }
+  app.free(0x10000000);
+  app.finish();
+  AppProfile p = analyze(app.read());
+  EXPECT_FALSE(std::isfinite(p.eligibility.ratio));
+  EXPECT_TRUE(p.eligibility.eligible) << p.eligibility.reason;
+  EXPECT_EQ(p.eligibility.reason.find("inf"), std::string::npos) << p.eligibility.reason;
+  EXPECT_NE(p.eligibility.reason.find("no device compute (communication " + formatDuration(6000) +
+                                      ", no kernel time)"),
+            std::string::npos)
+      << p.eligibility.reason;
+  EXPECT_EQ(formatReport(p).find("ratio inf"), std::string::npos) << formatReport(p);
+}
+
 TEST_F(Analysis, NoDeviceTimesFallsBackToHostTimesAndSaysSo) {
   App app(m_trace);
   writeKernelRead(app, 2, 0, 0);
