@@ -369,8 +369,8 @@ std::string formatReport(const AppProfile& p) {
   breakdownRow(&r, b, "dispatch/sync", overhead.dispatchSyncNs,
                "  (host time in enqueue and wait calls beyond the rows above)");
   if (b.setupNs > 0)
-    appendf(&r, "  (OpenCL set-up: queries, contexts, program builds %s %s)\n",
-            formatDuration(b.setupNs).c_str(), percent(b.fraction(b.setupNs)).c_str());
+    breakdownRow(&r, b, "OpenCL set-up", overhead.setupNs,
+                 "  (queries, contexts, program builds: part of cpu+sync)");
 
   uint64_t sites = p.candidates.size() + p.hostOnlySites;
   appendf(&r,
