@@ -20,11 +20,10 @@ double median(std::vector<double> v) {
 Verdict windowVerdict(const std::vector<RunPair>& pairs, size_t end) {
   Verdict v;
   v.pairs = end;
-  const size_t begin = end > kVerdictWindow ? end - kVerdictWindow : 0;
   std::vector<double> logs, ratios;
-  for (size_t i = begin; i < end; ++i) {
+  for (size_t i = verdictWindowBegin(end); i < end; ++i) {
     const RunPair& p = pairs[i];
-    if (!(p.controlNs > 0) || !(p.optimizedNs > 0)) continue;  // a zero or NaN time is no pair
+    if (!timedPair(p)) continue;
     logs.push_back(std::log(p.controlNs / p.optimizedNs));
     ratios.push_back(p.controlNs / p.optimizedNs);
   }

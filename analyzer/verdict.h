@@ -28,6 +28,13 @@ inline constexpr size_t kVerdictMaxPairs = 10;
 /// overturn it once the machine, the driver or the data changed.
 inline constexpr size_t kVerdictWindow = 10;
 
+/// Where the window of a verdict over `pairs` pairs begins: the newest kVerdictWindow.
+inline size_t verdictWindowBegin(size_t pairs) {
+  return pairs > kVerdictWindow ? pairs - kVerdictWindow : 0;
+}
+/// Whether a pair counts in a window: both times known (a zero or NaN time is no pair).
+inline bool timedPair(const RunPair& p) { return p.controlNs > 0 && p.optimizedNs > 0; }
+
 struct Verdict {
   VerdictState state = VerdictState::Exploring;
   size_t pairs = 0;         ///< every pair the plan has

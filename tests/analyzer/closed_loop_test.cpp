@@ -181,5 +181,61 @@ TEST(ClosedLoop, TheReportListsEveryPlanAndTheNewestRunsOne) {
   EXPECT_EQ(r.timed, 7u);
 }
 
+// `hetopt report` marks the pairs it measures the saving on: those its plan's verdict is over (the
+// newest kVerdictWindow of the plan's), each naming its two runs.
+TEST(ClosedLoop, TheReportsPairsNameTheirRunsAndTheOnesTheVerdictIsOver) {
+  Book b;
+  for (int i = 0; i < 3; ++i) {
+    b.add(LedgerKind::Optimized, kPlan, 130);
+    b.add(LedgerKind::Control, kPlan, 100);
+  }
+  for (size_t i = 0; i < kVerdictWindow + 2; ++i) {
+    b.add(LedgerKind::Optimized, kSmaller, 95 + static_cast<double>(i % 3));
+    b.add(LedgerKind::Control, kSmaller, 100);
+  }
+  const LoopReport r = loopReport(b.ledger);
+  ASSERT_EQ(r.pairs.size(), 3 + kVerdictWindow + 2);
+  EXPECT_EQ(r.pairs[0].planId, kPlan);
+  EXPECT_EQ(r.pairs[0].optimizedSeq, 1u);
+  EXPECT_EQ(r.pairs[0].controlSeq, 2u);
+  EXPECT_EQ(r.pairs[0].controlStartedUnixNs, b.ledger.runs[1].startedUnixNs);
+  EXPECT_EQ(r.pairs[0].wall.controlNs, 100e6);
+  EXPECT_EQ(r.pairs[0].wall.optimizedNs, 130e6);
+  for (size_t i = 0; i < 3; ++i) EXPECT_TRUE(r.pairs[i].inVerdict) << "all of a plan's three";
+  EXPECT_FALSE(r.pairs[3].inVerdict) << "older than the smaller plan's newest ten";
+  EXPECT_FALSE(r.pairs[4].inVerdict);
+  size_t in = 0;
+  for (size_t i = 5; i < r.pairs.size(); ++i) in += r.pairs[i].inVerdict;
+  EXPECT_EQ(in, kVerdictWindow);
+  EXPECT_EQ(r.plans[1].verdict.windowPairs, kVerdictWindow);
+}
+
+// A record's `seq` names its ledger line only when the line is that run: a ledger moved aside as
+// corrupt starts its seqs anew.
+TEST(ClosedLoop, ARecordJoinsTheLedgerLineOfItsOwnRunOnly) {
+  Book b;
+  LedgerRun& o = b.add(LedgerKind::Optimized, kPlan, 100);
+  o.startedUnixNs = 1795631813000000000ull;
+  LedgerRun& c = b.add(LedgerKind::Control, kPlan, 100);
+  c.startedUnixNs = 1795631814000000000ull;
+  b.add(LedgerKind::Optimized, kPlan, 0);  // still running
+  RunRecord r;
+  r.kind = RunKind::Optimized;
+  r.seq = 1;
+  r.startedUnixNs = 1795631813000000000ull - 20000000;  // hetopt's start, before its ledger line
+  EXPECT_EQ(ledgerRunOf(b.ledger, r), &b.ledger.runs[0]);
+  r.seq = 2;
+  EXPECT_EQ(ledgerRunOf(b.ledger, r), nullptr) << "a control run's line for an optimized record";
+  r.kind = RunKind::Untouched;
+  r.startedUnixNs = 1795631814000000000ull;
+  EXPECT_EQ(ledgerRunOf(b.ledger, r), &b.ledger.runs[1]);
+  r.startedUnixNs += 3600ull * 1000000000ull;  // an hour later: another run of that seq
+  EXPECT_EQ(ledgerRunOf(b.ledger, r), nullptr);
+  r.kind = RunKind::Optimized, r.seq = 3, r.startedUnixNs = 0;
+  EXPECT_EQ(ledgerRunOf(b.ledger, r), nullptr) << "still running";
+  r.seq = 0;
+  EXPECT_EQ(ledgerRunOf(b.ledger, r), nullptr);
+}
+
 }  // namespace
 }  // namespace hetopt::analyzer
