@@ -229,4 +229,12 @@ std::string describeVerdict(const Verdict& v) {
   return buf;
 }
 
+std::string describeStanding(const Verdict& v, bool optimizedAsked) {
+  std::string s = std::string(verdictStateName(v.state)) + ": " + describeVerdict(v);
+  if (optimizedAsked && v.state == VerdictState::Exploring)
+    s += "; --stats runs are always optimized: the control runs that pairs need come from plain "
+         "`hetopt run`s";
+  return s;
+}
+
 }  // namespace hetopt::analyzer

@@ -118,4 +118,9 @@ std::string whyUntouched(const Ledger& ledger, const NextRun& next);
 /// "1.21x [1.10-1.33] over 5 pairs" (or "2 pairs so far").
 std::string describeVerdict(const Verdict& v);
 
+/// What an optimized run says of its plan: "exploring: 2 pairs so far". `optimizedAsked`
+/// (`--stats`) while the plan explores adds why such runs alone never add a pair: they are
+/// always optimized, and a pair needs a control run, which only a plain `hetopt run` makes.
+std::string describeStanding(const Verdict& v, bool optimizedAsked);
+
 }  // namespace hetopt::analyzer

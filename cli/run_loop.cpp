@@ -251,8 +251,8 @@ int runVerified(Launch launch, const PreparedRun& prepared, bool statsAsked) {
     launch.preloadShim = false;
     dropShimFromEnvironment();
   } else {
-    warn("%s (the plan is %s: %s)", step.summary.c_str(),
-         analyzer::verdictStateName(standing.verdict.state), verdict.c_str());
+    warn("%s (the plan is %s)", step.summary.c_str(),
+         analyzer::describeStanding(standing.verdict, statsAsked).c_str());
     launch.env.push_back({"HETOPT_MODE", "optimize"});
     launch.env.push_back({"HETOPT_PLAN_FILE", step.planFiles});
     launch.env.push_back({"HETOPT_RUN_SEQ", std::to_string(seq)});

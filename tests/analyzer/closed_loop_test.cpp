@@ -181,6 +181,25 @@ TEST(ClosedLoop, TheReportListsEveryPlanAndTheNewestRunsOne) {
   EXPECT_EQ(r.timed, 7u);
 }
 
+// `--stats` runs are always optimized, so a user who runs only them sees "0 pairs so far" forever:
+// the line says why, and plain runs say nothing of it.
+TEST(ClosedLoop, AStatsRunSaysWhyItsPairsDoNotMove) {
+  Book b;
+  for (int i = 0; i < 3; ++i) b.add(LedgerKind::Optimized, kPlan, 100);  // three --stats runs
+  const NextRun next = nextRun(b.ledger, {kPlan}, true);
+  ASSERT_EQ(next.kind, NextKind::Optimized);
+  const Verdict& v = next.chain[0].verdict;
+  EXPECT_EQ(describeStanding(v, false), "exploring: 0 pairs so far");
+  EXPECT_EQ(describeStanding(v, true),
+            "exploring: 0 pairs so far; --stats runs are always optimized: the control runs that "
+            "pairs need come from plain `hetopt run`s");
+  // Decided plans need no such note.
+  for (int i = 0; i < 10; ++i) b.step({kPlan}, 50, 100);
+  const Verdict kept = nextRun(b.ledger, {kPlan}, true).chain[0].verdict;
+  ASSERT_EQ(kept.state, VerdictState::Kept);
+  EXPECT_EQ(describeStanding(kept, true).find("--stats"), std::string::npos);
+}
+
 // `hetopt report` marks the pairs it measures the saving on: those its plan's verdict is over (the
 // newest kVerdictWindow of the plan's), each naming its two runs.
 TEST(ClosedLoop, TheReportsPairsNameTheirRunsAndTheOnesTheVerdictIsOver) {
