@@ -224,8 +224,8 @@ std::string describeVerdict(const Verdict& v) {
   if (v.windowPairs < 2)
     snprintf(buf, sizeof buf, "%zu pair%s so far", v.pairs, v.pairs == 1 ? "" : "s");
   else
-    snprintf(buf, sizeof buf, "%.2fx [%.2f-%.2f] over %zu pairs", v.pairedMedian, v.ciLow, v.ciHigh,
-             v.windowPairs);
+    snprintf(buf, sizeof buf, "%sx [%s-%s] over %zu pairs", ratioText(v.pairedMedian).c_str(),
+             ratioText(v.ciLow).c_str(), ratioText(v.ciHigh).c_str(), v.windowPairs);
   return buf;
 }
 

@@ -315,10 +315,10 @@ std::string formatComparison(const AppProfile& p, const std::vector<StoredRun>& 
                                   : from + " to " + to;
     appendf(&s,
             "measured saving:  %s per run (%.1f%%) by plan %s: the paired median of its\n"
-            "                  verdict, %.2fx over %s%zu pair%s (%sruns of %s),\n"
+            "                  verdict, %sx over %s%zu pair%s (%sruns of %s),\n"
             "                  applied to the median of their control runs, %s%s\n",
             savedText(m.savingNs).c_str(), 100.0 * std::fabs(m.savingNs) / m.controlMedianNs,
-            planHex(m.planId).c_str(), m.pairedMedian,
+            planHex(m.planId).c_str(), ratioText(m.pairedMedian).c_str(),
             m.pairs < kVerdictWindow ? "its " : "its newest ", m.pairs, plural(m.pairs),
             starred ? "* above: " : "", range.c_str(), formatDuration(m.controlMedianNs).c_str(),
             m.pairs < kVerdictMinPairs ? "; too few pairs for a verdict yet" : "");

@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <iterator>
 
 namespace hetopt::analyzer {
@@ -45,6 +47,15 @@ Verdict windowVerdict(const std::vector<RunPair>& pairs, size_t end) {
 }
 
 }  // namespace
+
+std::string ratioText(double ratio) {
+  char buf[32];
+  for (int digits = 2; digits <= 4; ++digits) {
+    snprintf(buf, sizeof buf, "%.*f", digits, ratio);
+    if (ratio == 1 || std::strtod(buf, nullptr) != 1) break;
+  }
+  return buf;
+}
 
 const char* verdictStateName(VerdictState state) {
   switch (state) {

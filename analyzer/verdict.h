@@ -7,6 +7,7 @@
  */
 #pragma once
 #include <cstddef>
+#include <string>
 #include <vector>
 
 namespace hetopt::analyzer {
@@ -67,6 +68,10 @@ struct Verdict {
 /// on and the window can overturn it), a wrong `reverted` gives up a gain for good; on the H200 a
 /// 1.1-1.3x program needed 5-6 pairs at 90% two-sided. docs/results.md has the measurements.
 Verdict judgePairs(const std::vector<RunPair>& pairs);
+
+/// A speedup ratio for people: two decimals, more where two would print 1.00 for a ratio that is
+/// not 1 (a reverted plan's upper bound of 0.998 reads "0.998", not "1.00").
+std::string ratioText(double ratio);
 
 /// The one-sided 90% and 95% quantiles of Student's t with `df` degrees of freedom (df >= 1).
 double studentT90(size_t df);

@@ -181,6 +181,23 @@ TEST(ClosedLoop, TheReportListsEveryPlanAndTheNewestRunsOne) {
   EXPECT_EQ(r.timed, 7u);
 }
 
+// A reverted plan's upper bound lies below 1x: printed with two decimals it could read "1.00", and
+// a kept plan's lower bound likewise; they get the digits that show the side of 1 they are on.
+TEST(ClosedLoop, AVerdictsBoundsShowWhichSideOfOneTheyAreOn) {
+  Verdict v;
+  v.state = VerdictState::Reverted;
+  v.pairs = v.windowPairs = 3;
+  v.pairedMedian = 0.82, v.ciLow = 0.77, v.ciHigh = 0.9981;
+  EXPECT_EQ(describeVerdict(v), "0.82x [0.77-0.998] over 3 pairs");
+  v.pairedMedian = 1.0004, v.ciLow = 1.00004, v.ciHigh = 1.31;
+  EXPECT_EQ(describeVerdict(v), "1.0004x [1.0000-1.31] over 3 pairs");
+  v.pairedMedian = 1, v.ciLow = 0.8, v.ciHigh = 1.25;
+  EXPECT_EQ(describeVerdict(v), "1.00x [0.80-1.25] over 3 pairs");
+  EXPECT_EQ(ratioText(0.996), "0.996");
+  EXPECT_EQ(ratioText(1.004), "1.004");
+  EXPECT_EQ(ratioText(1.2345), "1.23");
+}
+
 // `--stats` runs are always optimized, so a user who runs only them sees "0 pairs so far" forever:
 // the line says why, and plain runs say nothing of it.
 TEST(ClosedLoop, AStatsRunSaysWhyItsPairsDoNotMove) {
