@@ -47,8 +47,9 @@ std::vector<const StoredRun*> ofKind(const std::vector<StoredRun>& runs, RunKind
   return out;
 }
 
-// "1.23 s (from 1.10 s to 1.40 s)"
+// "1.23 s (1.10 s to 1.40 s)", or "1.23 s" for one time
 std::string spread(const WallTimes& w) {
+  if (w.minNs == w.maxNs) return formatDuration(w.medianNs);
   return formatDuration(w.medianNs) + " (" + formatDuration(w.minNs) + " to " +
          formatDuration(w.maxNs) + ")";
 }
@@ -271,11 +272,15 @@ std::string formatComparison(const AppProfile& p, const std::vector<StoredRun>& 
       plan += " (not in the run ledger: no verdict)";
     else if (loop.current < loop.plans.size() && loop.plans[loop.current].planId != rec.planId)
       plan += " (not the newest run's)";
+    // A run the shim left no record of (hetopt's own record: its ending only) has no counts.
+    const std::string transfers = rec.note == "no-shim-record"
+                                      ? std::string("not recorded")
+                                      : std::to_string(rec.pinned) + "/" +
+                                            std::to_string(rec.pageable) + "/" +
+                                            std::to_string(rec.other);
     row(&s, utcTime(rec.startedUnixNs), r->bar.breakdown, cut,
-        std::to_string(rec.pinned) + "/" + std::to_string(rec.pageable) + "/" +
-            std::to_string(rec.other) + "; " + plan + ", predicted " +
-            formatDuration(rec.predictedSavingNs) + ended(rec) +
-            (rec.note.empty() ? "" : ", " + rec.note) + pair);
+        transfers + "; " + plan + ", predicted " + formatDuration(rec.predictedSavingNs) +
+            ended(rec) + (rec.note.empty() ? "" : ", " + rec.note) + pair);
   }
   s += "\nwall: measured, from hetopt's start until the program ended. kernel and communication: "
        "as\n"
@@ -324,18 +329,27 @@ std::string formatComparison(const AppProfile& p, const std::vector<StoredRun>& 
             m.pairs < kVerdictMinPairs ? "; too few pairs for a verdict yet" : "");
     return s;
   }
-  appendf(&s,
-          "measured saving:  none yet: no control run%s is paired with an optimized run (plain "
-          "`hetopt run`s\n"
-          "                  alternate the two while a plan is explored; `--stats` runs are always "
-          "optimized)\n",
-          m.planId ? (" of plan " + planHex(m.planId)).c_str() : "");
+  // The plan measured still explores (or there is none yet): its runs will pair.
+  const bool exploring = loop.current >= loop.plans.size() ||
+                         (!loop.plans[loop.current].failed &&
+                          loop.plans[loop.current].verdict.state == VerdictState::Exploring);
+  if (exploring)
+    appendf(&s,
+            "measured saving:  none yet: no control run%s is paired with an optimized run\n"
+            "                  (plain `hetopt run`s alternate the two while a plan is explored;\n"
+            "                  `--stats` runs are always optimized)\n",
+            m.planId ? (" of plan " + planHex(m.planId)).c_str() : "");
+  else
+    appendf(&s,
+            "measured saving:  none: no control run of plan %s is paired with an optimized run,\n"
+            "                  and it runs no more (its verdict above says why)\n",
+            planHex(m.planId).c_str());
   if (!m.optimized.count) return s;
   const bool slower = m.tracedLessOptimizedNs < 0;
   appendf(&s,
-          "against the trace: not measured: the median of the %zu optimized run%s shown, %s, is %s "
-          "%s\n"
-          "                  the traced run less its recording cost, %s: %s\n",
+          "against the trace: not measured: the median of the %zu optimized run%s shown,\n"
+          "                  %s, is %s %s the traced run less its recording cost, %s:\n"
+          "                  %s\n",
           m.optimized.count, plural(m.optimized.count), spread(m.optimized).c_str(),
           formatDuration(std::fabs(m.tracedLessOptimizedNs)).c_str(), slower ? "over" : "under",
           formatDuration(m.tracedNs).c_str(),

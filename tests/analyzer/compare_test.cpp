@@ -302,8 +302,11 @@ TEST(Compare, WithoutPairsNothingIsCalledMeasured) {
       << text;
   EXPECT_TRUE(contains(text,
                        "against the trace: not measured: the median of the 2 optimized runs "
-                       "shown, " +
-                           formatDuration(82e6)))
+                       "shown,\n                  " +
+                           formatDuration(82e6) + " (" + formatDuration(80e6) + " to " +
+                           formatDuration(84e6) + "), is "))
+      << text;
+  EXPECT_TRUE(contains(text, "(plain `hetopt run`s alternate the two while a plan is explored"))
       << text;
   EXPECT_TRUE(contains(text, formatDuration(traced - 82e6) + " under")) << text;
   EXPECT_TRUE(contains(text, "an upper bound of the saving")) << text;
@@ -320,12 +323,39 @@ TEST(Compare, WithoutPairsNothingIsCalledMeasured) {
   EXPECT_TRUE(contains(loss, formatDuration(30e6) + " over")) << loss;
   EXPECT_TRUE(contains(loss, "slower even than the traced run")) << loss;
 
+  EXPECT_TRUE(contains(loss, "optimized run shown,\n                  " +
+                                 formatDuration(p.breakdown.totalNs + 30e6) + ", is"))
+      << "one run has no range: " << loss;
+
   // Untouched runs only: shown, nothing to compare yet.
   runs = {run(p, RunKind::Untouched, 0, 90)};
   const std::string plain = formatComparison(p, runs, LoopReport{});
   EXPECT_TRUE(contains(plain, "runs recorded: 1 untouched, 0 optimized; all shown")) << plain;
   EXPECT_TRUE(contains(plain, "no optimized run recorded yet")) << plain;
   EXPECT_FALSE(contains(plain, "measured saving:")) << plain;
+}
+
+// A plan reverted before any pair (its first optimized run was killed) will not pair: the report
+// does not promise pairs, and the run the shim left no record of has no transfer counts, but its
+// plan's prediction.
+TEST(Compare, ARevertedPlanWithoutPairsAndARunWithoutShimRecordAreSaidAsSuch) {
+  const AppProfile p = testing::sampleProfile();
+  Loop l{p};
+  l.timed(LedgerKind::Optimized, 50);
+  l.ledger.runs.back().end = RunEnd::Signaled, l.ledger.runs.back().code = 13;
+  l.ledger.reverts.push_back({kPlan, 1, "failed"});
+  RunRecord& rec = l.runs.back().record;
+  rec.signal = 13, rec.note = "no-shim-record", rec.pinned = 0;
+  const LoopReport loop = loopReport(l.ledger);
+  ASSERT_TRUE(loop.plans[loop.current].failed);
+  const std::string text = formatComparison(p, l.runs, loop);
+  EXPECT_TRUE(contains(text, "measured saving:  none: no control run of plan abcdef01 is paired"))
+      << text;
+  EXPECT_FALSE(contains(text, "none yet")) << text;
+  EXPECT_TRUE(contains(text,
+                       "  not recorded; plan abcdef01, predicted 4.00 ms, ended by signal "
+                       "13, no-shim-record; unpaired\n"))
+      << text;
 }
 
 TEST(Compare, DeclinedRunsAreSaidWithTheirReason) {
