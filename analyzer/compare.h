@@ -67,6 +67,9 @@ MeasuredSaving measureSaving(const AppProfile& profile, const std::vector<Stored
 /// labelled by its kind and time of day), oldest first.
 std::vector<BreakdownBar> comparisonBars(const AppProfile& profile,
                                          const std::vector<StoredRun>& runs);
+/// The plot's note on their communication: where an optimized run's is a prediction (the traced
+/// one less what its pinned transfers are predicted to save), that it is; else empty.
+std::string comparisonPlotNote(const AppProfile& profile, const std::vector<StoredRun>& runs);
 
 /// The table (the newest `last` runs of each kind of `runs`, every run kept, oldest first), the
 /// closed loop's verdicts and the savings (ends with '\n'). `declineReason`: why `hetopt run`

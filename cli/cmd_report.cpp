@@ -197,7 +197,8 @@ int cmdReport(int argc, char** argv) {
                             date + ": " + shown;
   analyzer::PlotOutput out;
   if (!analyzer::writeBreakdownPlot(plotsDir, analyzer::programSlug(profile.program) + "-report",
-                                    title, analyzer::comparisonBars(profile, runs), &out, &error)) {
+                                    title, analyzer::comparisonBars(profile, runs), &out, &error,
+                                    analyzer::comparisonPlotNote(profile, runs))) {
     warn("report: plot not written: %s", error.c_str());
     return 0;
   }

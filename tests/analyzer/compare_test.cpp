@@ -254,6 +254,11 @@ TEST(Compare, NoPredictionSitsUnderAMeasuredHeading) {
       << text;
   EXPECT_FALSE(contains(controlRow, "~")) << text;
   EXPECT_TRUE(contains(text, "a prediction, not a measurement")) << text;
+  // The plot says it too.
+  EXPECT_EQ(comparisonPlotNote(p, l.runs),
+            "communication of optimized runs:\npredicted, not measured");
+  l.runs.pop_back();
+  EXPECT_EQ(comparisonPlotNote(p, l.runs), "");
 }
 
 TEST(Compare, EveryTimeOfARunNamesItsZone) {
