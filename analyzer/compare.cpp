@@ -397,6 +397,16 @@ void standingJson(JsonWriter& j, const PlanStanding& p) {
   j.member("optimized_runs", static_cast<uint64_t>(p.optimizedRuns)).endObject();
 }
 
+// "2026-11-25T18:36:12Z", as the JSON's traced_utc.
+std::string isoTime(uint64_t unixNs) {
+  const time_t t = static_cast<time_t>(unixNs / 1000000000ull);
+  struct tm tm {};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
 std::string idHex(uint64_t id) {
   char buf[24];
   snprintf(buf, sizeof buf, "%016" PRIx64, id);
@@ -439,7 +449,7 @@ std::string comparisonJson(const AppProfile& p, const std::vector<StoredRun>& ru
   if (m.pairs) {
     j.member("saving_ns", m.savingNs).member("paired_median", m.pairedMedian);
     j.member("control_median_ns", m.controlMedianNs);
-    j.member("from_utc", utcTime(m.fromUnixNs)).member("to_utc", utcTime(m.toUnixNs));
+    j.member("from_utc", isoTime(m.fromUnixNs)).member("to_utc", isoTime(m.toUnixNs));
   } else {
     j.key("saving_ns").null().key("paired_median").null().key("control_median_ns").null();
     j.key("from_utc").null().key("to_utc").null();

@@ -192,6 +192,10 @@ TEST(Compare, TheHeadlineAgreesWithTheVerdictWhereTheMedianDifferenceWouldNot) {
   const std::string json = comparisonJson(p, l.runs, loop);
   EXPECT_TRUE(contains(json, "\"saving_ns\":-")) << json;
   EXPECT_TRUE(contains(json, "\"pairs\":2")) << json;
+  // Times as the traced_utc beside them.
+  EXPECT_TRUE(
+      contains(json, "\"from_utc\":\"2026-11-25T18:36:54Z\",\"to_utc\":\"2026-11-25T18:36:57Z\""))
+      << json;
 }
 
 // The measured saving is of the plan the newest run followed, which the verdict lines mark; the
