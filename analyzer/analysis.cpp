@@ -655,12 +655,18 @@ class Analyzer {
       e.ratio = e.communicationNs > 0 ? HUGE_VAL : 0;
     }
     e.eligible = e.ratio >= e.threshold && e.communicationNs > 0;
-    std::string numbers = "dispatch ratio " +
-                          (std::isfinite(e.ratio) ? percentText(e.ratio) : std::string("inf")) +
-                          " = communication " + formatDuration(e.communicationNs) +
-                          " / computation " + formatDuration(e.computationNs) + basis;
+    // Without kernel time the ratio has no finite value: said in words, not as "inf".
+    const bool noCompute = !std::isfinite(e.ratio);
+    std::string numbers =
+        noCompute ? "no device compute (communication " + formatDuration(e.communicationNs) +
+                        ", no kernel time)" + basis
+                  : "dispatch ratio " + percentText(e.ratio) + " = communication " +
+                        formatDuration(e.communicationNs) + " / computation " +
+                        formatDuration(e.computationNs) + basis;
     if (e.communicationNs <= 0) {
       e.reason = numbers + ": no host<->device transfers, nothing to optimize";
+    } else if (noCompute) {
+      e.reason = numbers + ": the transfers are all the device work, so pinning may pay";
     } else if (e.eligible) {
       e.reason = numbers + " >= " + percentText(e.threshold) +
                  ": transfers are a large enough share of the device work for pinning to pay";

@@ -149,15 +149,47 @@ LoopReport loopReport(const Ledger& ledger) {
   for (const LedgerRevert& v : ledger.reverts) note(v.planId);
   const std::vector<LedgerPair> pairs = pairRuns(ledger);
   out.plans = standings(ledger, pairs, ids);
+  // Each plan's timing pairs, counted as its verdict counts them (timingPairs), so that the pairs
+  // marked as in its window are the ones its verdict is over.
+  std::vector<size_t> count(ids.size()), seen(ids.size());
+  auto planIndex = [&](uint64_t id) {
+    for (size_t i = 0; i < ids.size(); ++i)
+      if (ids[i] == id) return i;
+    return ids.size();
+  };
   for (const LedgerPair& p : pairs)
-    if (p.optimized->sameEnding(*p.control))
-      out.pairs.push_back(
-          {static_cast<double>(p.control->wallNs), static_cast<double>(p.optimized->wallNs)});
+    if (p.optimized->sameEnding(*p.control)) ++count[planIndex(p.optimized->planId)];
+  for (const LedgerPair& p : pairs) {
+    if (!p.optimized->sameEnding(*p.control)) continue;
+    const size_t plan = planIndex(p.optimized->planId);
+    LoopPair lp;
+    lp.planId = p.optimized->planId;
+    lp.controlSeq = p.control->seq, lp.optimizedSeq = p.optimized->seq;
+    lp.controlStartedUnixNs = p.control->startedUnixNs;
+    lp.optimizedStartedUnixNs = p.optimized->startedUnixNs;
+    lp.wall = {static_cast<double>(p.control->wallNs), static_cast<double>(p.optimized->wallNs)};
+    lp.inVerdict = seen[plan]++ >= verdictWindowBegin(count[plan]) && timedPair(lp.wall);
+    out.pairs.push_back(lp);
+  }
   // The newest run that followed a plan (optimized, control, or untouched for a reverted one).
   for (auto r = ledger.runs.rbegin(); r != ledger.runs.rend() && out.current == SIZE_MAX; ++r)
     for (size_t i = 0; i < ids.size() && r->planId; ++i)
       if (ids[i] == r->planId) out.current = i;
   return out;
+}
+
+const LedgerRun* ledgerRunOf(const Ledger& ledger, const RunRecord& record) {
+  const LedgerRun* run = record.seq ? ledger.find(record.seq) : nullptr;
+  if (!run || !run->timed() || run->end == RunEnd::Running) return nullptr;
+  if ((run->kind == LedgerKind::Control) != (record.kind == RunKind::Untouched)) return nullptr;
+  // The record's start lies within the run hetopt timed, give or take what hetopt did before its
+  // ledger line (a record counts from hetopt's own start; the shim takes that start only within a
+  // minute, optimize_stats.cpp), and a launched program starts after its launcher.
+  constexpr uint64_t kSlackNs = 60000000000ull;
+  return record.startedUnixNs + kSlackNs >= run->startedUnixNs &&
+                 record.startedUnixNs <= run->startedUnixNs + run->wallNs + kSlackNs
+             ? run
+             : nullptr;
 }
 
 std::string whyUntouched(const Ledger& ledger, const NextRun& next) {
@@ -192,9 +224,17 @@ std::string describeVerdict(const Verdict& v) {
   if (v.windowPairs < 2)
     snprintf(buf, sizeof buf, "%zu pair%s so far", v.pairs, v.pairs == 1 ? "" : "s");
   else
-    snprintf(buf, sizeof buf, "%.2fx [%.2f-%.2f] over %zu pairs", v.pairedMedian, v.ciLow, v.ciHigh,
-             v.windowPairs);
+    snprintf(buf, sizeof buf, "%sx [%s-%s] over %zu pairs", ratioText(v.pairedMedian).c_str(),
+             ratioText(v.ciLow).c_str(), ratioText(v.ciHigh).c_str(), v.windowPairs);
   return buf;
+}
+
+std::string describeStanding(const Verdict& v, bool optimizedAsked) {
+  std::string s = std::string(verdictStateName(v.state)) + ": " + describeVerdict(v);
+  if (optimizedAsked && v.state == VerdictState::Exploring)
+    s += "; --stats runs are always optimized: the control runs that pairs need come from plain "
+         "`hetopt run`s";
+  return s;
 }
 
 }  // namespace hetopt::analyzer

@@ -13,6 +13,7 @@
 
 #include "analyzer/verdict.h"
 #include "contracts/run_ledger.h"
+#include "contracts/run_record.h"
 
 namespace hetopt::analyzer {
 
@@ -82,18 +83,33 @@ NextRun nextRun(const Ledger& ledger, const std::vector<uint64_t>& chain, bool o
 std::vector<PlanStanding> standings(const Ledger& ledger, const std::vector<LedgerPair>& pairs,
                                     const std::vector<uint64_t>& chain);
 
+/// A timing pair as `hetopt report` shows it: which runs (their ledger lines), when, of which plan,
+/// and whether its plan's verdict is over it.
+struct LoopPair {
+  uint64_t planId = 0;  ///< the optimized run's plan
+  uint64_t controlSeq = 0, optimizedSeq = 0;
+  uint64_t controlStartedUnixNs = 0, optimizedStartedUnixNs = 0;
+  RunPair wall;
+  bool inVerdict = false;  ///< in the window its plan's verdict is over (verdictWindowBegin)
+};
+
 /// What the ledger says of a program, for `hetopt report`: every plan it ran (oldest first), the
 /// one the newest run followed, the pairs, and the runs `hetopt run` declined.
 struct LoopReport {
   std::vector<PlanStanding> plans;
-  size_t current = SIZE_MAX;   ///< index into plans; SIZE_MAX: no planned run yet
-  std::vector<RunPair> pairs;  ///< every timing pair, oldest first
-  size_t declined = 0;         ///< runs `hetopt run` declined to plan
+  size_t current = SIZE_MAX;    ///< index into plans; SIZE_MAX: no planned run yet
+  std::vector<LoopPair> pairs;  ///< every timing pair (timingPairs of each plan), oldest first
+  size_t declined = 0;          ///< runs `hetopt run` declined to plan
   uint64_t lastDeclinedUnixNs = 0;
   size_t untouched = 0;  ///< runs of a reverted plan (untouched, not timed)
   size_t timed = 0;      ///< control and optimized runs
 };
 LoopReport loopReport(const Ledger& ledger);
+
+/// The ledger line of a run record: the timed run its `seq` names, when that is the record's run
+/// (of its kind, started while that run ran: a ledger set aside as corrupt starts its seqs anew,
+/// so an older record's seq may name another run); else null.
+const LedgerRun* ledgerRunOf(const Ledger& ledger, const RunRecord& record);
 
 /// Why `next` (untouched) runs the program untouched, in one clause: the failed run, or each
 /// plan's verdict.
@@ -101,5 +117,10 @@ std::string whyUntouched(const Ledger& ledger, const NextRun& next);
 
 /// "1.21x [1.10-1.33] over 5 pairs" (or "2 pairs so far").
 std::string describeVerdict(const Verdict& v);
+
+/// What an optimized run says of its plan: "exploring: 2 pairs so far". `optimizedAsked`
+/// (`--stats`) while the plan explores adds why such runs alone never add a pair: they are
+/// always optimized, and a pair needs a control run, which only a plain `hetopt run` makes.
+std::string describeStanding(const Verdict& v, bool optimizedAsked);
 
 }  // namespace hetopt::analyzer

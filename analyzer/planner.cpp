@@ -305,6 +305,7 @@ class Planner {
     d.what = siteText(site);
     d.memory = memoryText(site.allocations, site.typicalAllocBytes, site.h2d, site.d2h);
     d.savingNs = g.known ? g.savingNs() : 0;
+    d.siteKey = site.siteKey;
     PlanSite planned;
     planned.key = site.siteKey;
     // What the trace saw there, for the shim's conformance check (shim/core/conformance.h).
@@ -383,6 +384,7 @@ class Planner {
       d.planned = true;
       if (g.known) m_d->savingNs += std::max(0.0, g.savingNs());
       if (u.kind == UntrackedMemory::Kind::Static) {
+        d.staticRange = true, d.moduleKey = u.moduleKey, d.moduleOffset = u.moduleOffset;
         m_plan->staticRanges.push_back({u.moduleKey, u.moduleOffset, u.regionBytes});
       } else {
         uint64_t hi = std::max(u.mapBytes, u.regionBytes);
@@ -509,14 +511,23 @@ bool buildPlan(const AppProfile& profile, const PlanOptions& options, const Gain
   return Planner(profile, options, gain, plan, d).run(whyNot);
 }
 
-std::vector<PlanVariant> planChain(const Plan& plan, const PlanOptions& options) {
-  std::vector<PlanVariant> chain{{plan, ""}};
+std::vector<PlanVariant> planChain(const Plan& plan, const PlanOptions& options,
+                                   const PlanDecision* decision) {
+  std::vector<PlanVariant> chain{{plan, "", decision ? decision->netSavingNs() : -1}};
+  // What a smaller plan keeps: pinning less what it leaves out, no start-up (it starts late), the
+  // shim's own cost; never below 0, as netSavingNs.
+  auto price = [&](PlanVariant* v, double leftOutNs) {
+    if (!decision) return;
+    v->savingNs = std::max(0.0, decision->savingNs - leftOutNs - decision->overheadNs);
+    v->plan.predictedSavingNs = static_cast<uint64_t>(v->savingNs);
+  };
   if ((plan.earlyContext || !plan.driverLate) && !plan.startupOnly()) {
     PlanVariant late{plan, "without the early start of the driver"};
     late.plan.earlyContext = false;
     late.plan.driverLate = true;
     late.plan.buildAheadRecipe.clear();  // built ahead only on the early context
     late.plan.buildAheadPrograms = late.plan.buildAheadNs = 0;
+    price(&late, 0);
     chain.push_back(late);
   }
   const Plan& last = chain.back().plan;
@@ -553,11 +564,23 @@ std::vector<PlanVariant> planChain(const Plan& plan, const PlanOptions& options)
     }
   }
   if (!chain.back().change.empty()) smaller.change = chain.back().change + ", " + smaller.change;
+  // The piece left out saved this much in the plan's decision.
+  double leftOutNs = 0;
+  if (decision)
+    for (const SiteDecision& d : decision->sites) {
+      if (!d.planned) continue;
+      const bool match = range != SIZE_MAX
+                             ? d.staticRange && d.moduleKey == last.staticRanges[range].moduleKey &&
+                                   d.moduleOffset == last.staticRanges[range].offset
+                             : !d.staticRange && d.siteKey == last.sites[site].key;
+      if (match) leftOutNs += std::max(0.0, d.savingNs);
+    }
+  price(&smaller, leftOutNs);
   chain.push_back(smaller);
   return chain;
 }
 
-std::string planSummary(const Plan& plan, const PlanDecision& decision) {
+std::string planSummary(const Plan& plan, const PlanDecision& decision, double predictedNs) {
   size_t registered = 0;
   uint64_t registeredBytes = 0;
   for (const PlanSite& s : plan.sites)
@@ -586,7 +609,7 @@ std::string planSummary(const Plan& plan, const PlanDecision& decision) {
   if (plan.earlyContext && plan.buildAheadPrograms)
     s += " and " + std::to_string(plan.buildAheadPrograms) + " program" +
          (plan.buildAheadPrograms == 1 ? "" : "s") + " built ahead";
-  const double net = decision.netSavingNs();
+  const double net = predictedNs < 0 ? decision.netSavingNs() : predictedNs;
   s += "; predicted saving ~" + formatDuration(net) + " (" + percent(net, decision.runNs) +
        " of the traced run); --stats shows what was done";
   return s;

@@ -68,6 +68,9 @@ struct SiteDecision {
   std::string why;       ///< the numbers that decided
   double savingNs = 0;   ///< predicted
   bool planned = false;
+  /// What it is in the plan, for planChain: a site's key, or a static range's module and offset.
+  uint64_t siteKey = 0, moduleKey = 0, moduleOffset = 0;
+  bool staticRange = false;
 };
 
 struct PlanDecision {
@@ -113,8 +116,9 @@ double buildAheadSavingNs(const AppProfile& profile);
 double registrationSlackNs(const AppProfile& profile, const CandidateSite& site, bool earlyContext);
 
 /// The one line `hetopt run` prints when it optimizes: what is pinned how, about how much memory,
-/// the predicted saving, and where to see what was done.
-std::string planSummary(const Plan& plan, const PlanDecision& decision);
+/// the predicted saving (`predictedNs`; below 0: the decision's, netSavingNs), and where to see
+/// what was done.
+std::string planSummary(const Plan& plan, const PlanDecision& decision, double predictedNs = -1);
 
 /// Builds the plan for `profile`. With a `gain` model (this machine's characterization of the
 /// profile's device) every site is priced anew; without, the predictions stored with the profile
@@ -129,12 +133,16 @@ bool buildPlan(const AppProfile& profile, const PlanOptions& options, const Gain
 /// in order: the plan itself; without its early start (`driver late`, no early context), when it
 /// has one and pins something (a start-up-only plan without it would do nothing); then also
 /// without the site or static range that pins the most memory, when it has more than one. Each
-/// differs from the one before.
+/// differs from the one before. With the plan's `decision`, each smaller plan is priced for what
+/// it keeps (its Plan::predictedSavingNs and `savingNs`): no start-up overlap without the early
+/// start, and not the saving of the piece it leaves out.
 struct PlanVariant {
   Plan plan;
-  std::string change;  ///< what it leaves out, for people ("" for the plan itself)
+  std::string change;    ///< what it leaves out, for people ("" for the plan itself)
+  double savingNs = -1;  ///< predicted, net of the shim's cost; below 0: not priced (no decision)
 };
-std::vector<PlanVariant> planChain(const Plan& plan, const PlanOptions& options);
+std::vector<PlanVariant> planChain(const Plan& plan, const PlanOptions& options,
+                                   const PlanDecision* decision = nullptr);
 
 /// The decision as `hetopt run --dry-run` prints it.
 std::string describeDecision(const AppProfile& profile, const Plan& plan,

@@ -47,8 +47,8 @@ std::string programLabel(const ProgramIdentity& program) {
 }
 
 bool writeBreakdownPlot(const std::string& dir, const std::string& slug, const std::string& title,
-                        const std::vector<BreakdownBar>& bars, PlotOutput* out,
-                        std::string* error) {
+                        const std::vector<BreakdownBar>& bars, PlotOutput* out, std::string* error,
+                        const std::string& note) {
   *out = PlotOutput{};
   if (!makePrivateDirs(dir, error)) return false;
   const std::string stem = slug + "-breakdown";
@@ -89,6 +89,16 @@ set tics nomirror
       gp += "set xtics rotate by -30\n";
       break;
     }
+  // Under the key, right-aligned with it; one label per line (a quoted "\n" would need escapes).
+  size_t line = 0;
+  for (size_t at = 0; !note.empty() && at <= note.size(); ++line) {
+    size_t end = note.find('\n', at);
+    if (end == std::string::npos) end = note.size();
+    char pos[64];
+    snprintf(pos, sizeof pos, " at screen 0.98, %.3f right font \",9\"\n", 0.74 - 0.04 * line);
+    gp += "set label " + gnuplotQuote(note.substr(at, end - at)) + pos;
+    at = end + 1;
+  }
   gp += "plot " + gnuplotQuote(stem + ".dat") +
         " using 2:xtic(1) title \"kernel\" lc rgb \"#4e79a7\", \\\n"
         "     '' using 3 title \"communication\" lc rgb \"#e15759\", \\\n"

@@ -23,10 +23,12 @@ struct PlotOutput {
 };
 
 /// Writes DIR/SLUG-breakdown.{dat,gp} (DIR created 0700) and renders DIR/SLUG-breakdown.svg and
-/// .png when gnuplot is available. Bars show seconds; the key names each part. False with *error
-/// only when the files cannot be written.
+/// .png when gnuplot is available. Bars show seconds; the key names each part, and `note` (lines
+/// separated by '\n'; `hetopt report`: which bars' communication is a prediction) stands under it.
+/// False with *error only when the files cannot be written.
 bool writeBreakdownPlot(const std::string& dir, const std::string& slug, const std::string& title,
-                        const std::vector<BreakdownBar>& bars, PlotOutput* out, std::string* error);
+                        const std::vector<BreakdownBar>& bars, PlotOutput* out, std::string* error,
+                        const std::string& note = {});
 
 /// A file-name-safe slug of a program: its executable, and for an interpreter what it runs, so
 /// that two scripts' plots do not overwrite each other ("loop_wkr", "python3_11-train_py",

@@ -40,15 +40,18 @@ std::string GainPrediction::savingText() const {
 }
 
 void Breakdown::fitOverheads() {
+  // The set-up is host time in other calls than the enqueues and waits: what is left of the wall
+  // time beside it holds the rest.
+  setupNs = std::clamp(setupNs, 0.0, std::max(0.0, totalNs));
+  const double room = std::max(0.0, totalNs - setupNs);
   const double device = h2dNs + d2hNs + launchNs;
-  if (device > totalNs && device > 0) {
-    const double scale = totalNs / device;
+  if (device > room && device > 0) {
+    const double scale = room / device;
     h2dNs *= scale;
     d2hNs *= scale;
     launchNs *= scale;
   }
-  dispatchSyncNs =
-      std::clamp(dispatchSyncNs, 0.0, std::max(0.0, totalNs - h2dNs - d2hNs - launchNs));
+  dispatchSyncNs = std::clamp(dispatchSyncNs, 0.0, std::max(0.0, room - h2dNs - d2hNs - launchNs));
 }
 
 const char* untrackedKindName(UntrackedMemory::Kind k) {

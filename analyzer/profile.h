@@ -136,10 +136,11 @@ struct Breakdown {
   /// the device times above are extrapolated from the timed ones. Not stored in the DB.
   uint64_t deviceTimed = 0, deviceUnsampled = 0;
   double fraction(double ns) const { return totalNs > 0 ? ns / totalNs : 0; }
-  /// Makes the overhead terms shares of totalNs that sum to at most it. Device times of commands
-  /// that overlap (several queues; a kernel's launch latency while the commands before it run) are
-  /// scaled down together to the wall time; dispatch/sync is host time, and host time that waits
-  /// for those commands overlaps them: it gets at most what they leave.
+  /// Makes the overhead terms (and setupNs) shares of totalNs that sum to at most it. The set-up
+  /// is host time in calls that neither enqueue nor wait; device times of commands that overlap
+  /// (several queues; a kernel's launch latency while the commands before it run) are scaled down
+  /// together to what it leaves of the wall time; dispatch/sync is host time, and host time that
+  /// waits for those commands overlaps them: it gets at most what they and the set-up leave.
   void fitOverheads();
 };
 

@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <iterator>
 
 namespace hetopt::analyzer {
@@ -20,11 +22,10 @@ double median(std::vector<double> v) {
 Verdict windowVerdict(const std::vector<RunPair>& pairs, size_t end) {
   Verdict v;
   v.pairs = end;
-  const size_t begin = end > kVerdictWindow ? end - kVerdictWindow : 0;
   std::vector<double> logs, ratios;
-  for (size_t i = begin; i < end; ++i) {
+  for (size_t i = verdictWindowBegin(end); i < end; ++i) {
     const RunPair& p = pairs[i];
-    if (!(p.controlNs > 0) || !(p.optimizedNs > 0)) continue;  // a zero or NaN time is no pair
+    if (!timedPair(p)) continue;
     logs.push_back(std::log(p.controlNs / p.optimizedNs));
     ratios.push_back(p.controlNs / p.optimizedNs);
   }
@@ -46,6 +47,15 @@ Verdict windowVerdict(const std::vector<RunPair>& pairs, size_t end) {
 }
 
 }  // namespace
+
+std::string ratioText(double ratio) {
+  char buf[32];
+  for (int digits = 2; digits <= 4; ++digits) {
+    snprintf(buf, sizeof buf, "%.*f", digits, ratio);
+    if (ratio == 1 || std::strtod(buf, nullptr) != 1) break;
+  }
+  return buf;
+}
 
 const char* verdictStateName(VerdictState state) {
   switch (state) {

@@ -7,6 +7,7 @@
  */
 #pragma once
 #include <cstddef>
+#include <string>
 #include <vector>
 
 namespace hetopt::analyzer {
@@ -27,6 +28,13 @@ inline constexpr size_t kVerdictMaxPairs = 10;
 /// The verdict is taken over the newest pairs only, so that watch pairs after a verdict can
 /// overturn it once the machine, the driver or the data changed.
 inline constexpr size_t kVerdictWindow = 10;
+
+/// Where the window of a verdict over `pairs` pairs begins: the newest kVerdictWindow.
+inline size_t verdictWindowBegin(size_t pairs) {
+  return pairs > kVerdictWindow ? pairs - kVerdictWindow : 0;
+}
+/// Whether a pair counts in a window: both times known (a zero or NaN time is no pair).
+inline bool timedPair(const RunPair& p) { return p.controlNs > 0 && p.optimizedNs > 0; }
 
 struct Verdict {
   VerdictState state = VerdictState::Exploring;
@@ -60,6 +68,10 @@ struct Verdict {
 /// on and the window can overturn it), a wrong `reverted` gives up a gain for good; on the H200 a
 /// 1.1-1.3x program needed 5-6 pairs at 90% two-sided. docs/results.md has the measurements.
 Verdict judgePairs(const std::vector<RunPair>& pairs);
+
+/// A speedup ratio for people: two decimals, more where two would print 1.00 for a ratio that is
+/// not 1 (a reverted plan's upper bound of 0.998 reads "0.998", not "1.00").
+std::string ratioText(double ratio);
 
 /// The one-sided 90% and 95% quantiles of Student's t with `df` degrees of freedom (df >= 1).
 double studentT90(size_t df);

@@ -13,7 +13,6 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
-#include <iterator>
 #include <string>
 
 #include "analyzer/closed_loop.h"
@@ -75,9 +74,15 @@ size_t ingestRecords(Db& db, const analyzer::AppProfile& profile, int64_t profil
       continue;
     }
     // A run the closed loop timed counts as hetopt timed it (from its own start until it reaped
-    // the program, as its control runs), not as the shim saw it.
-    if (const LedgerRun* timed = record.seq ? ledger.find(record.seq) : nullptr)
+    // the program, as its control runs), not as the shim saw it, and an optimized one names its
+    // plan as the ledger and so the verdict do (a launcher's several plans have one identity
+    // there, the shim of each program its own plan's).
+    if (const LedgerRun* timed = analyzer::ledgerRunOf(ledger, record)) {
       if (timed->usable()) record.wallNs = timed->wallNs;
+      if (record.kind == RunKind::Optimized && timed->planId) record.planId = timed->planId;
+    } else {
+      record.seq = 0;  // no run of this ledger: it pairs with nothing
+    }
     if (!analyzer::storeRun(db, profileId, analyzer::runFromRecord(profile, record), kKeptRuns,
                             &error)) {
       warn("report: cannot store run record %s: %s", path.c_str(), error.c_str());
@@ -87,16 +92,6 @@ size_t ingestRecords(Db& db, const analyzer::AppProfile& profile, int64_t profil
     ++stored;
   }
   return stored;
-}
-
-// Keeps the `last` newest runs of each kind (runs come oldest first).
-void keepNewest(std::vector<analyzer::StoredRun>* runs, size_t last) {
-  std::vector<analyzer::StoredRun> kept;
-  size_t seen[2] = {0, 0};
-  for (auto r = runs->rbegin(); r != runs->rend(); ++r)
-    if (seen[r->record.kind == RunKind::Untouched]++ < last) kept.push_back(std::move(*r));
-  *runs = std::vector<analyzer::StoredRun>(std::make_move_iterator(kept.rbegin()),
-                                           std::make_move_iterator(kept.rend()));
 }
 
 // The program's run ledger (empty when it has none; one that cannot be read gets a warning and
@@ -146,7 +141,7 @@ int cmdReport(int argc, char** argv) {
   // Reading creates nothing: no DB means nothing was ever traced into it, and making an empty one
   // (with its directory) would leave state behind for a question.
   if (access(dbPath.c_str(), F_OK) != 0) {
-    warn("report: %s", whyNoProfile(command, "no DB at " + dbPath).c_str());
+    warn("report: %s", whyNoProfile(command, Db::missingMessage(dbPath)).c_str());
     return 1;
   }
   // Writable: the run records move in.
@@ -177,16 +172,16 @@ int cmdReport(int argc, char** argv) {
     warn("report: %s", error.c_str());
     return 2;
   }
-  keepNewest(&runs, last);
   const analyzer::LoopReport loop = analyzer::loopReport(ledger);
   const std::string declined = loop.declined ? declineReason(*db, profile) : std::string();
   if (json) {
-    fputs(analyzer::comparisonJson(profile, runs, loop, declined).c_str(), stdout);
+    fputs(analyzer::comparisonJson(profile, runs, loop, declined, last).c_str(), stdout);
     return 0;
   }
-  fputs(analyzer::formatComparison(profile, runs, loop, declined).c_str(), stdout);
-  const analyzer::MeasuredSaving measured = analyzer::measureSaving(profile, runs, loop);
+  fputs(analyzer::formatComparison(profile, runs, loop, declined, last).c_str(), stdout);
+  const analyzer::MeasuredSaving measured = analyzer::measureSaving(profile, runs, loop, last);
   if (noPlot) return 0;
+  runs = analyzer::newestRuns(runs, last);  // the runs shown
   // The date of the newest bar (the trace's when it is the only one), and the kinds of bars drawn.
   const std::string date = runs.empty()
                                ? profile.createdUtc.substr(0, 10)
@@ -202,7 +197,8 @@ int cmdReport(int argc, char** argv) {
                             date + ": " + shown;
   analyzer::PlotOutput out;
   if (!analyzer::writeBreakdownPlot(plotsDir, analyzer::programSlug(profile.program) + "-report",
-                                    title, analyzer::comparisonBars(profile, runs), &out, &error)) {
+                                    title, analyzer::comparisonBars(profile, runs), &out, &error,
+                                    analyzer::comparisonPlotNote(profile, runs))) {
     warn("report: plot not written: %s", error.c_str());
     return 0;
   }

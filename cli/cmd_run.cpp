@@ -137,14 +137,14 @@ std::string planTarget(Db& db, const Target& target, const ProgramIdentity& iden
   }
   if (!planned) return whyNot;
   std::vector<analyzer::PlanVariant> variants{{plan, ""}};
-  if (chain) variants = analyzer::planChain(plan, options);
+  if (chain) variants = analyzer::planChain(plan, options, &decision);
   if (!request.dryRun && !makePrivateDirs(plansDir, &error)) return error;
   for (size_t v = 0; v < variants.size(); ++v) {
     const std::string file = variantPlanFile(planFile, v);
     if (!request.dryRun && !writePlanFile(file, variants[v].plan, &error)) return error;
     out->files.push_back(file);
     out->ids.push_back(planIdentity(variants[v].plan));
-    std::string summary = analyzer::planSummary(variants[v].plan, decision);
+    std::string summary = analyzer::planSummary(variants[v].plan, decision, variants[v].savingNs);
     if (v)
       summary =
           "the smaller plan " + std::to_string(v) + " (" + variants[v].change + "): " + summary;

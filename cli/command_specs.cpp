@@ -213,8 +213,10 @@ constexpr OptionSpec kAnalyzeOptions[] = {
 
 constexpr OptionSpec kReportOptions[] = {
     kDbNeverCreated,
-    {"last", 0, K::Count, "N", "how many of the newest runs of each kind to show (default 5)", "",
-     1, 50},
+    {"last", 0, K::Count, "N",
+     "how many of the newest runs of each kind to show (default 5; the measured saving is the "
+     "verdict's, whatever is shown)",
+     "", 1, 50},
     {"plots", 0, K::Dir, "DIR",
      "where the breakdown plot goes (default ./hetopt-plots): gnuplot data and script, SVG and PNG "
      "when "
@@ -222,16 +224,18 @@ constexpr OptionSpec kReportOptions[] = {
     kNoPlots,
     kNoPlot,
     {"json", 0, K::None, "",
-     "print one JSON object instead (no plot): program, program_key, device, traced_utc; verdict "
-     "(the plan "
-     "the newest run followed, null before any: plan, state exploring|kept|reverted|inconclusive, "
-     "pairs, "
-     "paired_median, ci_low and ci_high (one-sided 90% and 95% bounds), window_pairs, failed, "
-     "optimized_runs); plans (each plan the closed loop ran, the same fields); declined (runs, "
-     "reason); "
-     "untouched_after_revert; runs (untouched, optimized: records kept); measured (saving_ns, "
-     "against, "
-     "upper_bound, paired_ns); pairs (control_ns, optimized_ns)"},
+     "print one JSON object instead (no plot; format 2): program, program_key, device, "
+     "traced_utc; verdict (the plan the newest run followed, null before any: plan, state "
+     "exploring|kept|reverted|inconclusive, pairs, paired_median, ci_low and ci_high (one-sided "
+     "90% and 95% bounds), window_pairs, failed, optimized_runs); plans (each plan the closed loop "
+     "ran, the same fields); declined (runs, reason); untouched_after_revert; runs (untouched, "
+     "optimized: records kept; untouched_shown, optimized_shown: the newest --last of them); "
+     "measured (the verdict's plan and pairs: plan, pairs, paired_median, control_median_ns, "
+     "saving_ns, from_utc, to_utc, null without pairs; traced_less_optimized_ns: without pairs, "
+     "the "
+     "traced run less its recording cost less the optimized runs' median, not a measurement); "
+     "pairs "
+     "(plan, control_seq, optimized_seq, control_ns, optimized_ns, in_verdict)"},
     kHelp,
     kVersion,
 };
@@ -363,24 +367,23 @@ constexpr CommandSpec kSpecs[] = {
      "before and after: the traced run against the last optimized runs, predicted and measured",
      Operands::Program, "[--] program [args...]", 1, 0,
      "Before and after for a program that `hetopt trace` profiled and `hetopt run` optimized: the "
-     "traced run, "
-     "the last untouched runs (control runs of the closed loop, `hetopt run --untouched`: no shim) "
-     "and the "
-     "last optimized runs (kernel, communication and cpu+sync per run, the transfers each "
-     "optimized run made "
-     "from pinned memory, went ahead pageable or from other memory); the closed loop's verdict on "
-     "each plan "
-     "it ran (state, pairs, the median of the pairs' speedups and its bounds) and the runs `hetopt "
-     "run` "
-     "declined, with why; then the saving `hetopt run` predicted against the one measured: the "
-     "untouched "
-     "runs' median wall time less the optimized runs' median, with both counts and ranges, and "
-     "each control "
-     "run against the optimized run next to it. Without untouched runs the saving is measured "
-     "against the "
-     "traced run, which tracing slowed: a saving is then an upper bound and said to be one, a loss "
-     "is a "
-     "loss.\n\n"
+     "traced run, then the newest untouched runs (control runs of the closed loop, `hetopt run "
+     "--untouched`: no shim) and optimized runs, oldest first, the header counting the runs "
+     "recorded and saying which are shown. Per run: the wall time measured; kernel and "
+     "communication as traced, an optimized run's communication less what its pinned transfers are "
+     "predicted to save (marked ~: a prediction); cpu+sync the rest; the transfers each optimized "
+     "run made from pinned memory, went ahead pageable or from other memory, its plan, and its "
+     "pair "
+     "(the control run and the optimized run next to it in the run ledger, with what the optimized "
+     "one saved; * marks the pairs the measured saving is over). Then the closed loop's verdict on "
+     "each plan it ran (state, pairs, the median of the pairs' speedups and its bounds) and the "
+     "runs `hetopt run` declined, with why; then the saving `hetopt run` predicted against the one "
+     "measured, which is the verdict's own estimate: the paired median of the newest run's plan "
+     "over the pairs its verdict is over, applied to the median of their control runs (never of "
+     "another sign than the verdict's median; --last does not change it). Without pairs nothing "
+     "is measured, and the report says so; the optimized runs are then set against the traced run "
+     "less its recording cost, which tracing slowed: an upper bound when it is a saving, said to "
+     "be one; a loss is a loss.\n\n"
      "Every run leaves a small run record beside its plan; this command moves them into the DB "
      "(the newest "
      "50 of each kind per program are kept). The program is identified as `hetopt run` does (its "

@@ -74,9 +74,9 @@ int runAndLedger(const Launch& launch, const std::string& ledgerFile, uint64_t s
 
 // The record of a run hetopt timed, beside `planPath`: a control run's (untouched), or an
 // optimized run's that the shim could not write (a signal, _exit or exec ended the program before
-// its exit handler): its ending, with no transfers.
+// its exit handler): its ending and its plan's prediction, with no transfers.
 void recordRun(RunKind kind, const std::string& planPath, const std::string& programKey,
-               uint64_t planId, const TimedRun& run, uint64_t seq) {
+               uint64_t planId, const TimedRun& run, uint64_t seq, uint64_t predictedNs = 0) {
   const Ending e = endingOf(run);
   if (e.end == RunEnd::Lost) return;
   RunRecord record;
@@ -84,6 +84,7 @@ void recordRun(RunKind kind, const std::string& planPath, const std::string& pro
   record.writer = HETOPT_VERSION_STRING;
   record.programKey = programKey;
   record.planId = planId;
+  record.predictedSavingNs = static_cast<double>(predictedNs);
   record.pid = run.pid;
   record.startedUnixNs = run.startedUnixNs;
   record.wallNs = run.wallNs;
@@ -251,8 +252,8 @@ int runVerified(Launch launch, const PreparedRun& prepared, bool statsAsked) {
     launch.preloadShim = false;
     dropShimFromEnvironment();
   } else {
-    warn("%s (the plan is %s: %s)", step.summary.c_str(),
-         analyzer::verdictStateName(standing.verdict.state), verdict.c_str());
+    warn("%s (the plan is %s)", step.summary.c_str(),
+         analyzer::describeStanding(standing.verdict, statsAsked).c_str());
     launch.env.push_back({"HETOPT_MODE", "optimize"});
     launch.env.push_back({"HETOPT_PLAN_FILE", step.planFiles});
     launch.env.push_back({"HETOPT_RUN_SEQ", std::to_string(seq)});
@@ -267,9 +268,9 @@ int runVerified(Launch launch, const PreparedRun& prepared, bool statsAsked) {
     // One program, hetopt's child: it left no record of its own. The record is its plan's
     // program's (a launcher's is the program it started), as the shim's would be.
     Plan plan;
-    const std::string key =
-        readPlanFile(step.planFiles, &plan, &error) ? plan.programKey : prepared.programKey;
-    recordRun(RunKind::Optimized, step.planFiles, key, step.id, run, seq);
+    const bool read = readPlanFile(step.planFiles, &plan, &error);
+    recordRun(RunKind::Optimized, step.planFiles, read ? plan.programKey : prepared.programKey,
+              step.id, run, seq, read ? plan.predictedSavingNs : 0);
   }
   sayWhatChanged(prepared, next, launch.argv[0]);
   exitLikeChild(run.status);

@@ -41,7 +41,7 @@ std::string whyNoProfile(const IdentifiedCommand& command, const std::string& db
   if (!traced.empty())
     return command.label + " was traced (" + traced +
            "): it made no OpenCL calls, so there is nothing to optimize";
-  return "no profile for " + command.label + (dbProblem.empty() ? "" : " (" + dbProblem + ")") +
+  return "no profile for " + command.label + (dbProblem.empty() ? "" : ": " + dbProblem) +
          "; run `hetopt trace` on it first";
 }
 

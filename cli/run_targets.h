@@ -32,7 +32,8 @@ bool identifyForRun(const std::vector<std::string>& command, const std::string& 
                     IdentifiedCommand* out, std::string* error);
 
 /// Why the command has no profile: traced without OpenCL calls (its mark), or never traced (with
-/// `dbProblem`, what kept the DB from being read, when that is why).
+/// `dbProblem`, what kept the DB from being read, when that is why: Db::open()'s error, or
+/// Db::missingMessage() where there is none; `hetopt run` and `hetopt report` say it alike).
 std::string whyNoProfile(const IdentifiedCommand& command, const std::string& dbProblem = {});
 
 #ifdef HETOPT_HAVE_ANALYZER

@@ -275,9 +275,13 @@ bool parsePlan(const std::string& text, Plan* plan, std::string* error) {
     return fail("'startup-only' needs 'context early' and no 'pool-mode direct'");
   if (plan->hasPoolSites() != (plan->poolBytes != 0))
     return fail(plan->hasPoolSites() ? "pooled sites but no pool" : "a pool but no pooled site");
+  sortPlanSites(plan);
+  return true;
+}
+
+void sortPlanSites(Plan* plan) {
   std::stable_sort(plan->sites.begin(), plan->sites.end(),
                    [](const PlanSite& a, const PlanSite& b) { return a.key < b.key; });
-  return true;
 }
 
 bool readPlanFile(const std::string& path, Plan* plan, std::string* error) {

@@ -108,6 +108,9 @@ struct Plan {
   std::string serialize() const;
 };
 
+/// Orders the sites by key (stable: entries of one key keep their order), as parsePlan() leaves
+/// them.
+void sortPlanSites(Plan* plan);
 /// Parses a plan; false with a one-line *error (and *plan unspecified) on any malformed input.
 bool parsePlan(const std::string& text, Plan* plan, std::string* error);
 /// Reads and parses a file; refuses files others can write.

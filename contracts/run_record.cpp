@@ -158,8 +158,13 @@ bool parseRunRecord(const std::string& text, RunRecord* out, std::string* error)
 }
 
 uint64_t planIdentity(const Plan& plan) {
+  // The plan as the shim reads it back: parsePlan() orders the sites by key, and the planner
+  // writes them by value. Hashing the file's order gave `hetopt run` (the ledger, the verdict) and
+  // the shim (its run record) two identities for one plan of several sites.
+  Plan canonical = plan;
+  sortPlanSites(&canonical);
   uint64_t h = 1469598103934665603ull;
-  for (unsigned char c : plan.serialize()) h = (h ^ c) * 1099511628211ull;
+  for (unsigned char c : canonical.serialize()) h = (h ^ c) * 1099511628211ull;
   return h;
 }
 

@@ -69,8 +69,9 @@ struct RunRecord {
 /// untouched one with a plan, transfers or sites or without its ending, a record without `end`.
 bool parseRunRecord(const std::string& text, RunRecord* out, std::string* error);
 
-/// What identifies a plan's contents (FNV-1a of Plan::serialize()): runs with the same identity
-/// ran the same plan.
+/// What identifies a plan's contents (FNV-1a of Plan::serialize() with the sites in key order, as
+/// parsePlan() reads them): runs with the same identity ran the same plan, and the plan `hetopt
+/// run` wrote has the identity of the one the shim read from its file.
 uint64_t planIdentity(const Plan& plan);
 
 /// The plan file `hetopt run` writes for a program key, without its directory: the key with what

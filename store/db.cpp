@@ -34,6 +34,10 @@ std::string movedAwayHint() {
 
 }  // namespace
 
+std::string Db::missingMessage(const std::string& path) {
+  return "no hetopt DB at " + path + " (run `hetopt characterize` first)";
+}
+
 std::unique_ptr<Db> Db::open(const std::string& path, Mode mode, std::string* error) {
   if (path.empty()) {
     *error = "no DB path given";
@@ -47,8 +51,7 @@ std::unique_ptr<Db> Db::open(const std::string& path, Mode mode, std::string* er
   }
   if (stat(path.c_str(), &st) != 0) {
     if (errno != ENOENT || mode == Mode::ReadOnly) {
-      *error = errno == ENOENT ? "no hetopt DB at " + path + " (run `hetopt characterize` first)"
-                               : path + ": " + strerror(errno);
+      *error = errno == ENOENT ? missingMessage(path) : path + ": " + strerror(errno);
       return nullptr;
     }
     if (!makePrivateDirs(dirName(path), error)) return nullptr;

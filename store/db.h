@@ -34,6 +34,9 @@ class Db {
   /// creates its own tables with CREATE TABLE IF NOT EXISTS after open(); any change to any
   /// component's tables bumps kDbSchemaVersion.
   static std::unique_ptr<Db> open(const std::string& path, Mode mode, std::string* error);
+  /// What open() says of a DB file that does not exist (read-only), and what a command that never
+  /// creates one says (`hetopt report`): "no hetopt DB at PATH (run `hetopt characterize` first)".
+  static std::string missingMessage(const std::string& path);
   ~Db();
   Db(const Db&) = delete;
   Db& operator=(const Db&) = delete;

@@ -251,16 +251,17 @@ void dumpSummary(const Trace& t, FILE* out) {
   if (s.recordingNs > 0) {  // the tracer's own cost, extrapolated from the calls it timed
     fprintf(out,
             "recording (hetopt's own time after each call): %s per call, ~%s in all (%.1f%% of the "
-            "traced time; timed on %" PRIu64 " calls)\n",
+            "traced time; timed on %" PRIu64 " call%s)\n",
             timeText(s.recordingNs / static_cast<double>(s.calls)).c_str(),
             timeText(s.recordingNs).c_str(),
             t.durationNs ? 100.0 * s.recordingNs / static_cast<double>(t.durationNs) : 0.0,
-            t.recordingSampledCalls);
+            t.recordingSampledCalls, t.recordingSampledCalls == 1 ? "" : "s");
   } else if (t.recordingSampledCalls) {
     fprintf(out,
             "recording (hetopt's own time after each call): %s on the %" PRIu64
-            " calls timed, too few to estimate the rest\n",
-            timeText(static_cast<double>(t.recordingSampledNs)).c_str(), t.recordingSampledCalls);
+            " call%s timed, too few to estimate the rest\n",
+            timeText(static_cast<double>(t.recordingSampledNs)).c_str(), t.recordingSampledCalls,
+            t.recordingSampledCalls == 1 ? "" : "s");
   }
   if (t.firstCallNs) {
     fprintf(out, "start-up: first OpenCL call at %s",

@@ -36,6 +36,11 @@ std::string hex64(uint64_t v) {
 uint64_t load(const std::atomic<uint64_t>& v) { return v.load(std::memory_order_relaxed); }
 std::string text(const std::atomic<uint64_t>& v) { return std::to_string(load(v)); }
 
+/// "1 candidate site", "2 candidate sites".
+std::string counted(uint64_t n, const char* noun) {
+  return std::to_string(n) + " " + noun + (n == 1 ? "" : "s");
+}
+
 /// "conformant", or "deactivated: why" and a line of what was not redirected after it.
 std::string conformanceText(const Conformance& conformance, const OptimizeCounters& c) {
   if (!conformance.diverged()) return "conformant";
@@ -126,8 +131,9 @@ std::string statsText(const StatsFacts& f, const OptimizeCounters& c) {
   if (f.direct && load(c.directFailed)) full += " (first: " + f.directFirstFailure + ")";
   // One fact per line, the pool first; the other parts' lines follow, all in one write.
   std::string out = f.heading + "\n  " + conformanceText(*f.conformance, c) + "\n  " +
-                    std::to_string(f.plan->sites.size()) + " candidate sites\n  redirected " +
-                    text(c.served) + " allocations (" + mib(load(c.servedBytes)) + "), released " +
+                    counted(f.plan->sites.size(), "candidate site") + "\n  redirected " +
+                    counted(load(c.served), "allocation") + " (" + mib(load(c.servedBytes)) +
+                    "), released " +
                     text(c.released) + "\n  fallbacks: " + text(c.noPool) +
                     " with no pool (not ready in time, or it failed)\n  fallbacks: " + full + ", " +
                     text(c.movedOut) + " moved out by realloc\n  transfers from " + memory + ": " +

@@ -337,7 +337,9 @@ TEST_F(Analysis, OffloadOverheadRowsNeverSumOverTheTotal) {
   }
   app.finish();
   trace::Trace t = app.read();
+  // The wall time: the loop's calls and the set-up's (the buffer's creation).
   t.durationNs = 5 * (1200 + 1000 + 4100 + 1200);
+  t.durationNs += static_cast<uint64_t>(analyze(t).breakdown.setupNs);
   const AppProfile p = analyze(t);
   Breakdown b = p.breakdown;
   EXPECT_DOUBLE_EQ(b.h2dNs, 5000);
@@ -362,6 +364,27 @@ TEST_F(Analysis, OffloadOverheadRowsNeverSumOverTheTotal) {
     percents += std::stod(r.substr(start, end - start));
   }
   EXPECT_LE(percents, 100.0 + 0.2) << r;  // each row rounded to 0.1%
+  // With the OpenCL set-up beside them, as a real PoCL run has it (launch latencies the host
+  // waits through, a set-up of most of the run): all the rows, set-up included, at most 100%.
+  AppProfile startup = p;
+  startup.breakdown.setupNs = 0.9 * startup.breakdown.totalNs;
+  startup.breakdown.launchNs = 0.07 * startup.breakdown.totalNs;
+  startup.breakdown.dispatchSyncNs = 0.08 * startup.breakdown.totalNs;
+  const std::string s = formatReport(startup);
+  at = s.find("Offload overhead");
+  percents = 0;
+  for (const char* row :
+       {"host-to-device", "kernel launch", "device-to-host", "dispatch/sync", "OpenCL set-up"}) {
+    at = s.find(row, at);
+    ASSERT_NE(at, std::string::npos) << row << "\n" << s;
+    const size_t end = s.find('%', at);
+    const size_t start = s.rfind(' ', end) + 1;
+    percents += std::stod(s.substr(start, end - start));
+  }
+  EXPECT_LE(percents, 100.0 + 0.25) << s;
+  const size_t setupRow = s.find("  OpenCL set-up ");
+  ASSERT_NE(setupRow, std::string::npos) << s;
+  EXPECT_EQ(s.substr(s.find('%', setupRow) - 4, 5), "90.0%") << s;
   // Overlapping device times (several queues) are scaled down together to the wall time.
   Breakdown over;
   over.totalNs = 100;
@@ -373,6 +396,16 @@ TEST_F(Analysis, OffloadOverheadRowsNeverSumOverTheTotal) {
   EXPECT_NEAR(over.h2dNs + over.d2hNs + over.launchNs + over.dispatchSyncNs, 100, 1e-9);
   EXPECT_NEAR(over.h2dNs, 50, 1e-9);
   EXPECT_EQ(over.dispatchSyncNs, 0);
+  // The set-up's host time leaves the rest less room.
+  Breakdown busy;
+  busy.totalNs = 100;
+  busy.setupNs = 90;
+  busy.launchNs = 7;
+  busy.dispatchSyncNs = 8;
+  busy.fitOverheads();
+  EXPECT_EQ(busy.setupNs, 90);
+  EXPECT_EQ(busy.launchNs, 7);
+  EXPECT_NEAR(busy.dispatchSyncNs, 3, 1e-9);
 }
 
 TEST_F(Analysis, ComputeBoundIsIneligibleWithItsRatio) {
@@ -387,6 +420,30 @@ TEST_F(Analysis, ComputeBoundIsIneligibleWithItsRatio) {
   // Still knows its sites: eligibility and candidates are separate questions.
   EXPECT_EQ(p.candidates.size(), 1u);
   EXPECT_NE(formatReport(p).find("NOT ELIGIBLE"), std::string::npos);
+}
+
+// Transfers without any kernel: the ratio has no finite value, and the reason says what that
+// means in words (it once printed "dispatch ratio inf").
+TEST_F(Analysis, NoKernelTimeIsSaidAsNoDeviceComputeNotAsInfinity) {
+  App app(m_trace);
+  const uint64_t n = 256 << 10;
+  ObjectId dev = app.buffer(0x7000, n);
+  app.malloc(0x10000000, n, kSiteA);
+  for (int i = 0; i < 3; ++i) {
+    app.write(dev, 0x10000000, n, 1000);
+    app.read(dev, 0x10000000, n, 1000);
+  }
+  app.free(0x10000000);
+  app.finish();
+  AppProfile p = analyze(app.read());
+  EXPECT_FALSE(std::isfinite(p.eligibility.ratio));
+  EXPECT_TRUE(p.eligibility.eligible) << p.eligibility.reason;
+  EXPECT_EQ(p.eligibility.reason.find("inf"), std::string::npos) << p.eligibility.reason;
+  EXPECT_NE(p.eligibility.reason.find("no device compute (communication " + formatDuration(6000) +
+                                      ", no kernel time)"),
+            std::string::npos)
+      << p.eligibility.reason;
+  EXPECT_EQ(formatReport(p).find("ratio inf"), std::string::npos) << formatReport(p);
 }
 
 TEST_F(Analysis, NoDeviceTimesFallsBackToHostTimesAndSaysSo) {

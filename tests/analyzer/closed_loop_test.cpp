@@ -181,5 +181,97 @@ TEST(ClosedLoop, TheReportListsEveryPlanAndTheNewestRunsOne) {
   EXPECT_EQ(r.timed, 7u);
 }
 
+// A reverted plan's upper bound lies below 1x: printed with two decimals it could read "1.00", and
+// a kept plan's lower bound likewise; they get the digits that show the side of 1 they are on.
+TEST(ClosedLoop, AVerdictsBoundsShowWhichSideOfOneTheyAreOn) {
+  Verdict v;
+  v.state = VerdictState::Reverted;
+  v.pairs = v.windowPairs = 3;
+  v.pairedMedian = 0.82, v.ciLow = 0.77, v.ciHigh = 0.9981;
+  EXPECT_EQ(describeVerdict(v), "0.82x [0.77-0.998] over 3 pairs");
+  v.pairedMedian = 1.0004, v.ciLow = 1.00004, v.ciHigh = 1.31;
+  EXPECT_EQ(describeVerdict(v), "1.0004x [1.0000-1.31] over 3 pairs");
+  v.pairedMedian = 1, v.ciLow = 0.8, v.ciHigh = 1.25;
+  EXPECT_EQ(describeVerdict(v), "1.00x [0.80-1.25] over 3 pairs");
+  EXPECT_EQ(ratioText(0.996), "0.996");
+  EXPECT_EQ(ratioText(1.004), "1.004");
+  EXPECT_EQ(ratioText(1.2345), "1.23");
+}
+
+// `--stats` runs are always optimized, so a user who runs only them sees "0 pairs so far" forever:
+// the line says why, and plain runs say nothing of it.
+TEST(ClosedLoop, AStatsRunSaysWhyItsPairsDoNotMove) {
+  Book b;
+  for (int i = 0; i < 3; ++i) b.add(LedgerKind::Optimized, kPlan, 100);  // three --stats runs
+  const NextRun next = nextRun(b.ledger, {kPlan}, true);
+  ASSERT_EQ(next.kind, NextKind::Optimized);
+  const Verdict& v = next.chain[0].verdict;
+  EXPECT_EQ(describeStanding(v, false), "exploring: 0 pairs so far");
+  EXPECT_EQ(describeStanding(v, true),
+            "exploring: 0 pairs so far; --stats runs are always optimized: the control runs that "
+            "pairs need come from plain `hetopt run`s");
+  // Decided plans need no such note.
+  for (int i = 0; i < 10; ++i) b.step({kPlan}, 50, 100);
+  const Verdict kept = nextRun(b.ledger, {kPlan}, true).chain[0].verdict;
+  ASSERT_EQ(kept.state, VerdictState::Kept);
+  EXPECT_EQ(describeStanding(kept, true).find("--stats"), std::string::npos);
+}
+
+// `hetopt report` marks the pairs it measures the saving on: those its plan's verdict is over (the
+// newest kVerdictWindow of the plan's), each naming its two runs.
+TEST(ClosedLoop, TheReportsPairsNameTheirRunsAndTheOnesTheVerdictIsOver) {
+  Book b;
+  for (int i = 0; i < 3; ++i) {
+    b.add(LedgerKind::Optimized, kPlan, 130);
+    b.add(LedgerKind::Control, kPlan, 100);
+  }
+  for (size_t i = 0; i < kVerdictWindow + 2; ++i) {
+    b.add(LedgerKind::Optimized, kSmaller, 95 + static_cast<double>(i % 3));
+    b.add(LedgerKind::Control, kSmaller, 100);
+  }
+  const LoopReport r = loopReport(b.ledger);
+  ASSERT_EQ(r.pairs.size(), 3 + kVerdictWindow + 2);
+  EXPECT_EQ(r.pairs[0].planId, kPlan);
+  EXPECT_EQ(r.pairs[0].optimizedSeq, 1u);
+  EXPECT_EQ(r.pairs[0].controlSeq, 2u);
+  EXPECT_EQ(r.pairs[0].controlStartedUnixNs, b.ledger.runs[1].startedUnixNs);
+  EXPECT_EQ(r.pairs[0].wall.controlNs, 100e6);
+  EXPECT_EQ(r.pairs[0].wall.optimizedNs, 130e6);
+  for (size_t i = 0; i < 3; ++i) EXPECT_TRUE(r.pairs[i].inVerdict) << "all of a plan's three";
+  EXPECT_FALSE(r.pairs[3].inVerdict) << "older than the smaller plan's newest ten";
+  EXPECT_FALSE(r.pairs[4].inVerdict);
+  size_t in = 0;
+  for (size_t i = 5; i < r.pairs.size(); ++i) in += r.pairs[i].inVerdict;
+  EXPECT_EQ(in, kVerdictWindow);
+  EXPECT_EQ(r.plans[1].verdict.windowPairs, kVerdictWindow);
+}
+
+// A record's `seq` names its ledger line only when the line is that run: a ledger moved aside as
+// corrupt starts its seqs anew.
+TEST(ClosedLoop, ARecordJoinsTheLedgerLineOfItsOwnRunOnly) {
+  Book b;
+  LedgerRun& o = b.add(LedgerKind::Optimized, kPlan, 100);
+  o.startedUnixNs = 1795631813000000000ull;
+  LedgerRun& c = b.add(LedgerKind::Control, kPlan, 100);
+  c.startedUnixNs = 1795631814000000000ull;
+  b.add(LedgerKind::Optimized, kPlan, 0);  // still running
+  RunRecord r;
+  r.kind = RunKind::Optimized;
+  r.seq = 1;
+  r.startedUnixNs = 1795631813000000000ull - 20000000;  // hetopt's start, before its ledger line
+  EXPECT_EQ(ledgerRunOf(b.ledger, r), &b.ledger.runs[0]);
+  r.seq = 2;
+  EXPECT_EQ(ledgerRunOf(b.ledger, r), nullptr) << "a control run's line for an optimized record";
+  r.kind = RunKind::Untouched;
+  r.startedUnixNs = 1795631814000000000ull;
+  EXPECT_EQ(ledgerRunOf(b.ledger, r), &b.ledger.runs[1]);
+  r.startedUnixNs += 3600ull * 1000000000ull;  // an hour later: another run of that seq
+  EXPECT_EQ(ledgerRunOf(b.ledger, r), nullptr);
+  r.kind = RunKind::Optimized, r.seq = 3, r.startedUnixNs = 0;
+  EXPECT_EQ(ledgerRunOf(b.ledger, r), nullptr) << "still running";
+  r.seq = 0;
+  EXPECT_EQ(ledgerRunOf(b.ledger, r), nullptr);
+}
+
 }  // namespace
 }  // namespace hetopt::analyzer

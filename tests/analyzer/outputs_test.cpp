@@ -76,6 +76,23 @@ TEST_F(Outputs, BreakdownPlotDataScriptAndImage) {
   EXPECT_NE(dat.find("\"standard\" 0.03 0.01 0.06 0.1"), std::string::npos) << dat;
   EXPECT_NE(dat.find("\"optimized\" 0.03 0.002 0.06 0.092"), std::string::npos) << dat;
   EXPECT_NE(testing::readFile(out.script).find("rowstacked"), std::string::npos);
+  EXPECT_EQ(testing::readFile(out.script).find("set label"), std::string::npos);
+  // `hetopt report` says under the key what is predicted, a label per line.
+  ASSERT_TRUE(writeBreakdownPlot(dir, "noted", "t", {{"optimized", optimized}}, &out, &error,
+                                 "communication of optimized runs:\npredicted, not measured"))
+      << error;
+  const std::string noted = testing::readFile(out.script);
+  EXPECT_NE(noted.find("set label \"communication of optimized runs:\" at screen 0.98, 0.740 "
+                       "right"),
+            std::string::npos)
+      << noted;
+  EXPECT_NE(noted.find("set label \"predicted, not measured\" at screen 0.98, 0.700 right"),
+            std::string::npos)
+      << noted;
+  out = {};
+  ASSERT_TRUE(writeBreakdownPlot(dir, programSlug(program), "loop_wkr on pocl",
+                                 {{"standard", standard}, {"optimized", optimized}}, &out, &error))
+      << error;
   struct stat st;
   ASSERT_EQ(stat(dir.c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 0777, 0700u);

@@ -8,6 +8,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "common/units.h"
+
 using namespace hetopt;
 using namespace hetopt::analyzer;
 
@@ -310,6 +312,42 @@ TEST(RunPlan, AProgramThatCanForkGetsTheDriverLate) {
       f.dryRun.find("driver:  late: forked when traced (2 forked copies of it called OpenCL); "
                     "the program can fork ("),
       std::string::npos);
+}
+
+// The smaller plans the closed loop falls back to are priced for what they keep: without the early
+// start no start-up overlap, and without a site not its saving. (Each used to carry the whole
+// plan's prediction: `hetopt run` and the report's rows said the start-up overlap of a plan that
+// no longer made the context early.)
+TEST(RunPlan, EachSmallerPlanIsPricedForWhatItKeeps) {
+  analyzer::AppProfile p = oneContextProfile();
+  p.candidates = {traced(0x71, 1, 64 << 20, 1, 14e6), traced(0x72, 1, 1 << 20, 4, 4e6)};
+  ForcedPlan f = forcedPlan(p);
+  ASSERT_TRUE(f.plan.earlyContext);
+  ASSERT_GT(f.decision.startupNs, 0);
+  ASSERT_EQ(f.plan.sites.size(), 2u);
+  f.plan.predictedSavingNs = static_cast<uint64_t>(f.decision.netSavingNs());
+  double bigSiteNs = -1;
+  for (const SiteDecision& d : f.decision.sites)
+    if (d.planned && d.siteKey == 0x71) bigSiteNs = d.savingNs;
+  ASSERT_GT(bigSiteNs, 0);
+  const std::vector<PlanVariant> chain = planChain(f.plan, {}, &f.decision);
+  ASSERT_EQ(chain.size(), 3u);
+  EXPECT_DOUBLE_EQ(chain[0].savingNs, f.decision.netSavingNs());
+  EXPECT_EQ(chain[0].plan.predictedSavingNs, f.plan.predictedSavingNs);
+  const double late = f.decision.savingNs - f.decision.overheadNs;
+  EXPECT_DOUBLE_EQ(chain[1].savingNs, late) << "no start-up overlap without the early start";
+  EXPECT_EQ(chain[1].plan.predictedSavingNs, static_cast<uint64_t>(late));
+  EXPECT_DOUBLE_EQ(chain[2].savingNs, std::max(0.0, late - bigSiteNs))
+      << "nor the saving of the site it leaves out";
+  EXPECT_EQ(chain[2].plan.sites.size(), 1u);
+  EXPECT_EQ(chain[2].plan.sites[0].key, 0x72u);
+  // The line `hetopt run` prints for each says its own prediction.
+  EXPECT_NE(planSummary(chain[1].plan, f.decision, chain[1].savingNs)
+                .find("predicted saving ~" + formatDuration(late) + " "),
+            std::string::npos)
+      << planSummary(chain[1].plan, f.decision, chain[1].savingNs);
+  EXPECT_NE(planChain(f.plan, {})[1].plan.predictedSavingNs, chain[1].plan.predictedSavingNs)
+      << "without the decision the smaller plans keep the plan's prediction";
 }
 
 // ---- plans whose only gain is the start-up

@@ -50,6 +50,20 @@ TEST(Report, ANegativeSavingReadsAsACost) {
   EXPECT_FALSE(contains(r, "saves -")) << r;
 }
 
+// A site's transfers are priced at the larger of their traced time and the pageable curves': where
+// the curves' is larger, the "of X" is not the traced time printed just above it, and says so.
+TEST(Report, ASavingOfMoreThanTheTracedTimeSaysWhereItsTimeComesFrom) {
+  AppProfile p = sampleProfile();
+  const std::string asTraced = formatReport(p);
+  EXPECT_FALSE(contains(asTraced, "by this machine's curves")) << asTraced;
+  p.candidates[0].gain.standardNs = 9e6;  // the site's transfers took 7.1 ms when traced
+  const std::string r = formatReport(p);
+  EXPECT_TRUE(contains(r,
+                       "hybrid (pool) saves 7.00 ms of 9.00 ms (the pageable transfers by this "
+                       "machine's curves, above the 7.10 ms traced)\n"))
+      << r;
+}
+
 TEST(Report, PredictedBreakdownScalesTheCandidatesTransferTime) {
   AppProfile p = sampleProfile();
   Breakdown b;

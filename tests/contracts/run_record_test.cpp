@@ -213,5 +213,31 @@ TEST(RunRecord, PlanCarriesItsPredictionAndIdentity) {
   EXPECT_EQ(back.predictedSavingNs, 0u);
 }
 
+// `hetopt run` keys the run ledger (and so the verdict) by the identity of the plan it wrote, the
+// shim its run record by the identity of the plan it read back; parsing orders the sites by key,
+// while the planner writes them by value. Both must name one plan: a plan of several sites once
+// had two identities (the report's rows and its verdict named different plans).
+TEST(RunRecord, APlanAsWrittenAndAsReadBackHaveOneIdentity) {
+  Plan plan;
+  plan.programPath = "/bin/x";
+  plan.programKey = "build-id:ab";
+  plan.device = "gpu";
+  plan.poolBytes = 1 << 20;
+  for (uint64_t key : {0x30u, 0x10u, 0x20u}) {
+    PlanSite s;
+    s.key = key;
+    s.minBytes = key;
+    plan.sites.push_back(s);
+  }
+  Plan back;
+  std::string error;
+  ASSERT_TRUE(parsePlan(plan.serialize(), &back, &error)) << error;
+  ASSERT_EQ(back.sites.front().key, 0x10u) << "parsing orders the sites by key";
+  EXPECT_EQ(planIdentity(back), planIdentity(plan));
+  // Still the contents: another site's size range is another plan.
+  back.sites[1].minBytes += 1;
+  EXPECT_NE(planIdentity(back), planIdentity(plan));
+}
+
 }  // namespace
 }  // namespace hetopt

@@ -125,6 +125,12 @@ kind=$(run --policy register)
 # Its record too, marked: the shim had no exit handler to write one.
 grep -l '^kind optimized$' "$XDG_CACHE_HOME"/hetopt/plans/*.run | xargs grep -l '^signal 9$' |
   xargs grep -q '^note no-shim-record$' || fail "the killed run left no record of its own"
+# ... with its plan's prediction, as the shim's would have (the report shows it).
+killed=$(grep -l '^note no-shim-record$' "$XDG_CACHE_HOME"/hetopt/plans/*.run | head -n 1)
+plan=$(ls "$XDG_CACHE_HOME"/hetopt/plans/*.plan | grep -v '\.v[0-9]*\.plan$' | head -n 1)
+predicted=$(sed -n 's/^predicted //p' "$plan")
+[[ $(sed -n 's/^plan [0-9a-f]* //p' "$killed") == "${predicted:-0}" ]] ||
+  fail "the killed run's record predicts $(sed -n 's/^plan //p' "$killed"), its plan ${predicted:-0}"
 grep -q '^hetopt: an optimized run of .* ended unlike the program does untouched: signal 9' "$work/last.err" ||
   fail "the failed run was not said"
 [[ $(run --policy register) == untouched ]] || fail "the run after a failure was not untouched"

@@ -65,14 +65,24 @@ cat "$work/report.out"
 [[ $(grep -c "ignoring a run record" "$work/report.err") == 1 ]] || fail "no single warning for the corrupt record"
 [[ $(grep -c . "$work/report.err") == 1 ]] || fail "unexpected messages: $(cat "$work/report.err")"
 grep -q '^traced ' "$work/report.out" || fail "no traced row"
-[[ $(grep -cE '^[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9:]{8} .* [0-9]+/0/0, predicted' "$work/report.out") == 2 ]] ||
+[[ $(grep -cE '^[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9:]{8} .* [0-9]+/0/0; plan [0-9a-f]{8}, predicted' "$work/report.out") == 2 ]] ||
   fail "not the two optimized runs with their transfers"
-[[ $(grep -cE '^[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9:]{8} .* control run \(no shim\)$' "$work/report.out") == 1 ]] ||
-  fail "not the control run"
+[[ $(grep -cE '^[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9:]{8} .* control run \(no shim\); pair 1\*$' "$work/report.out") == 1 ]] ||
+  fail "not the control run, in the pair measured"
+# The --stats run and the control run after it are the one pair; the third run waits for its own.
+grep -qE '; pair 1\*: [0-9.]+ (ns|us|ms|s)( LOST| saved)$' "$work/report.out" || fail "the optimized run of the pair"
+grep -qE '; unpaired$' "$work/report.out" || fail "the unpaired optimized run"
 grep -qE '^  plan [0-9a-f]{8}  exploring +1 pair so far, 2 optimized runs' "$work/report.out" ||
   fail "no verdict line for the plan"
-grep -q '^predicted saving: ' "$work/report.out" && grep -q '^measured saving: ' "$work/report.out" ||
-  fail "no predicted and measured saving"
+# The rows name the plan the verdict names.
+plan=$(sed -nE 's/^  plan ([0-9a-f]{8})  .*/\1/p' "$work/report.out")
+[[ $(grep -oE '; plan [0-9a-f]{8}' "$work/report.out" | sort -u) == "; plan $plan" ]] ||
+  fail "rows and verdict name different plans: $(grep -oE 'plan [0-9a-f]{8}' "$work/report.out" | sort | uniq -c)"
+grep -q '^predicted saving: ' "$work/report.out" || fail "no predicted saving"
+grep -qE "^measured saving:  [0-9.]+ (ns|us|ms|s)( LOST)? per run \([0-9.]+%\) by plan $plan: the paired median of its$" "$work/report.out" ||
+  fail "no measured saving of the plan"
+grep -qE '^ +verdict, [0-9.]+x over its 1 pair \(\* above: runs of ' "$work/report.out" || fail "not measured over the one pair"
+grep -q '; too few pairs for a verdict yet$' "$work/report.out" || fail "one pair not said to be too few"
 compgen -G "$plans/*.run" >/dev/null && fail "records left beside the plan: $(ls "$plans")"
 gp=$(ls "$work"/plots/*-report-breakdown.gp) || fail "no plot script"
 grep -qE ".* on .*, $(date -u +%Y-%m-%d): traced, untouched and optimized runs$" <<<"$(title "$gp")" ||

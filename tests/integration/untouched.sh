@@ -4,11 +4,11 @@
 # `hetopt run --untouched` and `hetopt run --policy opencl --force` (on PoCL pinning never pays, so
 # it is forced), twice each. An untouched run must print what the program prints natively and leave
 # a private record (kind untouched, exit status, no plan); `hetopt report` must show both kinds and
-# measure the saving as the untouched median less the optimized median (computed here from the run
-# ledger, where hetopt timed both kinds), paired. --untouched must end as the program does: its
-# exit status (exit3_app), its death signal (signal_app, recorded as such), a signal sent to hetopt
-# forwarded to it; and it must leave the shim out of what it starts and say once when nothing can
-# be recorded.
+# measure the saving from the pairs (computed here from the run ledger, where hetopt timed both
+# kinds: the control runs' median times 1 - 1 / the paired median). --untouched must end as the
+# program does: its exit status (exit3_app), its death signal (signal_app, recorded as such), a
+# signal sent to hetopt forwarded to it; and it must leave the shim out of what it starts and say
+# once when nothing can be recorded.
 #   untouched.sh HETOPT EXIT3_APP SIGNAL_APP -- PROGRAM [ARGS...]
 set -u
 hetopt=$1 exit3=$2 sigapp=$3
@@ -59,23 +59,25 @@ for line in ledger[1:]:
         walls["untouched" if kinds[int(w[1])] == "control" else "optimized"].append(int(w[3]))
 assert [kinds[s] for s in sorted(kinds)] == ["control", "optimized"] * 2, kinds
 assert {s: ("untouched" if k == "control" else k) for s, k in kinds.items()} == seqs, (kinds, seqs)
-print(statistics.median(walls["untouched"]) - statistics.median(walls["optimized"]))
+# The two pairs (each control run and the optimized run after it): the verdict's paired median,
+# applied to the control runs' median.
+ratio = statistics.median(c / o for c, o in zip(walls["untouched"], walls["optimized"]))
+print(statistics.median(walls["untouched"]) * (1 - 1 / ratio))
 PY
 
 "$hetopt" report --plots "$work/plots" -- "$@" >"$work/report.out" 2>"$work/report.err" || fail "hetopt report exited $?"
 cat "$work/report.out"
 [[ ! -s $work/report.err ]] || fail "report warned: $(cat "$work/report.err")"
-grep -q '^traced .* 2 untouched and 2 optimized runs recorded' "$work/report.out" || fail "not both kinds counted"
-[[ $(grep -cE '^[0-9-]{10} [0-9:]{8} .* control run \(no shim\)$' "$work/report.out") == 2 ]] || fail "not two untouched rows"
-[[ $(grep -cE '^[0-9-]{10} [0-9:]{8} .* [0-9]+/0/0, predicted' "$work/report.out") == 2 ]] || fail "not two optimized rows"
-grep -q 'upper bound' "$work/report.out" && fail "an upper bound although untouched runs exist"
-grep -q '^paired: .*2 control runs each against the optimized run next to it' "$work/report.out" ||
-  fail "alternating runs not paired"
-# The report's saving, as printed (rounded), against the records' own.
-python3 - "$work/report.out" "$(cat "$work/expected")" <<'PY' || fail "the measured saving is not the records' medians"
+grep -q '^traced .*; runs recorded: 2 untouched, 2 optimized; all shown$' "$work/report.out" || fail "not both kinds counted"
+[[ $(grep -cE '^[0-9-]{10} [0-9:]{8} .* control run \(no shim\); pair [12]\*$' "$work/report.out") == 2 ]] || fail "not two paired untouched rows"
+[[ $(grep -cE '^[0-9-]{10} [0-9:]{8} .* [0-9]+/0/0; plan [0-9a-f]{8}, predicted .*; pair [12]\*: ' "$work/report.out") == 2 ]] ||
+  fail "not two paired optimized rows"
+grep -q 'upper bound' "$work/report.out" && fail "an upper bound although the runs are paired"
+# The report's saving, as printed (rounded), against the ledger's pairs.
+python3 - "$work/report.out" "$(cat "$work/expected")" <<'PY' || fail "the measured saving is not the ledger's paired estimate"
 import re, sys
 text, expected = open(sys.argv[1]).read(), float(sys.argv[2])
-m = re.search(r"^measured saving:  (-?[0-9.]+) (ns|us|ms|s)( LOST)? per run .*median of 2 untouched runs, .* less the median of 2 optimized runs", text, re.M)
+m = re.search(r"^measured saving:  (-?[0-9.]+) (ns|us|ms|s)( LOST)? per run .*\n +verdict, [0-9.]+x over its 2 pairs", text, re.M)
 assert m, "no measured saving line"
 scale = {"ns": 1, "us": 1e3, "ms": 1e6, "s": 1e9}[m[2]]
 decimals = len(m[1].split(".")[1]) if "." in m[1] else 0

@@ -154,6 +154,18 @@ TEST(OptimizeStats, TheLinesSayOneFactEachUnderTheHeading) {
   EXPECT_NE(text.find("transfers from pinned direct memory: 2 h2d"), std::string::npos) << text;
 }
 
+// One of a thing is not "1 things" (a user saw "1 candidate sites").
+TEST(OptimizeStats, OneSiteAndOneAllocationAreSingular) {
+  Fixture x;
+  x.plan.sites.resize(1);
+  OptimizeCounters one;
+  one.servedBlock(kMiB, kMiB);
+  const std::string text = statsText(x.facts, one);
+  EXPECT_NE(text.find("\n  1 candidate site\n  redirected 1 allocation (1.0 MiB), released 0\n"),
+            std::string::npos)
+      << text;
+}
+
 TEST(OptimizeStats, TheJsonHoldsTheSameCountsAndTheLines) {
   Fixture x;
   const std::string text = statsText(x.facts, x.counters);
