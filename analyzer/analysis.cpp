@@ -657,12 +657,12 @@ class Analyzer {
     e.eligible = e.ratio >= e.threshold && e.communicationNs > 0;
     // Without kernel time the ratio has no finite value: said in words, not as "inf".
     const bool noCompute = !std::isfinite(e.ratio);
-    std::string numbers =
-        noCompute ? "no device compute (communication " + formatDuration(e.communicationNs) +
-                        ", no kernel time)" + basis
-                  : "dispatch ratio " + percentText(e.ratio) + " = communication " +
-                        formatDuration(e.communicationNs) + " / computation " +
-                        formatDuration(e.computationNs) + basis;
+    std::string numbers = noCompute
+                              ? "no device compute (communication " +
+                                    formatDuration(e.communicationNs) + ", no kernel time)" + basis
+                              : "dispatch ratio " + percentText(e.ratio) + " = communication " +
+                                    formatDuration(e.communicationNs) + " / computation " +
+                                    formatDuration(e.computationNs) + basis;
     if (e.communicationNs <= 0) {
       e.reason = numbers + ": no host<->device transfers, nothing to optimize";
     } else if (noCompute) {

@@ -133,8 +133,7 @@ std::string statsText(const StatsFacts& f, const OptimizeCounters& c) {
   std::string out = f.heading + "\n  " + conformanceText(*f.conformance, c) + "\n  " +
                     counted(f.plan->sites.size(), "candidate site") + "\n  redirected " +
                     counted(load(c.served), "allocation") + " (" + mib(load(c.servedBytes)) +
-                    "), released " +
-                    text(c.released) + "\n  fallbacks: " + text(c.noPool) +
+                    "), released " + text(c.released) + "\n  fallbacks: " + text(c.noPool) +
                     " with no pool (not ready in time, or it failed)\n  fallbacks: " + full + ", " +
                     text(c.movedOut) + " moved out by realloc\n  transfers from " + memory + ": " +
                     text(c.pinned.h2d) + " h2d (" + mib(load(c.pinned.h2dBytes)) + "), " +
